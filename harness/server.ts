@@ -1,0 +1,179 @@
+// Finds a MySQL-compatible server for tests, the demo and the benchmarks, in this order:
+//   1. MYSQL_URL;  2. a testcontainers MySQL when a Docker engine answers;
+//   3. a throwaway mariadbd/mysqld from PATH in a temporary data directory on a free port.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import mysql from 'mysql2/promise';
+
+export interface FoundServer {
+  /** mysql://user:password@host:port/ with privileges to create databases. */
+  url: string;
+  kind: 'MYSQL_URL' | 'testcontainers' | 'local';
+  description: string;
+  stop(): Promise<void>;
+}
+
+export interface LocalServerOptions {
+  /** Extra server flags, e.g. ['--innodb-buffer-pool-size=1G']. */
+  extraArgs?: string[];
+  log?: (line: string) => void;
+}
+
+const HOW_TO_GET_ONE = [
+  'No MySQL-compatible server found. Do one of:',
+  '  - set MYSQL_URL=mysql://root:password@127.0.0.1:3306/ (a user that may create databases);',
+  '  - start a Docker engine (a MySQL container is then started by testcontainers);',
+  '  - install a server binary: apt-get install mariadb-server (mariadbd must be on PATH or in /usr/sbin).',
+].join('\n');
+
+export async function findServer(options: LocalServerOptions = {}): Promise<FoundServer> {
+  const log = options.log ?? (() => undefined);
+  const fromEnv = process.env.MYSQL_URL;
+  if (fromEnv) return { url: fromEnv, kind: 'MYSQL_URL', description: `MYSQL_URL (${redact(fromEnv)})`, stop: async () => undefined };
+  if (await dockerAnswers()) {
+    log('starting a MySQL container through testcontainers');
+    const { MySqlContainer } = await import('@testcontainers/mysql');
+    const container = await new MySqlContainer('mysql:8.4').start();
+    return {
+      url: `mysql://root:${container.getRootPassword()}@${container.getHost()}:${container.getPort()}/`,
+      kind: 'testcontainers',
+      description: 'testcontainers mysql:8.4',
+      stop: async () => void (await container.stop()),
+    };
+  }
+  const binary = findBinary(['mariadbd', 'mysqld']);
+  if (binary) return startLocalServer(binary, options);
+  throw new Error(HOW_TO_GET_ONE);
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+}
+
+async function dockerAnswers(): Promise<boolean> {
+  const socket = process.env.DOCKER_HOST ?? '/var/run/docker.sock';
+  if (!process.env.DOCKER_HOST && !existsSync(socket)) return false;
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    const timeout = new AbortController();
+    const client = await Promise.race([
+      getContainerRuntimeClient(),
+      sleep(10_000, null, { signal: timeout.signal }).catch(() => null),
+    ]);
+    timeout.abort();
+    return client !== null;
+  } catch {
+    return false;
+  }
+}
+
+export function findBinary(names: string[]): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/usr/local/mysql/bin'];
+  for (const name of names) {
+    for (const dir of dirs) {
+      const candidate = join(dir, name);
+      if (dir && existsSync(candidate)) return candidate;
+    }
+  }
+  return undefined;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const isRoot = process.getuid?.() === 0;
+
+/** Creates a data directory for `binary` (mariadbd or mysqld) with a passwordless root. */
+export function initDataDir(binary: string, datadir: string): void {
+  const version = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout ?? '';
+  const userArgs = isRoot ? ['--user=root'] : [];
+  let result;
+  if (/mariadb/i.test(version)) {
+    const installer = findBinary(['mariadb-install-db', 'mysql_install_db']);
+    if (!installer) throw new Error(`found ${binary} but not mariadb-install-db to initialise a data directory`);
+    result = spawnSync(installer, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...userArgs], { encoding: 'utf8' });
+  } else {
+    result = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, ...userArgs], { encoding: 'utf8' });
+  }
+  if (result.status !== 0) throw new Error(`initialising ${datadir} failed:\n${result.stdout}\n${result.stderr}`);
+}
+
+export interface RunningServer {
+  port: number;
+  process: ChildProcess;
+  datadir: string;
+}
+
+/** Starts `binary` on `datadir` and resolves once it accepts connections. */
+export async function runServer(binary: string, datadir: string, port: number, extraArgs: string[] = []): Promise<RunningServer> {
+  const args = [
+    '--no-defaults', `--datadir=${datadir}`, `--socket=${join(datadir, 'server.sock')}`, `--port=${port}`,
+    '--bind-address=127.0.0.1', `--pid-file=${join(datadir, 'server.pid')}`, '--max-connections=1000',
+    '--innodb-buffer-pool-size=512M', '--skip-name-resolve', ...(isRoot ? ['--user=root'] : []), ...extraArgs,
+  ];
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${binary} exited with ${child.exitCode}:\n${stderr}`);
+    try {
+      const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root' });
+      await conn.end();
+      return { port, process: child, datadir };
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`${binary} did not accept connections within 60 s:\n${stderr}`);
+      }
+      await sleep(100);
+    }
+  }
+}
+
+export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  const escalate = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(escalate);
+}
+
+async function startLocalServer(binary: string, options: LocalServerOptions): Promise<FoundServer> {
+  const datadir = mkdtempSync(join(tmpdir(), 'mysql-rwlock-'));
+  const log = options.log ?? (() => undefined);
+  try {
+    log(`initialising a throwaway ${binary} in ${datadir}`);
+    initDataDir(binary, datadir);
+    const port = await freePort();
+    const server = await runServer(binary, datadir, port, options.extraArgs);
+    log(`throwaway server listening on 127.0.0.1:${port}`);
+    return {
+      url: `mysql://root@127.0.0.1:${port}/`,
+      kind: 'local',
+      description: `throwaway ${binary} on 127.0.0.1:${port}`,
+      stop: async () => {
+        await stopProcess(server.process);
+        rmSync(datadir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(datadir, { recursive: true, force: true });
+    throw err;
+  }
+}

@@ -1,0 +1,104 @@
+import type { Knex } from 'knex';
+import { isDeadlock, isLockWaitTimeout, query, withConnection, type RawConnection } from './connection.js';
+import { InvalidOptionsError } from './errors.js';
+import { DEFAULTS, checkKnownKeys, integerOption } from './options.js';
+import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from './sql/reap.js';
+
+export interface ReapOptions {
+  /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */
+  staleAfterMs?: number;
+  /** Grants reaped per transaction. @defaultValue 500 */
+  batchSize?: number;
+  /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue 1 */
+  lockWaitTimeoutSec?: number;
+}
+
+export interface ReapResult {
+  reaped: number;
+  /** Grants skipped this round because their business transaction held the row (1205) or a deadlock persisted. */
+  skipped: number;
+  grants: ReapedGrant[];
+  durationMs: number;
+}
+
+export const REAP_DEFAULTS = Object.freeze({ batchSize: 500, lockWaitTimeoutSec: 1 });
+
+/**
+ * Releases grants stuck past `staleAfterMs`. Safe to run from many processes at once: every grant
+ * is released by one guarded, versioned transaction, so none is released twice and no count is
+ * given back twice.
+ */
+export async function reapStaleGrants(db: Knex, options: ReapOptions = {}): Promise<ReapResult> {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('options of reapStaleGrants must be an object');
+  checkKnownKeys('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
+  const staleAfterMs = integerOption('staleAfterMs', options.staleAfterMs ?? DEFAULTS.staleAfterMs, 1);
+  const batchSize = integerOption('batchSize', options.batchSize ?? REAP_DEFAULTS.batchSize, 1, 10_000);
+  const waitSec = integerOption('lockWaitTimeoutSec', options.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
+  const started = performance.now();
+  const staleUs = staleAfterMs * 1000;
+  return withConnection(db, async (conn) => {
+    await query(conn, 'SET SESSION innodb_lock_wait_timeout = ?', [waitSec]);
+    try {
+      const grants: ReapedGrant[] = [];
+      const skipped = new Set<number>();
+      for (;;) {
+        const batch = await selectStale(conn, staleUs, batchSize, [...skipped]);
+        if (batch.length === 0) break;
+        grants.push(...(await reapBatchOrEach(conn, batch, staleUs, skipped)));
+        if (batch.length < batchSize) break;
+      }
+      return { reaped: grants.length, skipped: skipped.size, grants, durationMs: performance.now() - started };
+    } finally {
+      await query(conn, 'SET SESSION innodb_lock_wait_timeout = DEFAULT').catch(() => undefined);
+    }
+  });
+}
+
+/** A batch that meets a locked row falls back to one grant per transaction, so only that grant is skipped. */
+async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs: number, skipped: Set<number>): Promise<ReapedGrant[]> {
+  try {
+    return await reapCandidates(conn, batch, staleUs);
+  } catch (err) {
+    if (!isLockWaitTimeout(err) && !isDeadlock(err)) throw err;
+  }
+  const reaped: ReapedGrant[] = [];
+  for (const candidate of batch) {
+    try {
+      reaped.push(...(await reapCandidates(conn, [candidate], staleUs)));
+    } catch (err) {
+      if (!isLockWaitTimeout(err) && !isDeadlock(err)) throw err;
+      skipped.add(candidate.id);
+    }
+  }
+  return reaped;
+}
+
+export interface PurgeOptions {
+  /** Released grants created longer ago than this are deleted. @defaultValue 604800000 (7 days) */
+  retentionMs?: number;
+  /** Rows deleted per statement. @defaultValue 5000 */
+  batchSize?: number;
+}
+
+/** Deletes released grants older than the retention period, in batches, so the log stays bounded. */
+export async function purgeReleasedGrants(db: Knex, options: PurgeOptions = {}): Promise<{ purged: number }> {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('options of purgeReleasedGrants must be an object');
+  checkKnownKeys('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
+  const retentionMs = integerOption('retentionMs', options.retentionMs ?? 604_800_000, 1);
+  const batchSize = integerOption('batchSize', options.batchSize ?? 5000, 1, 100_000);
+  return withConnection(db, async (conn) => {
+    let purged = 0;
+    for (;;) {
+      // READ COMMITTED: no gap locks on the index range, so releases are never blocked by a purge.
+      await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      const res = await query<{ affectedRows: number }>(
+        conn,
+        `DELETE FROM t_lock_log WHERE status = 2 AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+          ORDER BY status, create_time LIMIT ?`,
+        [retentionMs * 1000, batchSize],
+      );
+      purged += res.affectedRows;
+      if (res.affectedRows < batchSize) return { purged };
+    }
+  });
+}

@@ -1,0 +1,27 @@
+import { InvalidResourceIdError } from './errors.js';
+
+/** Longest resource id in UTF-8 bytes; the column is VARBINARY(255). */
+export const MAX_RESOURCE_ID_BYTES = 255;
+
+/**
+ * Validates a resource id and returns its exact bytes. Ids are compared byte for byte:
+ * 'Loan-1', 'loan-1' and 'loan-1 ' are three different locks. Nothing is trimmed or folded,
+ * and an id the column could not hold whole is refused rather than truncated.
+ */
+export function resourceKey(id: unknown): Buffer {
+  if (typeof id !== 'string') {
+    throw new InvalidResourceIdError(`resource id must be a string, got ${id === null ? 'null' : typeof id}`);
+  }
+  if (id.length === 0) throw new InvalidResourceIdError('resource id must not be empty');
+  if (!id.isWellFormed()) {
+    // A lone surrogate would be encoded as U+FFFD and collide with other ids.
+    throw new InvalidResourceIdError('resource id must be well-formed Unicode (it contains a lone surrogate)');
+  }
+  const bytes = Buffer.from(id, 'utf8');
+  if (bytes.length > MAX_RESOURCE_ID_BYTES) {
+    throw new InvalidResourceIdError(
+      `resource id is ${bytes.length} bytes in UTF-8; at most ${MAX_RESOURCE_ID_BYTES} are allowed`,
+    );
+  }
+  return bytes;
+}

@@ -1,0 +1,56 @@
+import { query, type RawConnection } from '../connection.js';
+import { modeOf, type LockMode } from '../types.js';
+
+export interface Holder {
+  id: number;
+  mode: LockMode;
+  status: 'granted' | 'done';
+  owner: string;
+  createTime: Date;
+  /** Age on the database clock. */
+  ageMs: number;
+  /** Older than the manager's staleAfterMs: the reaper will release it. */
+  stale: boolean;
+}
+
+export interface LockState {
+  resourceId: string;
+  wCount: number;
+  rCount: number;
+  /** A waiting writer currently holds new readers back. */
+  writerWaiting: boolean;
+  holders: Holder[];
+}
+
+export async function inspectResource(conn: RawConnection, resourceId: string, resource: Buffer, staleAfterMs: number): Promise<LockState> {
+  const counts = await query<Array<{ w_count: number; r_count: number; writer_waiting: number | null }>>(
+    conn,
+    'SELECT w_count, r_count, w_wait_until > NOW(6) AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?',
+    [resource],
+  );
+  const rows = await query<Array<{ id: number | string; lock_type: number; status: number; owner: string; create_time: Date; age_us: number | string }>>(
+    conn,
+    `SELECT id, lock_type, status, owner, create_time, TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
+       FROM t_lock_log WHERE resource_id = ? AND status IN (0, 1) ORDER BY id`,
+    [resource],
+  );
+  const c = counts[0];
+  return {
+    resourceId,
+    wCount: c ? Number(c.w_count) : 0,
+    rCount: c ? Number(c.r_count) : 0,
+    writerWaiting: c ? Number(c.writer_waiting) === 1 : false,
+    holders: rows.map((r) => {
+      const ageMs = Number(r.age_us) / 1000;
+      return {
+        id: Number(r.id),
+        mode: modeOf(r.lock_type),
+        status: r.status === 0 ? 'granted' : 'done',
+        owner: r.owner,
+        createTime: r.create_time,
+        ageMs,
+        stale: ageMs > staleAfterMs,
+      };
+    }),
+  };
+}

@@ -1,0 +1,109 @@
+import { query, type RawConnection } from '../connection.js';
+import { LockInvariantError } from '../errors.js';
+import { modeOf, type LockMode } from '../types.js';
+
+export interface Candidate {
+  id: number;
+  version: number;
+}
+
+export interface ReapedGrant {
+  id: number;
+  resourceId: string;
+  mode: LockMode;
+  owner: string;
+  createTime: Date;
+  /** Age on the database clock when it was reaped. */
+  ageMs: number;
+}
+
+/** Stale live grants, read without locking through the (status, create_time) index. */
+export async function selectStale(conn: RawConnection, staleUs: number, limit: number, exclude: number[]): Promise<Candidate[]> {
+  const rows = await query<Array<{ id: number | string; version: number }>>(
+    conn,
+    `SELECT id, version FROM t_lock_log
+      WHERE status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+      ${exclude.length > 0 ? 'AND id NOT IN (?)' : ''}
+      LIMIT ?`,
+    exclude.length > 0 ? [staleUs, exclude, limit] : [staleUs, limit],
+  );
+  return rows.map((r) => ({ id: Number(r.id), version: Number(r.version) }));
+}
+
+interface LockedRow {
+  id: number | string;
+  resource_id: Buffer;
+  lock_type: number;
+  version: number;
+  owner: string;
+  create_time: Date;
+  age_us: number | string;
+}
+
+/**
+ * Reaps candidates in one READ COMMITTED transaction: locks their log rows in id order, keeps those
+ * still live, stale and at the version the candidate read saw (optimistic check), moves them to
+ * status 2 and gives each resource its counts back in one statement. A row locked by a business
+ * transaction that is committing makes this fail with 1205 after the session's lock wait timeout.
+ */
+export async function reapCandidates(conn: RawConnection, candidates: Candidate[], staleUs: number): Promise<ReapedGrant[]> {
+  const expected = new Map(candidates.map((c) => [c.id, c.version]));
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  await query(conn, 'START TRANSACTION');
+  try {
+    const rows = await query<LockedRow[]>(
+      conn,
+      `SELECT id, resource_id, lock_type, version, owner, create_time,
+              TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
+         FROM t_lock_log
+        WHERE id IN (?) AND status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+        ORDER BY id FOR UPDATE`,
+      [[...expected.keys()], staleUs],
+    );
+    const live = rows.filter((r) => expected.get(Number(r.id)) === Number(r.version));
+    if (live.length > 0) {
+      const marked = await query<{ affectedRows: number }>(
+        conn,
+        `UPDATE t_lock_log SET status = 2, version = version + 1, released_at = NOW(6), released_by = 2
+          WHERE id IN (?) AND status IN (0, 1)`,
+        [live.map((r) => r.id)],
+      );
+      if (marked.affectedRows !== live.length) throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
+      await giveCountsBack(conn, live);
+    }
+    await query(conn, 'COMMIT');
+    return live.map((r) => ({
+      id: Number(r.id),
+      resourceId: r.resource_id.toString('utf8'),
+      mode: modeOf(r.lock_type),
+      owner: r.owner,
+      createTime: r.create_time,
+      ageMs: Number(r.age_us) / 1000,
+    }));
+  } catch (err) {
+    await query(conn, 'ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+async function giveCountsBack(conn: RawConnection, live: LockedRow[]): Promise<void> {
+  const perResource = new Map<string, { resource: Buffer; w: number; r: number }>();
+  for (const row of live) {
+    const key = row.resource_id.toString('hex');
+    const entry = perResource.get(key) ?? { resource: row.resource_id, w: 0, r: 0 };
+    if (row.lock_type === 0) entry.w += 1;
+    else entry.r += 1;
+    perResource.set(key, entry);
+  }
+  const groups = [...perResource.values()];
+  const derived = groups.map(() => 'SELECT ? AS rid, ? AS w, ? AS rd').join(' UNION ALL ');
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    `UPDATE t_read_write_lock AS l JOIN (${derived}) AS x ON l.resource_id = x.rid
+        SET l.w_count = l.w_count - x.w, l.r_count = l.r_count - x.rd, l.version = l.version + 1`,
+    groups.flatMap((g) => [g.resource, g.w, g.r]),
+  );
+  if (result.affectedRows !== groups.length) {
+    throw new LockInvariantError(`reaper updated ${result.affectedRows} of ${groups.length} resource rows`);
+  }
+}
