@@ -1,0 +1,99 @@
+// A TCP proxy between MySQL clients and a server that can cut a connection at a chosen command:
+// it reads the client's packets (3-byte length, sequence byte, payload), and when a COM_QUERY
+// matches an armed pattern it either cuts before forwarding (the server never sees it) or
+// forwards it and cuts before the reply reaches the client (the outcome is unknown to the client).
+import { createServer, Socket, type Server } from 'node:net';
+
+export type CutMode = 'before-forward' | 'before-reply';
+
+interface Arm {
+  pattern: RegExp;
+  mode: CutMode;
+  fired: (sql: string) => void;
+}
+
+const COM_QUERY = 0x03;
+
+export class FaultProxy {
+  readonly #target: { host: string; port: number };
+  readonly #sockets = new Set<Socket>();
+  #arms: Arm[] = [];
+  #server: Server | undefined;
+  port = 0;
+
+  constructor(targetHost: string, targetPort: number) {
+    this.#target = { host: targetHost, port: targetPort };
+  }
+
+  async listen(): Promise<number> {
+    this.#server = createServer((client) => this.#accept(client));
+    await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
+    const address = this.#server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+    return this.port;
+  }
+
+  /** Cuts the first connection whose next query matches `pattern`; resolves with that SQL. */
+  armOnce(pattern: RegExp, mode: CutMode): Promise<string> {
+    return new Promise((resolve) => this.#arms.push({ pattern, mode, fired: resolve }));
+  }
+
+  /** Drops every open connection (as a server-side network failure would). */
+  cutAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  async close(): Promise<void> {
+    this.cutAll();
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()));
+  }
+
+  #accept(client: Socket): void {
+    const server = new Socket();
+    this.#sockets.add(client).add(server);
+    const cut = (): void => {
+      client.destroy();
+      server.destroy();
+    };
+    client.on('close', () => this.#sockets.delete(client) && server.end());
+    server.on('close', () => this.#sockets.delete(server) && client.destroy());
+    client.on('error', cut);
+    server.on('error', cut);
+    let swallowReply = false;
+    server.on('data', (chunk: Buffer) => {
+      if (swallowReply) cut();
+      else client.write(chunk);
+    });
+    server.connect(this.#target.port, this.#target.host);
+    let pending = Buffer.alloc(0);
+    client.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4) {
+        const length = pending.readUIntLE(0, 3);
+        if (pending.length < 4 + length) break;
+        const packet = pending.subarray(0, 4 + length);
+        pending = pending.subarray(4 + length);
+        const arm = this.#match(packet);
+        if (arm?.mode === 'before-forward') {
+          cut();
+          arm.fired(packet.subarray(5).toString('utf8'));
+          return;
+        }
+        if (arm?.mode === 'before-reply') {
+          swallowReply = true;
+          arm.fired(packet.subarray(5).toString('utf8'));
+        }
+        server.write(packet);
+      }
+    });
+  }
+
+  #match(packet: Buffer): Arm | undefined {
+    if (packet.length < 5 || packet[4] !== COM_QUERY) return undefined;
+    const sql = packet.subarray(5).toString('utf8');
+    const index = this.#arms.findIndex((a) => a.pattern.test(sql));
+    if (index < 0) return undefined;
+    const [arm] = this.#arms.splice(index, 1);
+    return arm;
+  }
+}
