@@ -11,7 +11,7 @@ import { findGrantById, findGrantByToken } from './sql/lookup.js';
 import { callRelease } from './sql/release.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, modeOf, type LockMode } from './types.js';
-import { backoffDelay, pause } from './wait.js';
+import { backoffDelay, hasWaiters, joinQueue } from './wait.js';
 
 /** Business work run under a lock, inside the transaction the lock commits with. */
 export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;
@@ -64,7 +64,7 @@ export class LockManager {
   }
 
   /** Lock counts and live grants of a resource, on the database clock. */
-  inspect(resourceId: string): Promise<LockState> {
+  async inspect(resourceId: string): Promise<LockState> {
     const resource = resourceKey(resourceId);
     return withConnection(this.#o.knex, (conn) => inspectResource(conn, resourceId, resource, this.#o.staleAfterMs));
   }
@@ -93,20 +93,52 @@ export class LockManager {
     const hex = resource.toString('hex');
     const deadline = Date.now() + waitMs;
     const intentMs = mode === 'write' && waitMs > 0 ? this.#o.writerIntentMs : 0;
-    for (let attempt = 0; ; attempt++) {
-      if (signal?.aborted) throw new LockAbortedError(signal.reason);
+    if (signal?.aborted) throw new LockAbortedError(signal.reason);
+    // No local waiter ahead of us (or no waiting at all): try at once. Otherwise queue behind them,
+    // so a holder that releases and re-acquires in a loop cannot barge past its own process's waiters.
+    if (waitMs === 0 || !hasWaiters(hex)) {
       const grant = await this.#attempt(mode, resourceId, resource, intentMs);
-      if (grant) {
-        if (signal?.aborted) {
-          await grant.release();
-          throw new LockAbortedError(signal.reason);
-        }
-        return grant;
-      }
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new LockTimeoutError(resourceId, mode, waitMs);
-      await pause(hex, Math.min(remaining, backoffDelay(attempt, this.#o.backoffMinMs, this.#o.backoffMaxMs)), signal);
+      if (grant) return this.#unlessAborted(grant, signal);
+      if (Date.now() >= deadline) throw new LockTimeoutError(resourceId, mode, waitMs);
     }
+    const ticket = joinQueue(hex, mode);
+    let granted: LockMode | null = null;
+    try {
+      if (!(await ticket.untilHead(deadline, signal))) throw new LockTimeoutError(resourceId, mode, waitMs);
+      const behind = ticket.takeBehindWriter();
+      if (behind !== null) {
+        // The previous head was just granted a conflicting lock: wait for its release (a local
+        // release wakes us at once), polling in case it is released elsewhere.
+        await ticket.pause(Math.min(Math.max(0, deadline - Date.now()), this.#o.backoffMaxMs), signal, behind);
+      }
+      for (let attempt = 0; ; attempt++) {
+        if (signal?.aborted) throw new LockAbortedError(signal.reason);
+        const seen = ticket.epoch;
+        const grant = await this.#attempt(mode, resourceId, resource, intentMs);
+        if (grant) {
+          granted = mode;
+          return await this.#unlessAborted(grant, signal);
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw new LockTimeoutError(resourceId, mode, waitMs);
+        // A release in this process during the failed attempt: try again at once, backoff restarted.
+        if (ticket.epoch !== seen) {
+          attempt = -1;
+          continue;
+        }
+        await ticket.pause(Math.min(remaining, backoffDelay(attempt, this.#o.backoffMinMs, this.#o.backoffMaxMs)), signal, seen);
+      }
+    } finally {
+      ticket.leave(granted);
+    }
+  }
+
+  async #unlessAborted(grant: Grant, signal: AbortSignal | undefined): Promise<Grant> {
+    if (signal?.aborted) {
+      await grant.release();
+      throw new LockAbortedError(signal.reason);
+    }
+    return grant;
   }
 
   /** One acquire round trip, retried on deadlock; a lost reply is settled by looking the token up. */

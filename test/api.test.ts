@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
+import { useTestDatabase } from './support/db.js';
+import { invariantViolations, resourceRows } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+describe('read-write semantics', () => {
+  it('readers share a resource; a writer excludes readers and other writers', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const r1 = await locks.tryAcquireRead('loan-1');
+    const r2 = await locks.tryAcquireRead('loan-1');
+    expect(r1).not.toBeNull();
+    expect(r2).not.toBeNull();
+    expect(await locks.tryAcquireWrite('loan-1')).toBeNull();
+    await r1!.release();
+    expect(await locks.tryAcquireWrite('loan-1')).toBeNull();
+    await r2!.release();
+    const w = await locks.tryAcquireWrite('loan-1');
+    expect(w).not.toBeNull();
+    expect(await locks.tryAcquireWrite('loan-1')).toBeNull();
+    expect(await locks.tryAcquireRead('loan-1')).toBeNull();
+    expect(await w!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('grant ids are strictly increasing fencing tokens', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const g = await locks.tryAcquireWrite(`fence-${i % 2}`);
+      ids.push(g!.id);
+      await g!.release();
+    }
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('release is idempotent and says whether it released', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = await locks.tryAcquireWrite('idem');
+    expect(await g!.release()).toBe(true);
+    expect(await g!.release()).toBe(false);
+    expect((await resourceRows(db.knex)).find((r) => r.resource === 'idem')).toMatchObject({ wCount: 0, rCount: 0 });
+  });
+
+  it('inspect lists live holders on the database clock', async () => {
+    const locks = createLockManager({ knex: db.knex, owner: 'inspector-test' });
+    const r = await locks.tryAcquireRead('inspect-me');
+    const state = await locks.inspect('inspect-me');
+    expect(state).toMatchObject({ resourceId: 'inspect-me', wCount: 0, rCount: 1, writerWaiting: false });
+    expect(state.holders).toHaveLength(1);
+    expect(state.holders[0]).toMatchObject({ id: r!.id, mode: 'read', status: 'granted', owner: 'inspector-test', stale: false });
+    expect(state.holders[0]!.ageMs).toBeGreaterThanOrEqual(0);
+    await r!.release();
+    expect((await locks.inspect('inspect-me')).holders).toEqual([]);
+    expect(await locks.inspect('never-used')).toMatchObject({ wCount: 0, rCount: 0, holders: [] });
+  });
+
+  it('forceRelease releases a live grant as operator once', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = await locks.tryAcquireWrite('stuck');
+    expect(await locks.forceRelease(g!.id)).toBe(true);
+    expect(await locks.forceRelease(g!.id)).toBe(false);
+    expect(await g!.release()).toBe(false);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
+describe('waiting', () => {
+  it('a waiting writer gets the lock when the holder releases', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const held = await locks.tryAcquireWrite('wait-1');
+    const waiting = locks.acquireWrite('wait-1', { waitMs: 10_000 });
+    let granted = false;
+    void waiting.then(() => (granted = true));
+    expect(await locks.tryAcquireWrite('wait-1')).toBeNull();
+    expect(granted).toBe(false);
+    await held!.release();
+    const g = await waiting;
+    expect(g.resourceId).toBe('wait-1');
+    await g.release();
+  });
+
+  it('times out with LockTimeoutError and leaves nothing behind', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const held = await locks.tryAcquireWrite('wait-2');
+    const started = Date.now();
+    await expect(locks.acquireRead('wait-2', { waitMs: 150 })).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    await held!.release();
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('an AbortSignal cancels the wait with an AbortError', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const held = await locks.tryAcquireWrite('wait-3');
+    const controller = new AbortController();
+    const waiting = locks.acquireWrite('wait-3', { waitMs: 30_000, signal: controller.signal });
+    controller.abort(new Error('shutting down'));
+    const err = await waiting.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockAbortedError);
+    expect((err as Error).name).toBe('AbortError');
+    await expect(locks.acquireWrite('wait-3', { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
+    await held!.release();
+    expect((await locks.inspect('wait-3')).holders).toEqual([]);
+  });
+
+  it('a waiting writer holds back new readers, so readers cannot starve it', async () => {
+    const locks = createLockManager({ knex: db.knex, writerIntentMs: 5_000 });
+    const reader = await locks.tryAcquireRead('wait-4');
+    const writer = locks.acquireWrite('wait-4', { waitMs: 10_000 });
+    await expect.poll(async () => (await locks.inspect('wait-4')).writerWaiting).toBe(true);
+    expect(await locks.tryAcquireRead('wait-4')).toBeNull();
+    await reader!.release();
+    const w = await writer;
+    await w.release();
+    // The granted writer cleared its intent: readers are welcome again.
+    const r = await locks.tryAcquireRead('wait-4');
+    expect(r).not.toBeNull();
+    await r!.release();
+  });
+});

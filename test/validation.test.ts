@@ -1,0 +1,114 @@
+// Property 7: bad input gets a typed error naming the problem, and nothing in the database changes.
+import { describe, expect, it } from 'vitest';
+import {
+  createLockManager, InvalidOptionsError, InvalidResourceIdError, migrate, reapStaleGrants, purgeReleasedGrants,
+} from '../src/index.js';
+import { useTestDatabase } from './support/db.js';
+import { snapshot } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+const badIds: Array<[string, unknown, RegExp]> = [
+  ['empty', '', /empty/],
+  ['over 255 UTF-8 bytes', 'x'.repeat(256), /256 bytes/],
+  ['over 255 bytes though under 255 characters', 'é'.repeat(128), /256 bytes/],
+  ['a number', 42, /must be a string, got number/],
+  ['null', null, /got null/],
+  ['undefined', undefined, /got undefined/],
+  ['an object', { id: 'x' }, /got object/],
+  ['a lone surrogate', 'loan-\ud800', /lone surrogate/],
+];
+
+describe('bad resource ids', () => {
+  it.each(badIds)('%s: every entry point throws InvalidResourceIdError and writes nothing', async (_name, id, message) => {
+    const locks = createLockManager({ knex: db.knex });
+    const before = await snapshot(db.knex);
+    const anyId = id as string;
+    const calls: Array<() => Promise<unknown>> = [
+      () => locks.tryAcquireWrite(anyId),
+      () => locks.tryAcquireRead(anyId),
+      () => locks.acquireWrite(anyId, { waitMs: 10 }),
+      () => locks.acquireRead(anyId),
+      () => locks.withWriteLock(anyId, async () => 1),
+      () => locks.withReadLock(anyId, async () => 1),
+      () => locks.inspect(anyId),
+    ];
+    for (const call of calls) {
+      const err = await call().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidResourceIdError);
+      expect((err as InvalidResourceIdError).code).toBe('ERR_RWLOCK_INVALID_RESOURCE_ID');
+      expect((err as Error).message).toMatch(message);
+    }
+    expect(await snapshot(db.knex)).toBe(before);
+  });
+
+  it('accepts exactly 255 bytes', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = await locks.tryAcquireWrite('é'.repeat(127) + 'x');
+    expect(g!.resourceId).toHaveLength(128);
+    await g!.release();
+  });
+
+  it('ids that differ only in case or trailing space are distinct locks', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const ids = ['Loan-7', 'loan-7', 'loan-7 ', 'loan-7  ', ' loan-7', 'LOAN-7'];
+    const grants = await Promise.all(ids.map((id) => locks.tryAcquireWrite(id)));
+    expect(grants.every((g) => g !== null)).toBe(true);
+    for (const id of ids) expect((await locks.inspect(id)).wCount).toBe(1);
+    await Promise.all(grants.map((g) => g!.release()));
+  });
+});
+
+describe('bad options', () => {
+  const cases: Array<[string, (locks: ReturnType<typeof createLockManager>) => Promise<unknown>, RegExp]> = [
+    ['negative waitMs', (l) => l.acquireWrite('opt', { waitMs: -1 }), /^waitMs must be an integer/],
+    ['NaN waitMs', (l) => l.acquireRead('opt', { waitMs: Number.NaN }), /^waitMs .* got NaN/],
+    ['fractional waitMs', (l) => l.acquireWrite('opt', { waitMs: 1.5 }), /^waitMs .* got 1.5/],
+    ['Infinity waitMs', (l) => l.acquireWrite('opt', { waitMs: Number.POSITIVE_INFINITY }), /^waitMs/],
+    ['string waitMs', (l) => l.acquireWrite('opt', { waitMs: '100' as unknown as number }), /^waitMs .* got "100"/],
+    ['unknown acquire option', (l) => l.acquireWrite('opt', { timeout: 5 } as never), /^timeout: unknown option of acquireWrite/],
+    ['unknown withLock option', (l) => l.withReadLock('opt', async () => 1, { wait: 5 } as never), /^wait: unknown option of withReadLock/],
+    ['bad signal', (l) => l.acquireWrite('opt', { signal: {} as AbortSignal }), /^signal must be an AbortSignal/],
+    ['bad isolation level', (l) => l.withWriteLock('opt', async () => 1, { isolationLevel: 'snapshot' as never }), /^isolationLevel must be one of/],
+    ['work not a function', (l) => l.withWriteLock('opt', 'nope' as never), /^work: withWriteLock needs a function/],
+    ['options not an object', (l) => l.acquireWrite('opt', 5 as never), /must be an object/],
+    ['forceRelease of a non-id', (l) => l.forceRelease(-3), /^grantId must be an integer/],
+  ];
+
+  it.each(cases)('%s: InvalidOptionsError naming the option, nothing written', async (_name, call, message) => {
+    const locks = createLockManager({ knex: db.knex });
+    const before = await snapshot(db.knex);
+    const err = await call(locks).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidOptionsError);
+    expect((err as InvalidOptionsError).code).toBe('ERR_RWLOCK_INVALID_OPTIONS');
+    expect((err as Error).message).toMatch(message);
+    expect(await snapshot(db.knex)).toBe(before);
+  });
+
+  it('createLockManager validates once, naming the option', () => {
+    const bad: Array<[unknown, RegExp]> = [
+      [undefined, /knex instance/],
+      [{}, /^knex must be a knex instance/],
+      [{ knex: db.knex, staleAfterMs: 0 }, /^staleAfterMs must be an integer from 1/],
+      [{ knex: db.knex, owner: '' }, /^owner must be a string of 1 to 255/],
+      [{ knex: db.knex, owner: 'o'.repeat(256) }, /^owner/],
+      [{ knex: db.knex, backoffMinMs: 50, backoffMaxMs: 10 }, /^backoffMinMs \(50\) must not exceed backoffMaxMs/],
+      [{ knex: db.knex, writerIntentMs: -5 }, /^writerIntentMs/],
+      [{ knex: db.knex, stale: 5 }, /^stale: unknown option of createLockManager/],
+    ];
+    for (const [options, message] of bad) {
+      expect(() => createLockManager(options as never)).toThrow(InvalidOptionsError);
+      expect(() => createLockManager(options as never)).toThrow(message);
+    }
+  });
+
+  it('reapStaleGrants, purgeReleasedGrants and migrate refuse bad options without touching anything', async () => {
+    const before = await snapshot(db.knex);
+    await expect(reapStaleGrants(db.knex, { staleAfterMs: -1 })).rejects.toThrow(/^staleAfterMs must be an integer/);
+    await expect(reapStaleGrants(db.knex, { staleAfterMs: 1.5 })).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(reapStaleGrants(db.knex, { cutoff: 5 } as never)).rejects.toThrow(/^cutoff: unknown option of reapStaleGrants/);
+    await expect(purgeReleasedGrants(db.knex, { retentionMs: 0 })).rejects.toThrow(/^retentionMs/);
+    await expect(migrate(db.knex, { wait: 1 } as never)).rejects.toThrow(/^wait: unknown option of migrate/);
+    expect(await snapshot(db.knex)).toBe(before);
+  });
+});
