@@ -11,7 +11,7 @@ import { findGrantById, findGrantByToken } from './sql/lookup.js';
 import { callRelease } from './sql/release.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, modeOf, type LockMode } from './types.js';
-import { backoffDelay, hasWaiters, joinQueue } from './wait.js';
+import { backoffDelay, joinQueue } from './wait.js';
 
 /** Business work run under a lock, inside the transaction the lock commits with. */
 export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;
@@ -94,29 +94,31 @@ export class LockManager {
     const deadline = Date.now() + waitMs;
     const intentMs = mode === 'write' && waitMs > 0 ? this.#o.writerIntentMs : 0;
     if (signal?.aborted) throw new LockAbortedError(signal.reason);
-    // No local waiter ahead of us (or no waiting at all): try at once. Otherwise queue behind them,
-    // so a holder that releases and re-acquires in a loop cannot barge past its own process's waiters.
-    if (waitMs === 0 || !hasWaiters(hex)) {
+    if (waitMs === 0) {
       const grant = await this.#attempt(mode, resourceId, resource, intentMs);
       if (grant) return this.#unlessAborted(grant, signal);
-      if (Date.now() >= deadline) throw new LockTimeoutError(resourceId, mode, waitMs);
+      throw new LockTimeoutError(resourceId, mode, waitMs);
     }
+    // Queue behind this process's earlier waiters of the resource (FIFO): only the head polls, and
+    // a holder that releases and re-acquires in a loop cannot barge past them.
     const ticket = joinQueue(hex, mode);
     let granted: LockMode | null = null;
     try {
-      if (!(await ticket.untilHead(deadline, signal))) throw new LockTimeoutError(resourceId, mode, waitMs);
-      const behind = ticket.takeBehindWriter();
-      if (behind !== null) {
-        // The previous head was just granted a conflicting lock: wait for its release (a local
-        // release wakes us at once), polling in case it is released elsewhere.
-        await ticket.pause(Math.min(Math.max(0, deadline - Date.now()), this.#o.backoffMaxMs), signal, behind);
+      if (!ticket.isHead) {
+        if (!(await ticket.untilHead(deadline, signal))) throw new LockTimeoutError(resourceId, mode, waitMs);
+        const behind = ticket.takeBehindWriter();
+        if (behind !== null) {
+          // The previous head was just granted a conflicting lock: wait for its release (a local
+          // release wakes us at once), polling in case it is released elsewhere.
+          await ticket.pause(Math.min(Math.max(0, deadline - Date.now()), this.#o.backoffMaxMs), signal, behind);
+        }
       }
       for (let attempt = 0; ; attempt++) {
         if (signal?.aborted) throw new LockAbortedError(signal.reason);
         const seen = ticket.epoch;
         const grant = await this.#attempt(mode, resourceId, resource, intentMs);
         if (grant) {
-          granted = mode;
+          granted = signal?.aborted ? null : mode;
           return await this.#unlessAborted(grant, signal);
         }
         const remaining = deadline - Date.now();

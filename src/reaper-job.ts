@@ -43,7 +43,8 @@ export async function runReaperOnce(db: Knex, config: ReaperJobConfig, log: (lin
       log({ event: 'reaper.grant', id: g.id, resourceId: g.resourceId, mode: g.mode, owner: g.owner, ageMs: Math.round(g.ageMs) });
     }
     const { purged } = config.retentionMs > 0 ? await purgeReleasedGrants(db, { retentionMs: config.retentionMs }) : { purged: 0 };
-    log({ event: 'reaper.run', ok: true, reaped: result.reaped, skipped: result.skipped, purged, durationMs: Math.round(performance.now() - started) });
+    for (const problem of result.problems) log({ event: 'reaper.problem', problem });
+    log({ event: 'reaper.run', ok: result.failed === 0, reaped: result.reaped, skipped: result.skipped, failed: result.failed, purged, durationMs: Math.round(performance.now() - started) });
   } catch (err) {
     const e = err as Error & { code?: string };
     log({ event: 'reaper.run', ok: false, error: e.message, code: e.code, durationMs: Math.round(performance.now() - started) });

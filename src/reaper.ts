@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isDeadlock, isLockWaitTimeout, query, withConnection, type RawConnection } from './connection.js';
+import { isConnectionLost, isDeadlock, isLockWaitTimeout, query, withConnection, type RawConnection } from './connection.js';
 import { InvalidOptionsError } from './errors.js';
 import { DEFAULTS, checkKnownKeys, integerOption } from './options.js';
 import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from './sql/reap.js';
@@ -17,6 +17,9 @@ export interface ReapResult {
   reaped: number;
   /** Grants skipped this round because their business transaction held the row (1205) or a deadlock persisted. */
   skipped: number;
+  /** Grants that could not be reaped for another reason (for example counts that disagree with the log); see `problems`. */
+  failed: number;
+  problems: string[];
   grants: ReapedGrant[];
   durationMs: number;
 }
@@ -40,34 +43,52 @@ export async function reapStaleGrants(db: Knex, options: ReapOptions = {}): Prom
     await query(conn, 'SET SESSION innodb_lock_wait_timeout = ?', [waitSec]);
     try {
       const grants: ReapedGrant[] = [];
-      const skipped = new Set<number>();
+      const passed: Passed = { skipped: new Set(), failed: new Map() };
       for (;;) {
-        const batch = await selectStale(conn, staleUs, batchSize, [...skipped]);
+        const exclude = [...passed.skipped, ...passed.failed.keys()];
+        const batch = await selectStale(conn, staleUs, batchSize, exclude);
         if (batch.length === 0) break;
-        grants.push(...(await reapBatchOrEach(conn, batch, staleUs, skipped)));
+        grants.push(...(await reapBatchOrEach(conn, batch, staleUs, passed)));
         if (batch.length < batchSize) break;
       }
-      return { reaped: grants.length, skipped: skipped.size, grants, durationMs: performance.now() - started };
+      return {
+        reaped: grants.length,
+        skipped: passed.skipped.size,
+        failed: passed.failed.size,
+        problems: [...passed.failed].map(([id, message]) => `grant ${id}: ${message}`),
+        grants,
+        durationMs: performance.now() - started,
+      };
     } finally {
       await query(conn, 'SET SESSION innodb_lock_wait_timeout = DEFAULT').catch(() => undefined);
     }
   });
 }
 
-/** A batch that meets a locked row falls back to one grant per transaction, so only that grant is skipped. */
-async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs: number, skipped: Set<number>): Promise<ReapedGrant[]> {
+interface Passed {
+  skipped: Set<number>;
+  failed: Map<number, string>;
+}
+
+/**
+ * A batch that fails falls back to one grant per transaction, so only the grant at fault is passed
+ * over: skipped when its row is busy (1205, 1213), failed for anything else the database refused,
+ * such as counts that disagree with the log. One bad row never stops the reaper.
+ */
+async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs: number, passed: Passed): Promise<ReapedGrant[]> {
   try {
     return await reapCandidates(conn, batch, staleUs);
   } catch (err) {
-    if (!isLockWaitTimeout(err) && !isDeadlock(err)) throw err;
+    if (isConnectionLost(err)) throw err;
   }
   const reaped: ReapedGrant[] = [];
   for (const candidate of batch) {
     try {
       reaped.push(...(await reapCandidates(conn, [candidate], staleUs)));
     } catch (err) {
-      if (!isLockWaitTimeout(err) && !isDeadlock(err)) throw err;
-      skipped.add(candidate.id);
+      if (isConnectionLost(err)) throw err;
+      if (isLockWaitTimeout(err) || isDeadlock(err)) passed.skipped.add(candidate.id);
+      else passed.failed.set(candidate.id, (err as Error).message);
     }
   }
   return reaped;

@@ -22,17 +22,15 @@ class WaitQueue {
 
 const queues = new Map<string, WaitQueue>();
 
-/** True when this process has waiters queued on the resource (a new acquirer then queues behind them). */
-export function hasWaiters(resourceHex: string): boolean {
-  return queues.has(resourceHex);
-}
-
 /** Called when a grant of the resource ended in this process: the queue's head tries again at once. */
 export function wakeWaiters(resourceHex: string): void {
   const queue = queues.get(resourceHex);
   if (!queue) return;
   queue.epoch++;
-  queue.tickets[0]?.wake();
+  for (const ticket of queue.tickets) {
+    if (!ticket.isHead) break;
+    ticket.wake();
+  }
 }
 
 /** Full-jitter exponential backoff: a random delay in [min, min(max, min * 2^attempt)]. */
@@ -49,6 +47,7 @@ export class Ticket {
   /** Set when this ticket became head because the previous head was granted a write lock: wait for its release. */
   #behindWriter: number | null = null;
   #left = false;
+  #wasHead = false;
 
   constructor(queue: WaitQueue, mode: LockMode) {
     this.#queue = queue;
@@ -60,8 +59,16 @@ export class Ticket {
     return this.#queue.epoch;
   }
 
+  /**
+   * A writer is head when it is first in the queue; a reader when only readers are ahead of it
+   * (readers share, so a run of readers at the front all try at once).
+   */
   get isHead(): boolean {
-    return this.#queue.tickets[0] === this;
+    for (const ticket of this.#queue.tickets) {
+      if (ticket === this) return true;
+      if (this.mode === 'write' || ticket.mode === 'write') return false;
+    }
+    return false;
   }
 
   /**
@@ -75,14 +82,21 @@ export class Ticket {
   }
 
   /** @internal */
+  markHead(): void {
+    this.#wasHead = true;
+  }
+
+  /** @internal */
   wake(): void {
     const wake = this.#wakeUp;
     this.#wakeUp = null;
     wake?.();
   }
 
-  /** @internal Made head by the previous head leaving. */
+  /** @internal Made head by an earlier waiter leaving, which was granted `previousGranted` (or nothing). */
   promote(previousGranted: LockMode | null): void {
+    if (this.#wasHead) return;
+    this.#wasHead = true;
     if (previousGranted === 'write' || (previousGranted === 'read' && this.mode === 'write')) this.#behindWriter = this.#queue.epoch;
     this.wake();
   }
@@ -91,8 +105,10 @@ export class Ticket {
    * Resolves true once this ticket is the head of its queue, false when `deadline` passes first;
    * rejects with LockAbortedError when `signal` aborts.
    */
-  untilHead(deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
-    return this.#sleep(() => this.isHead, Math.max(0, deadline - Date.now()), signal, true);
+  async untilHead(deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const head = await this.#sleep(() => this.isHead, Math.max(0, deadline - Date.now()), signal, true);
+    if (head) this.#wasHead = true;
+    return head;
   }
 
   /**
@@ -150,7 +166,10 @@ export class Ticket {
       if (queues.get(queue.key) === queue) queues.delete(queue.key);
       return;
     }
-    if (index === 0) queue.tickets[0]?.promote(granted);
+    for (const ticket of queue.tickets) {
+      if (!ticket.isHead) break;
+      ticket.promote(granted);
+    }
   }
 }
 
@@ -160,5 +179,6 @@ export function joinQueue(resourceHex: string, mode: LockMode): Ticket {
   if (!queue) queues.set(resourceHex, (queue = new WaitQueue(resourceHex)));
   const ticket = new Ticket(queue, mode);
   queue.tickets.push(ticket);
+  if (ticket.isHead) ticket.markHead();
   return ticket;
 }

@@ -1,0 +1,69 @@
+// The business data the workload changes under the lock, in the same database as the lock tables:
+// a counter per resource, an effect row per write (the chain prev -> next), a row per read.
+import type { Knex } from 'knex';
+
+export const BUSINESS_TABLES = [
+  `CREATE TABLE IF NOT EXISTS f_counter (
+     resource_id VARCHAR(64) NOT NULL PRIMARY KEY,
+     value INT NOT NULL
+   ) ENGINE=InnoDB`,
+  `CREATE TABLE IF NOT EXISTS f_effect (
+     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+     op_id VARCHAR(64) NOT NULL,
+     resource_id VARCHAR(64) NOT NULL,
+     grant_id BIGINT UNSIGNED NOT NULL,
+     prev INT NOT NULL,
+     next INT NOT NULL,
+     at DATETIME(6) NOT NULL,
+     KEY ix_effect_op (op_id)
+   ) ENGINE=InnoDB`,
+  `CREATE TABLE IF NOT EXISTS f_read (
+     id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+     op_id VARCHAR(64) NOT NULL,
+     resource_id VARCHAR(64) NOT NULL,
+     grant_id BIGINT UNSIGNED NOT NULL,
+     seen INT NOT NULL,
+     seen_again INT NOT NULL,
+     at DATETIME(6) NOT NULL,
+     KEY ix_read_op (op_id)
+   ) ENGINE=InnoDB`,
+];
+
+export async function createBusinessTables(db: Knex, resources: string[]): Promise<void> {
+  for (const ddl of BUSINESS_TABLES) await db.raw(ddl);
+  for (const r of resources) await db.raw('INSERT INTO f_counter (resource_id, value) VALUES (?, 0) ON DUPLICATE KEY UPDATE value = value', [r]);
+}
+
+type Rows<T> = [T[], unknown];
+
+/**
+ * The critical section of a write: a plain (consistent, non-locking) read of the counter, a pause,
+ * a blind write of prev + 1 and the effect row last, so `at` is as close to the commit as it gets.
+ * Only the lock keeps two of these from reading the same prev: without it they lose an update.
+ */
+export async function writeStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, onRead?: () => Promise<void>): Promise<{ prev: number; next: number }> {
+  const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
+  const prev = Number(rows[0]?.value);
+  if (onRead) await onRead();
+  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  await trx.raw('UPDATE f_counter SET value = ? WHERE resource_id = ?', [prev + 1, resource]);
+  await trx.raw('INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, prev, prev + 1]);
+  return { prev, next: prev + 1 };
+}
+
+/**
+ * A read: the counter twice with a pause between, at READ COMMITTED so a writer that committed in
+ * between would show as a changed value, then a row recording both.
+ */
+export async function readStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, onRead?: () => Promise<void>): Promise<number> {
+  const read = async (): Promise<number> => {
+    const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
+    return Number(rows[0]?.value);
+  };
+  const seen = await read();
+  if (onRead) await onRead();
+  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  const again = await read();
+  await trx.raw('INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, seen, again]);
+  return seen;
+}

@@ -1,0 +1,172 @@
+// The checker on hand-made histories and database states: clean ones pass, each broken one fails
+// with the check that names its defect.
+import { describe, expect, it } from 'vitest';
+import { check, type CheckName, type DbState, type GrantRow } from './checker.js';
+import type { OpEvent } from './history.js';
+
+const g = (id: number, type: 0 | 1, createdMs: number, releasedMs: number | null, releasedBy: number | null = releasedMs === null ? null : 1, resource = 'r1'): GrantRow => ({
+  id, resource, type, status: releasedMs === null ? 0 : 2, createdMs, releasedMs, releasedBy, owner: 'w',
+});
+
+function ev(op: string, kind: 'write' | 'read', list: Array<[OpEvent['ev'], number?]>): OpEvent[] {
+  return list.map(([e, grant], i) => ({ t: i, w: 'w1', op, kind, resource: 'r1', ev: e, ...(grant !== undefined ? { grant } : {}) }));
+}
+
+/** Two writes and a read, all clean. */
+function clean(): { events: OpEvent[]; db: DbState } {
+  return {
+    events: [
+      ...ev('a', 'write', [['invoke'], ['granted', 1], ['work-done'], ['ok']]),
+      ...ev('b', 'write', [['invoke'], ['granted', 2], ['work-done'], ['ok']]),
+      ...ev('c', 'read', [['invoke'], ['granted', 3], ['work-done'], ['ok']]),
+    ],
+    db: {
+      grants: [g(1, 0, 100, 110), g(2, 0, 110.5, 120), g(3, 1, 121, 130)],
+      locks: [{ resource: 'r1', w: 0, r: 0 }],
+      effects: [
+        { op: 'a', resource: 'r1', grant: 1, prev: 0, next: 1, atMs: 109 },
+        { op: 'b', resource: 'r1', grant: 2, prev: 1, next: 2, atMs: 119 },
+      ],
+      reads: [{ op: 'c', resource: 'r1', grant: 3, seen: 2, seenAgain: 2, atMs: 129 }],
+      counters: [{ resource: 'r1', value: 2 }],
+    },
+  };
+}
+
+const checksOf = (r: ReturnType<typeof check>): CheckName[] => [...new Set(r.violations.map((v) => v.check))];
+
+describe('checker', () => {
+  it('passes a clean history and counts its operations', () => {
+    const { events, db } = clean();
+    const r = check({ events, db, samples: [{ t: 1, locks: [{ resource: 'r1', w: 1, r: 0 }], live: [{ resource: 'r1', type: 0, n: 1 }] }] });
+    expect(r.violations).toEqual([]);
+    expect(r.lockOps).toBe(6);
+    expect(r.ops).toEqual({ 'write.ok': 2, 'read.ok': 1 });
+  });
+
+  it('fails counts that disagree with the live grants, at the end or at a sample', () => {
+    const { events, db } = clean();
+    db.locks = [{ resource: 'r1', w: 1, r: 0 }];
+    expect(checksOf(check({ events, db }))).toEqual(['invariant']);
+    const ok = clean();
+    const sampled = check({ ...ok, samples: [{ t: 5, locks: [{ resource: 'r1', w: 1, r: 1 }], live: [{ resource: 'r1', type: 0, n: 1 }, { resource: 'r1', type: 1, n: 1 }] }] });
+    expect(sampled.violations).toHaveLength(1);
+    expect(sampled.violations[0]!.detail).toMatch(/writer and 1 readers/);
+    const negative = check({ ...ok, samples: [{ t: 5, locks: [{ resource: 'r1', w: 0, r: -1 }], live: [] }] });
+    expect(checksOf(negative)).toEqual(['invariant']);
+    const orphan = check({ ...ok, samples: [{ t: 5, locks: [], live: [{ resource: 'r1', type: 1, n: 2 }] }] });
+    expect(orphan.violations[0]!.detail).toMatch(/no lock row/);
+  });
+
+  it('fails overlapping write grants and a write overlapping a read', () => {
+    const { events, db } = clean();
+    db.grants[1] = g(2, 0, 105, 120); // created before grant 1 was released at 110
+    expect(checksOf(check({ events, db }))).toEqual(['overlap']);
+    const r = clean();
+    r.db.grants[2] = g(3, 1, 115, 130); // read created while write 2 live
+    expect(checksOf(check(r))).toEqual(['overlap']);
+    const live = clean();
+    live.db.grants.push(g(4, 0, 200, null), g(5, 0, 300, null)); // both still live
+    live.db.locks = [{ resource: 'r1', w: 1, r: 0 }];
+    expect(checksOf(check(live))).toContain('overlap');
+  });
+
+  it('does not call grants of different resources or back-to-back grants overlapping', () => {
+    const { events, db } = clean();
+    db.grants.push(g(9, 0, 101, 109, 1, 'r2'));
+    db.counters.push({ resource: 'r2', value: 0 });
+    db.locks.push({ resource: 'r2', w: 0, r: 0 });
+    db.grants[1] = g(2, 0, 110, 120); // starts exactly when 1 ends
+    expect(check({ events, db }).violations).toEqual([]);
+  });
+
+  it('fails a lost update: two effects that read the same value', () => {
+    const { events, db } = clean();
+    db.effects[1] = { op: 'b', resource: 'r1', grant: 2, prev: 0, next: 1, atMs: 119 };
+    db.counters = [{ resource: 'r1', value: 1 }];
+    const r = check({ events, db });
+    expect(checksOf(r)).toEqual(['lost-update']);
+    expect(r.violations.map((v) => v.detail).join('\n')).toMatch(/2 effects read 0/);
+  });
+
+  it('fails a counter that disagrees with its chain, and a gap in the chain', () => {
+    const { events, db } = clean();
+    db.counters = [{ resource: 'r1', value: 3 }];
+    expect(checksOf(check({ events, db }))).toEqual(['lost-update']);
+    const gap = clean();
+    gap.db.effects[1] = { op: 'b', resource: 'r1', grant: 2, prev: 2, next: 3, atMs: 119 };
+    expect(check(gap).violations.map((v) => v.detail).join('\n')).toMatch(/no effect from 1/);
+  });
+
+  it('fails a reader that saw the value change under its read grant', () => {
+    const { events, db } = clean();
+    db.reads[0] = { ...db.reads[0]!, seenAgain: 3 };
+    expect(checksOf(check({ events, db }))).toEqual(['read-stability']);
+  });
+
+  it('fails a business effect committed after its grant was reaped, not one committed before', () => {
+    const { events, db } = clean();
+    db.grants[1] = g(2, 0, 110.5, 115, 2); // reaped at 115, effect at 119
+    expect(checksOf(check({ events, db }))).toEqual(['fence']);
+    const before = clean();
+    before.db.grants[1] = g(2, 0, 110.5, 120.8, 2); // reaped after the effect (unfenced holder died before releasing)
+    expect(check(before).violations).toEqual([]);
+    const missing = clean();
+    missing.db.effects[0] = { ...missing.db.effects[0]!, grant: 77 };
+    expect(checksOf(check(missing))).toContain('fence');
+    const readGrant = clean();
+    readGrant.db.effects[0] = { ...readGrant.db.effects[0]!, grant: 3 };
+    expect(check(readGrant).violations.some((v) => /under read grant/.test(v.detail))).toBe(true);
+  });
+
+  it('fails an acknowledged op without its row, and a failed op whose row committed', () => {
+    const { events, db } = clean();
+    db.effects.pop();
+    db.counters = [{ resource: 'r1', value: 1 }];
+    expect(check({ events, db }).violations.map((v) => v.detail)).toContain('write b was acknowledged but its business row is missing');
+    const failed = clean();
+    failed.events = failed.events.map((e) => (e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'fail' as const } : e));
+    expect(checksOf(check(failed))).toEqual(['ack']);
+  });
+
+  it('accepts either outcome for unknown ops and for ops cut off by a kill', () => {
+    const { events, db } = clean();
+    const unknown = events.map((e) => (e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'unknown' as const } : e));
+    expect(check({ events: unknown, db }).violations).toEqual([]);
+    const killed = events.filter((e) => !(e.op === 'a' && e.ev === 'ok'));
+    expect(check({ events: killed, db }).violations).toEqual([]);
+    expect(check({ events: killed, db }).ops['write.unknown']).toBe(1);
+    const absent = clean();
+    absent.events = absent.events.filter((e) => !(e.op === 'b' && e.ev === 'ok'));
+    absent.db.effects.pop();
+    absent.db.counters = [{ resource: 'r1', value: 1 }];
+    expect(check(absent).violations).toEqual([]);
+  });
+
+  it('fails two rows for one op, a row under a grant the worker did not hold, and a row nobody invoked', () => {
+    const { events, db } = clean();
+    db.effects.push({ op: 'b', resource: 'r1', grant: 2, prev: 2, next: 3, atMs: 119.5 });
+    db.counters = [{ resource: 'r1', value: 3 }];
+    expect(check({ events, db }).violations.map((v) => v.detail)).toContain('b: 2 business rows for one operation');
+    const other = clean();
+    other.events = other.events.map((e) => (e.op === 'b' && e.ev === 'granted' ? { ...e, grant: 1 } : e));
+    expect(check(other).violations.some((v) => /worker held 1/.test(v.detail))).toBe(true);
+    const ghost = clean();
+    ghost.events = ghost.events.filter((e) => e.op !== 'a');
+    expect(check(ghost).violations.some((v) => /no worker invoked/.test(v.detail))).toBe(true);
+  });
+
+  it('counts a committed manual read as acknowledged even when its release failed', () => {
+    const { events, db } = clean();
+    const manual = events.map((e) => (e.op === 'c' && e.ev === 'ok' ? { ...e, ev: 'fail' as const } : e));
+    manual.push({ t: 9, w: 'w1', op: 'c', kind: 'read', resource: 'r1', ev: 'commit-ok' });
+    expect(check({ events: manual, db }).violations).toEqual([]);
+  });
+
+  it('fails liveness when resources stay held past the bound or never free up', () => {
+    const { events, db } = clean();
+    expect(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: 2000, boundMs: 3000 } }).violations).toEqual([]);
+    expect(checksOf(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual(['liveness']);
+    expect(checksOf(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual(['liveness']);
+  });
+});

@@ -1,0 +1,284 @@
+// Decides, from worker histories and database state, whether a run kept the lock's promises.
+// Pure functions over plain data, so they can be unit-tested on hand-made histories.
+import type { OpEvent, Outcome } from './history.js';
+
+export const LOCK_TYPE_WRITE = 0;
+export const LOCK_TYPE_READ = 1;
+export const BY_HOLDER = 1;
+
+export interface GrantRow {
+  id: number;
+  resource: string;
+  type: 0 | 1;
+  status: number;
+  /** create_time, epoch ms (database clock, microsecond precision kept as a fraction). */
+  createdMs: number;
+  releasedMs: number | null;
+  releasedBy: number | null;
+  owner: string;
+}
+
+export interface LockRow {
+  resource: string;
+  w: number;
+  r: number;
+}
+
+export interface EffectRow {
+  op: string;
+  resource: string;
+  grant: number;
+  prev: number;
+  next: number;
+  atMs: number;
+}
+
+export interface ReadRow {
+  op: string;
+  resource: string;
+  grant: number;
+  seen: number;
+  seenAgain: number;
+  atMs: number;
+}
+
+export interface DbState {
+  grants: GrantRow[];
+  locks: LockRow[];
+  effects: EffectRow[];
+  reads: ReadRow[];
+  counters: Array<{ resource: string; value: number }>;
+}
+
+/** Counts and live grants read in one consistent snapshot during the run. */
+export interface Sample {
+  t: number;
+  locks: LockRow[];
+  live: Array<{ resource: string; type: 0 | 1; n: number }>;
+}
+
+export interface Liveness {
+  faultsStoppedAt: number;
+  /** When every resource was first seen free (no counts, no live grants); null if never. */
+  freeAt: number | null;
+  boundMs: number;
+}
+
+export type CheckName = 'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'liveness';
+
+export interface Violation {
+  check: CheckName;
+  detail: string;
+}
+
+export interface CheckInput {
+  events: OpEvent[];
+  db: DbState;
+  samples?: Sample[];
+  liveness?: Liveness;
+}
+
+export interface CheckResult {
+  violations: Violation[];
+  /** Acquires and releases whose effects on the tables were checked (grant rows + releases). */
+  lockOps: number;
+  /** Business operations by kind and outcome. */
+  ops: Record<string, number>;
+  samples: number;
+}
+
+const MAX_PER_CHECK = 20;
+
+export function check(input: CheckInput): CheckResult {
+  const out: Violation[] = [];
+  const add = (v: Violation): void => {
+    if (out.filter((x) => x.check === v.check).length < MAX_PER_CHECK) out.push(v);
+  };
+  const { db } = input;
+  // (1) invariants, at the end and at every sample
+  for (const v of invariantViolations(db.locks, liveCounts(db.grants), 'end')) add(v);
+  for (const s of input.samples ?? []) for (const v of invariantViolations(s.locks, s.live, `sample@${Math.round(s.t)}`)) add(v);
+  // (2) no overlapping write grants, nor a write grant overlapping a read grant, on the database clock
+  for (const v of overlapViolations(db.grants)) add(v);
+  // (3) effect chains without lost updates; readers saw a stable value
+  for (const v of chainViolations(db.effects, db.counters)) add(v);
+  for (const r of db.reads) {
+    if (r.seen !== r.seenAgain) add({ check: 'read-stability', detail: `read ${r.op} under grant ${r.grant} saw ${r.resource}=${r.seen} then ${r.seenAgain}` });
+  }
+  // (4) fencing: no business effect from a grant released by the reaper/an operator before it committed
+  for (const v of fenceViolations(db)) add(v);
+  // (5) acknowledged ops present, failed ops absent
+  const { violations: ackV, ops } = ackViolations(input.events, db);
+  for (const v of ackV) add(v);
+  // (6) liveness
+  const l = input.liveness;
+  if (l) {
+    if (l.freeAt === null) add({ check: 'liveness', detail: 'resources never became free after the faults stopped' });
+    else if (l.freeAt - l.faultsStoppedAt > l.boundMs) {
+      add({ check: 'liveness', detail: `resources free ${Math.round(l.freeAt - l.faultsStoppedAt)} ms after the faults stopped; bound ${l.boundMs} ms` });
+    }
+  }
+  const releases = db.grants.filter((g) => g.status === 2).length;
+  return { violations: out, lockOps: db.grants.length + releases, ops, samples: input.samples?.length ?? 0 };
+}
+
+export function liveCounts(grants: GrantRow[]): Sample['live'] {
+  const m = new Map<string, number>();
+  for (const g of grants) {
+    if (g.status !== 0 && g.status !== 1) continue;
+    const key = `${g.type}\u0000${g.resource}`;
+    m.set(key, (m.get(key) ?? 0) + 1);
+  }
+  return [...m].map(([key, n]) => {
+    const [type, resource] = key.split('\u0000') as [string, string];
+    return { resource, type: Number(type) as 0 | 1, n };
+  });
+}
+
+export function invariantViolations(locks: LockRow[], live: Sample['live'], where: string): Violation[] {
+  const out: Violation[] = [];
+  const liveOf = new Map<string, { w: number; r: number }>();
+  for (const l of live) {
+    const e = liveOf.get(l.resource) ?? { w: 0, r: 0 };
+    if (l.type === LOCK_TYPE_WRITE) e.w += l.n;
+    else e.r += l.n;
+    liveOf.set(l.resource, e);
+  }
+  const seen = new Set<string>();
+  for (const row of locks) {
+    seen.add(row.resource);
+    const e = liveOf.get(row.resource) ?? { w: 0, r: 0 };
+    const bad: string[] = [];
+    if (row.w !== 0 && row.w !== 1) bad.push(`w_count=${row.w}`);
+    if (row.r < 0) bad.push(`r_count=${row.r}`);
+    if (row.w > 0 && row.r > 0) bad.push(`writer and ${row.r} readers`);
+    if (row.w !== e.w || row.r !== e.r) bad.push(`counts w=${row.w} r=${row.r} but live grants w=${e.w} r=${e.r}`);
+    if (bad.length > 0) out.push({ check: 'invariant', detail: `${where} ${row.resource}: ${bad.join(', ')}` });
+  }
+  for (const [resource, e] of liveOf) {
+    if (!seen.has(resource) && (e.w > 0 || e.r > 0)) out.push({ check: 'invariant', detail: `${where} ${resource}: live grants w=${e.w} r=${e.r} but no lock row` });
+  }
+  return out;
+}
+
+export function overlapViolations(grants: GrantRow[]): Violation[] {
+  const out: Violation[] = [];
+  const byResource = new Map<string, GrantRow[]>();
+  for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), g]);
+  const end = (g: GrantRow): number => g.releasedMs ?? Number.POSITIVE_INFINITY;
+  for (const [resource, list] of byResource) {
+    const sorted = [...list].sort((a, b) => a.createdMs - b.createdMs);
+    // Sweep: every grant against the write grants still open when it starts.
+    let open: GrantRow[] = [];
+    let openReads: GrantRow[] = [];
+    for (const g of sorted) {
+      open = open.filter((w) => end(w) > g.createdMs);
+      openReads = openReads.filter((r) => end(r) > g.createdMs);
+      for (const w of open) {
+        out.push({ check: 'overlap', detail: `${resource}: ${g.type === 0 ? 'write' : 'read'} grant ${g.id} created while write grant ${w.id} was live` });
+      }
+      if (g.type === LOCK_TYPE_WRITE) {
+        for (const r of openReads) out.push({ check: 'overlap', detail: `${resource}: write grant ${g.id} created while read grant ${r.id} was live` });
+        open.push(g);
+      } else {
+        openReads.push(g);
+      }
+    }
+  }
+  return out;
+}
+
+export function chainViolations(effects: EffectRow[], counters: DbState['counters']): Violation[] {
+  const out: Violation[] = [];
+  const byResource = new Map<string, EffectRow[]>();
+  for (const e of effects) byResource.set(e.resource, [...(byResource.get(e.resource) ?? []), e]);
+  for (const c of counters) if (!byResource.has(c.resource)) byResource.set(c.resource, []);
+  for (const [resource, list] of byResource) {
+    const byPrev = new Map<number, EffectRow[]>();
+    for (const e of list) {
+      if (e.next !== e.prev + 1) out.push({ check: 'lost-update', detail: `${resource}: effect of ${e.op} wrote ${e.prev} -> ${e.next}` });
+      byPrev.set(e.prev, [...(byPrev.get(e.prev) ?? []), e]);
+    }
+    for (const [prev, same] of byPrev) {
+      if (same.length > 1) {
+        out.push({ check: 'lost-update', detail: `${resource}: ${same.length} effects read ${prev} (grants ${same.map((e) => e.grant).join(', ')}): an update was lost` });
+      }
+    }
+    const n = byPrev.size;
+    for (let k = 0; k < n; k++) {
+      if (!byPrev.has(k)) {
+        out.push({ check: 'lost-update', detail: `${resource}: chain has no effect from ${k} although ${n} distinct steps exist` });
+        break;
+      }
+    }
+    const counter = counters.find((c) => c.resource === resource);
+    if (counter && counter.value !== list.length) {
+      out.push({ check: 'lost-update', detail: `${resource}: counter is ${counter.value} after ${list.length} committed increments` });
+    }
+  }
+  return out;
+}
+
+export function fenceViolations(db: DbState): Violation[] {
+  const out: Violation[] = [];
+  const grants = new Map(db.grants.map((g) => [g.id, g]));
+  const checkOne = (what: string, op: string, grantId: number, atMs: number, type: 0 | 1): void => {
+    const g = grants.get(grantId);
+    if (!g) {
+      out.push({ check: 'fence', detail: `${what} of ${op} names grant ${grantId}, which does not exist` });
+      return;
+    }
+    if (type === LOCK_TYPE_WRITE && g.type !== LOCK_TYPE_WRITE) out.push({ check: 'fence', detail: `${what} of ${op} under read grant ${grantId}` });
+    if (g.releasedBy !== null && g.releasedBy !== BY_HOLDER && g.releasedMs !== null && atMs >= g.releasedMs) {
+      out.push({
+        check: 'fence',
+        detail: `${what} of ${op} committed at ${atMs.toFixed(3)} under grant ${grantId}, which was ${g.releasedBy === 2 ? 'reaped' : 'force-released'} at ${g.releasedMs.toFixed(3)}`,
+      });
+    }
+  };
+  for (const e of db.effects) checkOne('effect', e.op, e.grant, e.atMs, LOCK_TYPE_WRITE);
+  for (const r of db.reads) checkOne('read', r.op, r.grant, r.atMs, LOCK_TYPE_READ);
+  return out;
+}
+
+interface OpSummary {
+  kind: OpEvent['kind'];
+  outcome: Outcome;
+  committed: boolean;
+  grants: number[];
+}
+
+export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
+  const ops = new Map<string, OpSummary>();
+  for (const e of events) {
+    const o = ops.get(e.op) ?? { kind: e.kind, outcome: 'unknown' as Outcome, committed: false, grants: [] };
+    if (e.ev === 'granted' && e.grant !== undefined) o.grants.push(e.grant);
+    if (e.ev === 'commit-ok') o.committed = true;
+    if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') o.outcome = e.ev;
+    ops.set(e.op, o);
+  }
+  return ops;
+}
+
+export function ackViolations(events: OpEvent[], db: DbState): { violations: Violation[]; ops: Record<string, number> } {
+  const out: Violation[] = [];
+  const counts: Record<string, number> = {};
+  const rowsByOp = new Map<string, Array<{ grant: number }>>();
+  for (const e of db.effects) rowsByOp.set(e.op, [...(rowsByOp.get(e.op) ?? []), e]);
+  for (const r of db.reads) rowsByOp.set(r.op, [...(rowsByOp.get(r.op) ?? []), r]);
+  const ops = summarizeOps(events);
+  for (const [op, s] of ops) {
+    // A manual read whose business transaction committed is acknowledged even if its release failed.
+    const outcome: Outcome = s.committed ? 'ok' : s.outcome;
+    counts[`${s.kind}.${outcome}`] = (counts[`${s.kind}.${outcome}`] ?? 0) + 1;
+    const rows = rowsByOp.get(op) ?? [];
+    if (rows.length > 1) out.push({ check: 'ack', detail: `${op}: ${rows.length} business rows for one operation` });
+    if (outcome === 'ok' && rows.length === 0) out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
+    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed but its business row (grant ${rows[0]!.grant}) committed` });
+    if (rows.length === 1 && s.grants.length > 0 && !s.grants.includes(rows[0]!.grant)) {
+      out.push({ check: 'ack', detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}` });
+    }
+  }
+  for (const op of rowsByOp.keys()) if (!ops.has(op)) out.push({ check: 'ack', detail: `business row of ${op}, which no worker invoked` });
+  return { violations: out, ops: counts };
+}
