@@ -1,0 +1,317 @@
+// Benchmark of mysql-rwlock against the cheapest possible commit (the "ceiling"), a plain
+// transaction, the reference article's flow, MySQL GET_LOCK and a Redis lock, all in one run on
+// one server so that the ratios hold on a noisy machine.
+//
+//   npm run bench                 full run (~5 min): 3 s per case, 2 interleaved rounds
+//   npm run bench:smoke           quick run (~1 min): 1 s per case, 1 round (CI smoke)
+//   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
+//   options: --seconds=N --rounds=N --only=ceiling,lib,fenced,ref,peers,contention,writers
+//
+// Server: MYSQL_URL if set, else a throwaway mariadbd/mysqld from PATH (what CI and fresh machines get).
+import { fork } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { Knex } from 'knex';
+import mysql from 'mysql2/promise';
+import { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } from '../harness/database.js';
+import { findServer } from '../harness/server.js';
+import { createLockManager, migrate, type LockManager } from '../src/index.js';
+import { runFor, sortedCopy, percentile, stats, type Sample, type Stats } from './lib/run.js';
+import { createReferenceTables, refAcquire, refFenced, refRelease } from './reference/flow.js';
+import { runScale, type ScaleReport } from './scale.js';
+
+const argv = process.argv.slice(2);
+const flag = (name: string): boolean => argv.includes(`--${name}`);
+const option = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const quick = flag('quick');
+const seconds = Number(option('seconds') ?? (quick ? 1 : 3));
+const rounds = Number(option('rounds') ?? (quick ? 1 : 2));
+const only = option('only')?.split(',');
+const want = (group: string): boolean => !only || only.includes(group);
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+interface Row {
+  group: string;
+  name: string;
+  concurrency: number;
+  stats: Stats;
+  /** What the ratio is taken against, and the ratio. */
+  ratios: Record<string, number>;
+  note?: string;
+}
+
+const started = Date.now();
+const server = await findServer({ log: (l) => log(`[server] ${l}`) });
+log(`[bench] server: ${server.description}`);
+const dbName = `bench_${process.pid}_${Date.now().toString(36)}`;
+await createDatabase(server.url, dbName);
+const knex = connectKnex(server.url, dbName, { poolMax: 40 });
+const raws: mysql.Connection[] = [];
+let redis: { quit(): Promise<unknown> } | undefined;
+const report: Record<string, unknown> = {};
+try {
+  await migrate(knex);
+  await createReferenceTables(knex);
+  await knex.raw('CREATE TABLE bench_ceiling (id INT NOT NULL PRIMARY KEY, v BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
+  await knex.raw('CREATE TABLE bench_account (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
+  await knex.raw('INSERT INTO bench_ceiling (id) SELECT seq FROM (SELECT a.n + 10 * b.n + 100 * c.n + 1 AS seq FROM (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c) s');
+  await knex.raw('INSERT INTO bench_account (id) SELECT id FROM bench_ceiling');
+  const version = ((await knex.raw('SELECT VERSION() AS v')) as unknown as [[{ v: string }]])[0][0].v;
+  const conn = parseMysqlUrl(server.url);
+  for (let i = 0; i < 16; i++) raws.push(await mysql.createConnection({ ...conn, database: dbName }));
+  const locks = createLockManager({ knex });
+
+  // ---- the cases -------------------------------------------------------------------------
+  type Op = (w: number) => Promise<boolean | void>;
+  interface Case { group: string; name: string; concurrency: number; op: Op }
+  const cases: Case[] = [];
+  const add = (group: string, name: string, op: Op, cs: number[] = [1, 16]): void => {
+    if (want(group)) for (const c of cs) cases.push({ group, name, concurrency: c, op });
+  };
+  const businessUpdate = (trx: Knex.Transaction, id: number): Promise<unknown> =>
+    trx.raw('UPDATE bench_account SET balance = balance + 1 WHERE id = ?', [id]);
+  const cycle = (lm: LockManager, mode: 'write' | 'read', res: (w: number) => string): Op => async (w) => {
+    const g = mode === 'write' ? await lm.tryAcquireWrite(res(w)) : await lm.tryAcquireRead(res(w));
+    if (!g) return false;
+    await g.release();
+  };
+
+  add('ceiling', 'ceiling: autocommit 1-row UPDATE by PK (raw mysql2)', async (w) => {
+    await raws[w]!.query('UPDATE bench_ceiling SET v = v + 1 WHERE id = ?', [w + 1]);
+  });
+  add('lib', 'lib: tryAcquireWrite+release, distinct resources', cycle(locks, 'write', (w) => `dw-${w}`));
+  add('lib', 'lib: tryAcquireRead+release, distinct resources', cycle(locks, 'read', (w) => `dr-${w}`));
+  add('lib', 'lib: tryAcquireWrite+release, one hot resource', cycle(locks, 'write', () => 'hot-w'));
+  add('lib', 'lib: tryAcquireRead+release, one hot resource', cycle(locks, 'read', () => 'hot-r'));
+  add('fenced', 'fenced withWriteLock + 1-row UPDATE, distinct', (w) => locks.withWriteLock(`fw-${w}`, (trx) => businessUpdate(trx, w + 1)).then(() => true));
+  add('fenced', 'plain knex transaction, same UPDATE, distinct', (w) => knex.transaction((trx) => businessUpdate(trx, w + 1)).then(() => true));
+  add('fenced', 'fenced withWriteLock + 1-row UPDATE, one hot', () => locks.withWriteLock('fw-hot', (trx) => businessUpdate(trx, 1000)).then(() => true));
+  add('fenced', 'plain knex transaction, same UPDATE, one hot', () => knex.transaction((trx) => businessUpdate(trx, 1000)).then(() => true));
+  const refCycle = (mode: 'write' | 'read'): Op => async (w) => {
+    const id = await refAcquire(knex, `r${mode}-${w}`, mode);
+    if (id === null) return false;
+    await refRelease(knex, `r${mode}-${w}`, mode, id);
+  };
+  add('ref', 'reference flow: write acquire+release, distinct', refCycle('write'));
+  add('ref', 'reference flow: read acquire+release, distinct', refCycle('read'));
+  add('ref', 'reference fenced op (3 commits), distinct', (w) => refFenced(knex, `rf-${w}`, (trx) => businessUpdate(trx, w + 1)));
+  add('peers', 'peer: MySQL GET_LOCK/RELEASE_LOCK', async (w) => {
+    const [rows] = await raws[w]!.query('SELECT GET_LOCK(?, 0) AS got', [`bench-${w}`]);
+    if (Number((rows as Array<{ got: number }>)[0]?.got) !== 1) return false;
+    await raws[w]!.query('SELECT RELEASE_LOCK(?)', [`bench-${w}`]);
+  });
+  let redisNote = '';
+  if (want('peers')) {
+    const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+    try {
+      const { Redis } = await import('ioredis');
+      const { Mutex } = await import('redis-semaphore');
+      const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null, connectTimeout: 2000 });
+      await client.connect();
+      await client.ping();
+      redis = client;
+      add('peers', 'peer: Redis lock (redis-semaphore Mutex, 1 instance)', async (w) => {
+        const m = new Mutex(client, `bench-${w}`, { lockTimeout: 10_000, refreshInterval: 0, acquireAttemptsLimit: 1 });
+        if (!(await m.tryAcquire())) return false;
+        await m.release();
+      });
+    } catch (err) {
+      redisNote = `Redis not reachable at ${redisUrl} (${(err as Error).message}): Redis peer skipped`;
+      log(`[bench] ${redisNote}`);
+    }
+  }
+
+  // ---- interleaved rounds ------------------------------------------------------------------
+  const samples = new Map<Case, Sample[]>();
+  for (let r = 0; r < rounds; r++) {
+    for (const c of cases) {
+      log(`[bench] round ${r + 1}/${rounds}: ${c.name} @${c.concurrency}`);
+      const s = await runFor(seconds * 1000, c.concurrency, c.op, quick ? 250 : 500);
+      samples.set(c, [...(samples.get(c) ?? []), s]);
+    }
+  }
+  const pooled = (c: Case): Stats => {
+    const list = samples.get(c) ?? [];
+    return stats({
+      ops: list.reduce((a, s) => a + s.ops, 0),
+      attempts: list.reduce((a, s) => a + s.attempts, 0),
+      seconds: list.reduce((a, s) => a + s.seconds, 0),
+      latencies: list.flatMap((s) => s.latencies),
+    });
+  };
+  const find = (name: string, c: number): Stats | undefined => {
+    const k = cases.find((x) => x.name.startsWith(name) && x.concurrency === c);
+    return k ? pooled(k) : undefined;
+  };
+  const rows: Row[] = [];
+  for (const c of cases) {
+    const s = pooled(c);
+    const ratios: Record<string, number> = {};
+    const ceil = find('ceiling', c.concurrency);
+    if (ceil) ratios['x ceiling'] = s.opsPerSec / ceil.opsPerSec;
+    const twoCommit = c.group === 'lib' || c.name.startsWith('reference flow') || c.name.startsWith('fenced');
+    if (ceil && twoCommit) ratios['x ceiling/2'] = s.opsPerSec / (ceil.opsPerSec / 2);
+    if (c.name.startsWith('reference fenced') && ceil) ratios['x ceiling/3'] = s.opsPerSec / (ceil.opsPerSec / 3);
+    if (c.name.startsWith('fenced')) {
+      const plain = find(`plain knex transaction, same UPDATE, ${c.name.endsWith('hot') ? 'one hot' : 'distinct'}`, c.concurrency);
+      if (plain) ratios['x plain tx'] = s.opsPerSec / plain.opsPerSec;
+    }
+    const row: Row = { group: c.group, name: c.name, concurrency: c.concurrency, stats: s, ratios };
+    if (s.attemptsPerSec > s.opsPerSec * 1.01) row.note = `${s.attemptsPerSec.toFixed(0)} attempts/s, ${((100 * s.opsPerSec) / s.attemptsPerSec).toFixed(0)}% granted`;
+    rows.push(row);
+  }
+
+  // ---- contention: 32 waiters on one resource, each holding 1 ms -----------------------------
+  let contention: Record<string, unknown> | undefined;
+  if (want('contention')) {
+    const hold = (w: number, res: string, waits: number[]) => async (): Promise<void> => {
+      void w;
+      const t0 = performance.now();
+      const g = await locks.acquireWrite(res, { waitMs: 60_000 });
+      waits.push(performance.now() - t0);
+      await sleep(1);
+      await g.release();
+    };
+    const oneWaits: number[] = [];
+    const manyWaits: number[] = [];
+    log('[bench] contention: 1 holder, 1 ms hold');
+    const one = stats(await runFor(seconds * 1000 * rounds, 1, (w) => hold(w, 'cont-1', oneWaits)()));
+    log('[bench] contention: 32 waiters, 1 ms hold');
+    const many = await runFor(seconds * 1000 * rounds, 32, (w) => hold(w, 'cont-32', manyWaits)());
+    const manyStats = stats(many);
+    const sortedWaits = sortedCopy(manyWaits.slice(Math.floor(manyWaits.length * 0.05)));
+    const hotNoHold = find('lib: tryAcquireWrite+release, one hot', 1);
+    contention = {
+      uncontendedWith1msHold: one,
+      contended32: manyStats,
+      ratio: manyStats.opsPerSec / one.opsPerSec,
+      ratioToNoHoldCycle: hotNoHold ? manyStats.opsPerSec / hotNoHold.opsPerSec : null,
+      waitP50: percentile(sortedWaits, 50),
+      waitP99: percentile(sortedWaits, 99),
+      waitMax: sortedWaits[sortedWaits.length - 1],
+      starvationBoundMs: 2 * 32 * 1,
+    };
+  }
+
+  // ---- writers do not starve: 16 readers holding overlapping read locks + a writer elsewhere --
+  let writers: Record<string, unknown> | undefined;
+  if (want('writers')) {
+    const READ_HOLD = 10;
+    const holds: number[] = [];
+    const reader = async (): Promise<void> => {
+      const g = await locks.acquireRead('rw-hot', { waitMs: 60_000 });
+      const t0 = performance.now();
+      await sleep(READ_HOLD);
+      await g.release();
+      holds.push(performance.now() - t0);
+    };
+    const phaseMs = seconds * 1000 * rounds * 2;
+    log('[bench] writers: 16 readers alone');
+    const alone1 = stats(await runFor(phaseMs / 2, 16, reader));
+    log('[bench] writers: 16 readers + a writer in another process every ~200 ms');
+    const child = fork(fileURLToPath(new URL('./writer-child.ts', import.meta.url)), [server.url, dbName, 'rw-hot', String(phaseMs), '200'], {
+      execArgv: ['--import', 'tsx'],
+    });
+    const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
+    const done = new Promise<number[]>((resolve, reject) => {
+      child.on('message', (m: { waits?: number[] }) => m.waits && resolve(m.waits));
+      child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`writer child exited ${code}`))));
+    });
+    await ready;
+    const withWriter = stats(await runFor(phaseMs, 16, reader, 0));
+    const waits = await done;
+    log('[bench] writers: 16 readers alone again');
+    const alone2 = stats(await runFor(phaseMs / 2, 16, reader));
+    const aloneOps = (alone1.opsPerSec + alone2.opsPerSec) / 2;
+    const sw = sortedCopy(waits);
+    const sh = sortedCopy(holds);
+    writers = {
+      readHoldMs: READ_HOLD,
+      readersAloneOpsPerSec: aloneOps,
+      readersWithWriterOpsPerSec: withWriter.opsPerSec,
+      readerDrop: 1 - withWriter.opsPerSec / aloneOps,
+      readHoldP99: percentile(sh, 99),
+      readHoldMax: sh[sh.length - 1],
+      writerGrants: waits.length,
+      writerWaitP50: percentile(sw, 50),
+      writerWaitP99: percentile(sw, 99),
+      writerWaitMax: sw[sw.length - 1],
+    };
+  }
+
+  let scale: ScaleReport | undefined;
+  if (flag('scale')) scale = await runScale(server.url, { seconds, log });
+
+  // ---- output ------------------------------------------------------------------------------
+  const fmt = (n: number | undefined, d = 0): string => (n === undefined || Number.isNaN(n) ? '-' : n.toFixed(d));
+  const lines = [
+    `| case | conc. | ops/s | p50 ms | p99 ms | ratio | note |`,
+    `|---|--:|--:|--:|--:|---|---|`,
+    ...rows.map((r) => `| ${r.name} | ${r.concurrency} | ${fmt(r.stats.opsPerSec)} | ${fmt(r.stats.p50, 2)} | ${fmt(r.stats.p99, 2)} | ${Object.entries(r.ratios).map(([k, v]) => `${v.toFixed(2)} ${k}`).join(', ')} | ${r.note ?? ''} |`),
+  ];
+  const machine = `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${version} (${server.kind === 'local' ? 'throwaway server' : server.kind})`;
+  console.log(`\nmysql-rwlock benchmark — ${machine}\n${quick ? 'quick run' : 'full run'}: ${seconds} s per case × ${rounds} round(s)\n`);
+  console.log(lines.join('\n'));
+  if (redisNote) console.log(`\n${redisNote}`);
+  const t = (name: string, c: number, key: string): number | undefined => rows.find((r) => r.name.startsWith(name) && r.concurrency === c)?.ratios[key];
+  const rel = (a: string, b: string, c: number): number | undefined => {
+    const x = rows.find((r) => r.name.startsWith(a) && r.concurrency === c)?.stats.opsPerSec;
+    const y = rows.find((r) => r.name.startsWith(b) && r.concurrency === c)?.stats.opsPerSec;
+    return x !== undefined && y !== undefined ? x / y : undefined;
+  };
+  const targets: Array<[string, number | undefined, number]> = [];
+  for (const c of [1, 16]) {
+    targets.push([`1. write cycle (distinct) x ceiling/2 @${c}`, t('lib: tryAcquireWrite+release, distinct', c, 'x ceiling/2'), c === 1 ? 0.55 : 0.45]);
+    targets.push([`1. read cycle (distinct) x ceiling/2 @${c}`, t('lib: tryAcquireRead+release, distinct', c, 'x ceiling/2'), c === 1 ? 0.55 : 0.45]);
+  }
+  for (const c of [1, 16]) targets.push([`2. fenced withWriteLock x plain tx (distinct) @${c}`, t('fenced withWriteLock + 1-row UPDATE, distinct', c, 'x plain tx'), 0.3]);
+  for (const c of [1, 16]) {
+    targets.push([`3. write cycle x reference write cycle @${c}`, rel('lib: tryAcquireWrite+release, distinct', 'reference flow: write', c), 1.2]);
+    targets.push([`3. read cycle x reference read cycle @${c}`, rel('lib: tryAcquireRead+release, distinct', 'reference flow: read', c), 1.2]);
+    targets.push([`3. fenced op x reference fenced op @${c}`, rel('fenced withWriteLock + 1-row UPDATE, distinct', 'reference fenced', c), 1.4]);
+  }
+  if (contention) {
+    targets.push(['4. 32 waiters x uncontended (1 ms hold)', contention.ratio as number, 0.5]);
+    targets.push(['4. max wait / (2 x 32 x 1 ms)', (contention.waitMax as number) / 64, -1]);
+  }
+  if (writers) {
+    targets.push(['5. writer max wait / (2 x longest read hold)', (writers.writerWaitMax as number) / (2 * (writers.readHoldMax as number)), -1]);
+    targets.push(['5. reader throughput drop with a writer', writers.readerDrop as number, -0.1]);
+  }
+  if (scale) {
+    targets.push(['6. cycle @1M resources x @1k resources', scale.cycleRatio, 0.8]);
+    targets.push(['6. reap 100k stale grants, seconds (<= 10)', scale.reapSeconds, -10]);
+    targets.push(['6. acquire p99 during reap / without', scale.p99Ratio, -1.5]);
+  }
+  console.log('\n| target | measured | goal | met |\n|---|--:|--:|---|');
+  for (const [name, v, goal] of targets) {
+    // goal > 0: at least goal; goal < 0: at most |goal|
+    const met = v === undefined ? '-' : goal >= 0 ? v >= goal : v <= -goal;
+    console.log(`| ${name} | ${fmt(v, 2)} | ${goal >= 0 ? '>= ' : '<= '}${Math.abs(goal)} | ${met === '-' ? '-' : met ? 'yes' : 'NO'} |`);
+  }
+  if (contention) {
+    console.log(`\ncontention: uncontended 1-ms-hold cycle ${fmt((contention.uncontendedWith1msHold as Stats).opsPerSec)}/s, 32 waiters ${fmt((contention.contended32 as Stats).opsPerSec)}/s` +
+      ` (${fmt(contention.ratio as number, 2)}x; ${fmt(contention.ratioToNoHoldCycle as number, 2)}x the no-hold hot cycle); waits p50 ${fmt(contention.waitP50 as number, 1)} ms, p99 ${fmt(contention.waitP99 as number, 1)} ms, max ${fmt(contention.waitMax as number, 1)} ms (bound 64 ms)`);
+  }
+  if (writers) {
+    console.log(`writers: readers alone ${fmt(writers.readersAloneOpsPerSec as number)}/s, with a writer ${fmt(writers.readersWithWriterOpsPerSec as number)}/s (drop ${fmt(100 * (writers.readerDrop as number), 1)}%);` +
+      ` read hold p99 ${fmt(writers.readHoldP99 as number, 1)} ms max ${fmt(writers.readHoldMax as number, 1)} ms; writer waits (${writers.writerGrants as number}) p50 ${fmt(writers.writerWaitP50 as number, 1)} ms, p99 ${fmt(writers.writerWaitP99 as number, 1)} ms, max ${fmt(writers.writerWaitMax as number, 1)} ms`);
+  }
+  if (scale) console.log(`scale: ${JSON.stringify(scale)}`);
+  const total = (Date.now() - started) / 1000;
+  console.log(`\ntotal ${total.toFixed(0)} s`);
+  Object.assign(report, { machine, server: server.description, serverVersion: version, quick, seconds, rounds, rows, contention, writers, scale, targets, redisNote, totalSeconds: total, at: new Date().toISOString() });
+  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const file = `${dir}bench-${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`;
+  writeFileSync(file, JSON.stringify(report, null, 2));
+  log(`[bench] wrote ${file}`);
+} finally {
+  await Promise.all(raws.map((r) => r.end().catch(() => undefined)));
+  await redis?.quit().catch(() => undefined);
+  await knex.destroy();
+  await dropDatabase(server.url, dbName).catch(() => undefined);
+  await server.stop();
+}

@@ -1,0 +1,24 @@
+// A writer in a process of its own (no shared in-process wait queue with the readers), for the
+// writer-starvation case: every `everyMs` it waits for a write lock on the resource, holds it 1 ms,
+// releases, and reports every wait to the parent over IPC.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connectKnex } from '../harness/database.js';
+import { createLockManager } from '../src/index.js';
+
+const [url, database, resourceId, durationMs, everyMs] = process.argv.slice(2);
+if (!url || !database || !resourceId || !durationMs || !everyMs) throw new Error('usage: writer-child url db resource durationMs everyMs');
+const knex = connectKnex(url, database, { poolMax: 4 });
+const locks = createLockManager({ knex });
+const waits: number[] = [];
+const end = Date.now() + Number(durationMs);
+process.send?.({ ready: true });
+while (Date.now() < end) {
+  await sleep(Number(everyMs) * (0.5 + Math.random()));
+  const t0 = performance.now();
+  const grant = await locks.acquireWrite(resourceId, { waitMs: 30_000 });
+  waits.push(performance.now() - t0);
+  await sleep(1);
+  await grant.release();
+}
+await knex.destroy();
+process.send?.({ waits });
