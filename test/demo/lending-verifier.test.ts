@@ -48,7 +48,7 @@ describe('lending verifier', () => {
     // A second sale by the original owner inside the first sale's own grant, money moved too,
     // so only the chain is wrong.
     const [a, , c] = fx.owners;
-    const [[first]] = (await db.knex.raw('SELECT * FROM transfers WHERE claim_id = ? ORDER BY id LIMIT 1', [CHAINED_CLAIM])) as [Array<Record<string, string | number>>, unknown];
+    const [[first]] = (await db.knex.raw('SELECT * FROM transfers WHERE claim_id = ? ORDER BY id LIMIT 1', [CHAINED_CLAIM])) as [Array<{ price_cents: number; [column: string]: unknown }>, unknown];
     const other = c === 1 ? 2 : 1;
     await db.knex('transfers').insert({ ...first, id: undefined, buyer_id: other });
     await db.knex.raw('UPDATE investors SET balance_cents = balance_cents - ? WHERE id = ?', [first!.price_cents, other]);
