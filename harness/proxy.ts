@@ -10,6 +10,14 @@ interface Arm {
   pattern: RegExp;
   mode: CutMode;
   fired: (sql: string) => void;
+  /** Only the connection whose server thread id (from the handshake) is this one; any when undefined. */
+  threadId?: number;
+}
+
+/** An arm aimed at one server thread; `cancel()` withdraws it if it has not fired. */
+export interface ThreadArm {
+  fired: Promise<string>;
+  cancel(): void;
 }
 
 const COM_QUERY = 0x03;
@@ -38,6 +46,24 @@ export class FaultProxy {
     return new Promise((resolve) => this.#arms.push({ pattern, mode, fired: resolve }));
   }
 
+  /**
+   * Cuts the connection of server thread `threadId` (CONNECTION_ID() as the client sees it) at its
+   * next query matching `pattern`, so several clients can share the proxy and only the chosen one is hit.
+   */
+  armThread(threadId: number, pattern: RegExp, mode: CutMode): ThreadArm {
+    let arm: Arm | undefined;
+    const fired = new Promise<string>((resolve) => {
+      arm = { pattern, mode, fired: resolve, threadId };
+      this.#arms.push(arm);
+    });
+    return {
+      fired,
+      cancel: () => {
+        this.#arms = this.#arms.filter((a) => a !== arm);
+      },
+    };
+  }
+
   /** Drops every open connection (as a server-side network failure would). */
   cutAll(): void {
     for (const s of this.#sockets) s.destroy();
@@ -60,7 +86,13 @@ export class FaultProxy {
     client.on('error', cut);
     server.on('error', cut);
     let swallowReply = false;
+    let threadId: number | undefined;
     server.on('data', (chunk: Buffer) => {
+      // The server speaks first: its handshake carries the connection (thread) id after the version string.
+      if (threadId === undefined && chunk.length > 5) {
+        const end = chunk.indexOf(0, 5);
+        if (end > 0 && chunk.length >= end + 5) threadId = chunk.readUInt32LE(end + 1);
+      }
       if (swallowReply) cut();
       else client.write(chunk);
     });
@@ -73,7 +105,7 @@ export class FaultProxy {
         if (pending.length < 4 + length) break;
         const packet = pending.subarray(0, 4 + length);
         pending = pending.subarray(4 + length);
-        const arm = this.#match(packet);
+        const arm = this.#match(packet, threadId);
         if (arm?.mode === 'before-forward') {
           cut();
           arm.fired(packet.subarray(5).toString('utf8'));
@@ -88,10 +120,10 @@ export class FaultProxy {
     });
   }
 
-  #match(packet: Buffer): Arm | undefined {
+  #match(packet: Buffer, threadId: number | undefined): Arm | undefined {
     if (packet.length < 5 || packet[4] !== COM_QUERY) return undefined;
     const sql = packet.subarray(5).toString('utf8');
-    const index = this.#arms.findIndex((a) => a.pattern.test(sql));
+    const index = this.#arms.findIndex((a) => (a.threadId === undefined || a.threadId === threadId) && a.pattern.test(sql));
     if (index < 0) return undefined;
     const [arm] = this.#arms.splice(index, 1);
     return arm;

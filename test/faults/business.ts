@@ -41,11 +41,12 @@ type Rows<T> = [T[], unknown];
  * a blind write of prev + 1 and the effect row last, so `at` is as close to the commit as it gets.
  * Only the lock keeps two of these from reading the same prev: without it they lose an update.
  */
-export async function writeStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, onRead?: () => Promise<void>): Promise<{ prev: number; next: number }> {
+export async function writeStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number | (() => number), onRead?: () => Promise<void>): Promise<{ prev: number; next: number }> {
   const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
   const prev = Number(rows[0]?.value);
   if (onRead) await onRead();
-  if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+  const ms = typeof pauseMs === 'function' ? pauseMs() : pauseMs;
+  if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   await trx.raw('UPDATE f_counter SET value = ? WHERE resource_id = ?', [prev + 1, resource]);
   await trx.raw('INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, prev, prev + 1]);
   return { prev, next: prev + 1 };

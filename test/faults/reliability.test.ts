@@ -1,0 +1,194 @@
+// The reliability suite (issue 5). Worker processes use the public API against servers this file
+// starts itself; faults are injected until each kind is proven; the checker decides from the
+// histories and the final database state. Then the same workload runs against deliberately broken
+// variants, which the checker must catch, and against a 3-node Galera cluster.
+// FAULTS_TARGET lowers the per-kind target for a quick local iteration (the floor then fails).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectKnex, createDatabase } from '../../harness/database.js';
+import { startGalera, galeraMissing, type GaleraCluster } from '../../harness/galera.js';
+import { FaultProxy } from '../../harness/proxy.js';
+import { findBinary, freePort, initDataDir, runServer, stopProcess, type RunningServer } from '../../harness/server.js';
+import { migrate } from '../../src/index.js';
+import { createBusinessTables } from './business.js';
+import type { CheckName } from './checker.js';
+import { now, type FaultKind } from './history.js';
+import { closeAdminPools, runScenario, type FaultContext, type ScenarioOptions, type ScenarioResult, type Target } from './scenario.js';
+import { writeSummary, type NegativeControl } from './summary.js';
+
+const MIN_PER_KIND = 20;
+const MIN_LOCK_OPS = 2000;
+const TARGET = Number(process.env.FAULTS_TARGET ?? 22);
+const STALE_MS = 2000;
+const REAPER_MS = 500;
+
+const suiteStarted = now();
+const binary = findBinary(['mariadbd', 'mysqld']);
+const work = mkdtempSync(join(tmpdir(), 'rwlock-faults-'));
+let server: RunningServer | undefined;
+let serverUrl = '';
+let proxy: FaultProxy | undefined;
+const runs: ScenarioResult[] = [];
+const negatives: NegativeControl[] = [];
+let floor = { lockOps: 0, minLockOps: MIN_LOCK_OPS, minPerKind: MIN_PER_KIND, kinds: {} as Record<string, number>, ok: false };
+
+async function database(name: string, url: string, resources: string[]): Promise<void> {
+  await createDatabase(url, name);
+  const k = connectKnex(url, name);
+  try {
+    await migrate(k);
+    await createBusinessTables(k, resources);
+  } finally {
+    await k.destroy();
+  }
+}
+
+function base(name: string, t: Target): Omit<ScenarioOptions, 'processFaults' | 'required' | 'minDurationMs' | 'maxDurationMs'> {
+  return {
+    name, database: `faults_${name.replace(/[^a-z0-9]/gi, '_')}`, dir: work, workerTargets: [t], reaperTargets: [t], main: t,
+    workers: 6, reapers: 3, staleAfterMs: STALE_MS, reaperPeriodMs: REAPER_MS, resources: ['loan-1', 'loan-2', 'loan-3', 'loan-4', 'loan-5', 'loan-6', 'loan-7', 'loan-8'],
+    slowResources: ['slow-1', 'slow-2'], slowFraction: 0.06, readFraction: 0.3, faultLoops: 2, livenessSlackMs: 1500,
+    log: (line) => console.log(`[faults] ${line}`),
+  };
+}
+
+beforeAll(async () => {
+  if (!binary) throw new Error('the reliability suite needs mariadbd (apt-get install mariadb-server)');
+  const datadir = join(work, 'server');
+  initDataDir(binary, datadir);
+  server = await runServer(binary, datadir, await freePort(), ['--innodb-buffer-pool-size=128M']);
+  serverUrl = `mysql://root@127.0.0.1:${server.port}/`;
+  proxy = new FaultProxy('127.0.0.1', server.port);
+  await proxy.listen();
+});
+
+afterAll(async () => {
+  await closeAdminPools();
+  await proxy?.close();
+  if (server) await stopProcess(server.process, 'SIGKILL');
+  const text = writeSummary(join(import.meta.dirname, 'LAST_SUMMARY.md'), {
+    when: new Date().toISOString(), durationMs: now() - suiteStarted,
+    server: `${binary ?? '?'} (throwaway, single node) and a 3-node MariaDB Galera cluster`, runs, negatives, floor,
+  });
+  console.log(`\n${text}`);
+  if (process.env.FAULTS_KEEP) console.log(`[faults] histories kept in ${work}`);
+  else rmSync(work, { recursive: true, force: true });
+});
+
+describe('reliability under faults', () => {
+  it('single node: no violations under every fault kind, each proven; the floor is met', async () => {
+    const direct: Target = { serverUrl, adminUrl: serverUrl };
+    const viaProxy: Target = { serverUrl: `mysql://root@127.0.0.1:${proxy!.port}/`, adminUrl: serverUrl };
+    const o = base('single-node', viaProxy);
+    await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
+    // mariadbd SIGKILLed (with live grants) and restarted on the same datadir and port.
+    const serverKills = async (ctx: FaultContext): Promise<void> => {
+      while (!ctx.stopping) {
+        await sleep(1500 + Math.random() * 1500);
+        if (ctx.stopping || ctx.proven('server-sigkill') >= TARGET) continue;
+        const live = await ctx.liveGrants(0);
+        await stopProcess(server!.process, 'SIGKILL');
+        server = await runServer(binary!, server!.datadir, server!.port, ['--innodb-buffer-pool-size=128M']);
+        ctx.record({ t: now(), kind: 'server-sigkill', proven: live > 0, detail: `${live} live grants` });
+      }
+    };
+    const r = await runScenario({
+      ...o, reaperTargets: [direct], main: direct, proxy,
+      processFaults: ['sigkill-before', 'sigkill-during', 'sigkill-after', 'sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost'],
+      extraFaults: [serverKills],
+      required: {
+        'sigkill-before': TARGET, 'sigkill-during': TARGET, 'sigkill-after': TARGET, 'sigstop-past-cutoff': TARGET,
+        'kill-connection': TARGET, 'commit-reply-lost': TARGET, 'server-sigkill': TARGET,
+      },
+      minDurationMs: TARGET >= MIN_PER_KIND ? 60_000 : 10_000, maxDurationMs: 330_000,
+    });
+    runs.push(r);
+    const kinds: Record<string, number> = {};
+    for (const [k, f] of Object.entries(r.faults)) kinds[k] = f.proven;
+    const expected: FaultKind[] = [
+      'sigkill-before', 'sigkill-during', 'sigkill-after', 'sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost',
+      'server-sigkill', 'concurrent-reapers', 'reaper-vs-commit',
+    ];
+    floor = {
+      ...floor, lockOps: r.check.lockOps, kinds,
+      ok: r.check.lockOps >= MIN_LOCK_OPS && expected.every((k) => (kinds[k] ?? 0) >= MIN_PER_KIND),
+    };
+    expect(r.check.violations).toEqual([]);
+    expect(r.liveAgain).toBe(true);
+    expect(r.check.lockOps).toBeGreaterThanOrEqual(MIN_LOCK_OPS);
+    for (const k of expected) expect(kinds[k] ?? 0, `${k} proven`).toBeGreaterThanOrEqual(MIN_PER_KIND);
+  });
+
+  const controls: Array<{ name: string; defect: string; tweak: Partial<ScenarioOptions>; expect: CheckName[] }> = [
+    {
+      name: 'fence-off',
+      defect: 'business commits without the guarded log-row UPDATE; release separately',
+      tweak: { workerVariant: 'nofence', processFaults: ['sigstop-past-cutoff'], required: { 'sigstop-past-cutoff': 6 } },
+      expect: ['fence', 'lost-update'],
+    },
+    {
+      name: 'reaper-unguarded',
+      defect: 'reference-style reaper: no version/status check between reading candidates and releasing them',
+      tweak: { reaperVariant: 'reference', referenceDelayMs: 400, slowFraction: 0.35, processFaults: [], required: {} },
+      expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
+    },
+    {
+      name: 'release-unguarded',
+      defect: 'reference defect 5: release decrements even if the grant was already reaped',
+      tweak: { workerVariant: 'release-unguarded', processFaults: ['sigstop-past-cutoff'], required: { 'sigstop-past-cutoff': 6 } },
+      expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
+    },
+  ];
+  for (const c of controls) {
+    it(`negative control ${c.name}: the checker reports violations`, async () => {
+      const t: Target = { serverUrl, adminUrl: serverUrl };
+      const o = { ...base(`negative-${c.name}`, t), workers: 4, resources: ['loan-1', 'loan-2'], faultLoops: 1 };
+      await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
+      const r = await runScenario({ ...o, minDurationMs: 25_000, maxDurationMs: 60_000, ...c.tweak } as ScenarioOptions);
+      const checks = [...new Set(r.check.violations.map((v) => v.check))];
+      negatives.push({
+        name: c.name, defect: c.defect, caught: checks.some((k) => c.expect.includes(k)), checks,
+        example: r.check.violations.find((v) => c.expect.includes(v.check))?.detail ?? '-', faults: r.faults,
+      });
+      expect(checks.filter((k) => c.expect.includes(k)), `violations: ${JSON.stringify(r.check.violations.slice(0, 5))}`).not.toEqual([]);
+    });
+  }
+
+  it('galera: 3 nodes, one SIGKILLed mid-run and restarted; no violations; the lock is live after the rejoin', async () => {
+    const missing = galeraMissing();
+    if (missing) throw new Error(missing);
+    let cluster: GaleraCluster | undefined;
+    try {
+      cluster = await startGalera({ log: (l) => console.log(`[faults] ${l}`) });
+      const targets: Target[] = cluster.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
+      const o = { ...base('galera', targets[0]!), workers: 6, workerTargets: targets, reaperTargets: targets };
+      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources]);
+      const c = cluster;
+      const nodeKill = async (ctx: FaultContext): Promise<void> => {
+        await sleep(15_000);
+        if (ctx.stopping) return;
+        const live = await ctx.liveGrants(2);
+        await c.kill(2);
+        const killedAt = Date.now();
+        await sleep(5_000);
+        await c.restart(2);
+        ctx.record({ t: now(), kind: 'galera-node-sigkill', proven: live > 0, detail: `node 3 had ${live} live grants; back Synced after ${Date.now() - killedAt} ms` });
+      };
+      const r = await runScenario({
+        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [nodeKill],
+        required: { 'galera-node-sigkill': 1, 'sigkill-during': 5, 'sigstop-past-cutoff': 5, 'kill-connection': 5 },
+        minDurationMs: 45_000, maxDurationMs: 150_000,
+      });
+      r.notes.push(`cluster size after the run: ${await c.clusterSize(0)}`);
+      runs.push(r);
+      expect(r.faults['galera-node-sigkill']?.proven).toBe(1);
+      expect(r.check.violations).toEqual([]);
+      expect(r.liveAgain).toBe(true);
+    } finally {
+      await cluster?.stop();
+    }
+  });
+});

@@ -1,0 +1,206 @@
+// A worker process of the reliability suite: runs business operations under the lock through the
+// public API and appends its history. The orchestrator talks to it over the IPC channel:
+//   -> { type: 'arm', token, phase }   stop at `phase` of the next operation and report
+//   <- { type: 'at', token, phase, grant, connectionId }   ...then wait for
+//   -> { type: 'go', token }           (or a signal: SIGKILL, SIGSTOP/SIGCONT)
+//   <- { type: 'done', token, outcome, err }   when that operation ended
+//   -> { type: 'disarm' } / { type: 'stop' }
+// Usage: node --import tsx test/faults/worker.ts '<WorkerConfig JSON>'
+import type { Knex } from 'knex';
+import { connectKnex } from '../../harness/database.js';
+import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant } from '../../src/index.js';
+import { referenceFence, unguardedRelease } from './broken.js';
+import { readStep, writeStep } from './business.js';
+import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
+
+export type WorkerVariant = 'correct' | 'nofence' | 'release-unguarded';
+export type Phase = 'before' | 'during' | 'after';
+
+export interface WorkerConfig {
+  id: string;
+  serverUrl: string;
+  database: string;
+  history: string;
+  resources: string[];
+  slowResources: string[];
+  slowFraction: number;
+  readFraction: number;
+  staleAfterMs: number;
+  /** The reapers' tick: slow operations aim their final commit at a reaper round. */
+  reaperPeriodMs: number;
+  resolveTimeoutMs: number;
+  waitMs: number;
+  variant: WorkerVariant;
+}
+
+export type ToWorker = { type: 'arm'; token: number; phase: Phase } | { type: 'go'; token: number } | { type: 'disarm' } | { type: 'stop' };
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'at'; token: number; phase: Phase; grant: number; connectionId: number }
+  | { type: 'done'; token: number; outcome: Outcome; err?: string };
+
+const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
+const send = (m: FromWorker): void => {
+  process.send?.(m);
+};
+const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+const rand = (lo: number, hi: number): number => lo + Math.random() * (hi - lo);
+
+let armed: { token: number; phase: Phase } | undefined;
+const goWaiters = new Map<number, () => void>();
+const stopper = new AbortController();
+
+process.on('message', (m: ToWorker) => {
+  if (m.type === 'arm') armed = { token: m.token, phase: m.phase };
+  else if (m.type === 'disarm') armed = undefined;
+  else if (m.type === 'go') goWaiters.get(m.token)?.();
+  else if (m.type === 'stop') stopper.abort(new Error('stop'));
+});
+process.on('disconnect', () => stopper.abort(new Error('orchestrator gone')));
+
+const db: Knex = connectKnex(config.serverUrl, config.database, { poolMax: 4 });
+const locks = createLockManager({
+  knex: db, owner: config.id, staleAfterMs: config.staleAfterMs, resolveTimeoutMs: config.resolveTimeoutMs, deadlockRetries: 20,
+});
+
+function log(e: Omit<OpEvent, 't' | 'w'>): void {
+  appendJsonl(config.history, { t: now(), w: config.id, ...e });
+}
+
+/** At an armed phase: report where we are and with which grant, then wait for the orchestrator. */
+async function checkpoint(phase: Phase, grant: Grant, conn: () => Promise<number>, active: { token?: number }): Promise<void> {
+  if (!armed || armed.phase !== phase || active.token === undefined || armed.token !== active.token) return;
+  const { token } = armed;
+  armed = undefined;
+  const connectionId = await conn();
+  const go = new Promise<void>((resolve) => goWaiters.set(token, resolve));
+  send({ type: 'at', token, phase, grant: grant.id, connectionId });
+  await go;
+  goWaiters.delete(token);
+}
+
+async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<number> {
+  const [rows] = (await trx.raw('SELECT CONNECTION_ID() AS id')) as unknown as [Array<{ id: number }>];
+  return Number(rows[0]?.id);
+}
+
+function classify(err: unknown): { outcome: Outcome; err: string } {
+  const e = err as { code?: string; name?: string; message?: string };
+  const name = e?.code ?? (e?.name && e.name !== 'Error' ? e.name : `Error(${(e?.message ?? String(err)).slice(0, 60)})`);
+  return { outcome: err instanceof LockOutcomeUnknownError ? 'unknown' : 'fail', err: name };
+}
+
+async function writeOp(op: string, resource: string, slow: boolean, active: { token?: number }): Promise<void> {
+  // A slow operation finishes its work just as the grant is stale and the reapers start a round
+  // (they tick on wall-clock multiples of the period), so its fenced commit races them.
+  let grantedAt = now();
+  const pause = slow
+    ? (): number => {
+        const tick = Math.ceil((grantedAt + config.staleAfterMs) / config.reaperPeriodMs) * config.reaperPeriodMs;
+        return tick + rand(-6, 4) - now();
+      }
+    : rand(2, 25);
+  const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
+  if (config.variant === 'correct') {
+    await locks.withWriteLock(resource, async (trx, grant) => {
+      grantedAt = now();
+      log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+      await checkpoint('before', grant, () => connectionIdOf(trx), active);
+      await writeStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
+      log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
+    }, opts);
+    return;
+  }
+  // Broken variants: a separate acquire, a business transaction, a separate release.
+  const grant = await locks.acquireWrite(resource, opts);
+  grantedAt = now();
+  log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+  try {
+    await db.transaction(async (trx) => {
+      await checkpoint('before', grant, () => connectionIdOf(trx), active);
+      await writeStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
+      log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
+      // 'nofence': commit whatever happened to the grant meanwhile.
+      if (config.variant === 'release-unguarded' && !(await referenceFence(trx, grant))) throw new LockLostError(grant.id);
+    });
+    log({ op, kind: 'write', resource, ev: 'commit-ok', grant: grant.id });
+  } finally {
+    if (config.variant === 'release-unguarded') await unguardedRelease(db, grant);
+    else await grant.release();
+  }
+}
+
+async function readOp(op: string, resource: string, manual: boolean, active: { token?: number }): Promise<number> {
+  const pause = rand(2, 20);
+  const opts = { waitMs: config.waitMs, signal: stopper.signal };
+  if (!manual && config.variant === 'correct') {
+    return locks.withReadLock(resource, async (trx, grant) => {
+      log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
+      await checkpoint('before', grant, () => connectionIdOf(trx), active);
+      const seen = await readStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
+      log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
+      return seen;
+    }, { ...opts, isolationLevel: 'read committed' });
+  }
+  // The unfenced path: acquire, business transaction, then release.
+  const grant = await locks.acquireRead(resource, opts);
+  log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
+  let seen = -1;
+  try {
+    await checkpoint('before', grant, () => connectionIdOf(db), active);
+    await db.transaction(async (trx) => {
+      seen = await readStep(trx, op, resource, grant.id, pause);
+    }, { isolationLevel: 'read committed' });
+    log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
+    await checkpoint('after', grant, () => connectionIdOf(db), active);
+  } finally {
+    if (config.variant === 'release-unguarded') await unguardedRelease(db, grant);
+    else await grant.release();
+  }
+  return seen;
+}
+
+async function main(): Promise<void> {
+  send({ type: 'ready' });
+  for (let n = 0; !stopper.signal.aborted; n++) {
+    const op = `${config.id}-${n}`;
+    const active: { token?: number } = {};
+    // An armed fault aims at the next operation: a write for before/during, a manual read for after.
+    if (armed) active.token = armed.token;
+    const phase = armed?.phase;
+    let kind: OpKind;
+    let manual = false;
+    let slow = false;
+    if (phase === 'after') {
+      kind = 'read';
+      manual = true;
+    } else if (phase !== undefined) {
+      kind = 'write';
+    } else {
+      kind = Math.random() < config.readFraction ? 'read' : 'write';
+      manual = kind === 'read' && Math.random() < 0.5;
+      slow = kind === 'write' && Math.random() < config.slowFraction;
+    }
+    const resource = slow ? pick(config.slowResources) : pick(config.resources);
+    log({ op, kind, resource, ev: 'invoke' });
+    try {
+      const seen = kind === 'write' ? (await writeOp(op, resource, slow, active), undefined) : await readOp(op, resource, manual, active);
+      log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
+      if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
+    } catch (err) {
+      const c = classify(err);
+      log({ op, kind, resource, ev: c.outcome, err: c.err });
+      if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: c.outcome, err: c.err });
+      // The server may be down (restarting): do not spin.
+      if (c.outcome !== 'ok' && !stopper.signal.aborted) await new Promise((r) => setTimeout(r, rand(20, 120)));
+    }
+    // An arm that did not reach its phase in this operation (e.g. timed out waiting) stays for the next one.
+  }
+  await db.destroy();
+  process.exit(0);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`worker ${config.id} crashed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
