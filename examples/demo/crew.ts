@@ -73,7 +73,7 @@ export class Crew {
 
   async #sample() {
     const [[row]] = (await this.db.raw('SELECT COALESCE(MAX(id), 0) AS grants FROM t_lock_log')) as [Array<{ grants: number }>, unknown];
-    const faults = this.faults.records.map((f) => `${f.kind} ${f.worker} ${f.outcome === 'not-landed' && f.grantId !== null ? '…' : f.outcome}`).join(', ');
+    const faults = this.faults.records.map((f) => `${f.kind} ${f.worker} ${f.outcome === 'pending' ? '…' : f.outcome}`).join(', ');
     return {
       elapsedSec: this.elapsedSec,
       totalSec: this.config.scenario === 'lending' ? this.config.durationSec : null,

@@ -84,7 +84,7 @@ export class FaultInjector {
     const slot = (this.#next++ % this.ctx.pool.size) + 1;
     const worker = this.ctx.pool.worker(slot);
     if (!worker) return;
-    const record: FaultRecord = { kind, worker: worker.name, grantId: null, loanId: null, outcome: 'not-landed', detail: '', reapedAfterMs: null };
+    const record: FaultRecord = { kind, worker: worker.name, grantId: null, loanId: null, outcome: 'pending', detail: '', reapedAfterMs: null };
     this.records.push(record);
     const point = await new Promise<FaultPoint | null>((resolve) => {
       const timer = setTimeout(() => resolve(null), FAULT_POINT_TIMEOUT_MS);
@@ -96,6 +96,7 @@ export class FaultInjector {
     });
     this.#pointWaiters.delete(worker.name);
     if (!point) {
+      record.outcome = 'not-landed';
       record.detail = `${worker.name} started no repayment within ${FAULT_POINT_TIMEOUT_MS} ms`;
     } else {
       record.grantId = point.grantId;

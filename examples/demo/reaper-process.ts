@@ -3,6 +3,7 @@
 // a particular grant to be reaped instead of guessing how long that takes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { track } from './children.js';
 import { REAPER_SCRIPT, REPO_ROOT, TSX_EXEC_ARGV } from './paths.js';
 
 export interface ReaperStats {
@@ -20,11 +21,12 @@ export class ReaperProcess {
   readonly #reaped = new Set<number>();
   readonly #exited: Promise<number | null>;
   #started!: () => void;
-  readonly started: Promise<void>;
+  /** Resolves on the job's start line; rejects if it exits before. */
+  started: Promise<void>;
 
   constructor(dbUrl: string, cutoffMs: number, periodSec: number, onLine: (line: Record<string, unknown>) => void) {
     this.started = new Promise((resolve) => (this.#started = resolve));
-    this.#child = spawn(process.execPath, [...TSX_EXEC_ARGV, REAPER_SCRIPT], {
+    this.#child = track(spawn(process.execPath, [...TSX_EXEC_ARGV, REAPER_SCRIPT], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -34,10 +36,15 @@ export class ReaperProcess {
         STALE_AFTER_MS: String(cutoffMs),
         RETENTION_MS: '0', // keep the whole grant log: the verifier reads it
       },
-    });
+    }));
     this.#exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
     let stderr = '';
     this.#child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    const started = this.started;
+    this.started = Promise.race([started, this.#exited.then((code) => {
+      throw new Error(`the reaper job exited with code ${code} before it started${stderr ? `:\n${stderr}` : ''}`);
+    })]);
+    this.started.catch(() => undefined);
     void this.#exited.then(() => {
       if (stderr) this.stats.lastError ??= stderr.trim();
     });

@@ -36,9 +36,16 @@ export function formatReport(r: DemoReport): string {
     ? `${n(c.repayments)} repayments, ${n(c.transfers)} transfers, ${n(c.declined)} declined, ${n(c.noops)} no-ops`
     : `${n(c.deductions)} sales`;
   out.push(`load      ${n(opsOf(c))} operations (${work}), ${Math.round(r.load.opsPerSec)} ops/s; ${n(r.load.grants)} grants`);
-  out.push(`          lock timeouts ${n(c.timeouts)}, commits refused (LockLostError) ${n(c.lost)}, errors ${n(c.errors)}`);
+  out.push(`          waited for a held lock ${n(c.conflicts)}, lock timeouts ${n(c.timeouts)}, commits refused (LockLostError) ${n(c.lost)}, errors ${n(c.errors)}`);
   const rp = r.crew.reaper;
   out.push(`reaper    ${n(rp.runs)} runs (${rp.failedRuns} failed), ${n(rp.reaped)} grants reaped${rp.reapedIds.length ? ` [${rp.reapedIds.slice(0, 10).join(', ')}${rp.reapedIds.length > 10 ? ', ...' : ''}]` : ''}, exit code ${rp.exitCode}`);
+  const faulted = new Set(r.faults.map((f) => f.grantId));
+  const others = rp.reapedIds.filter((id) => !faulted.has(id)).length;
+  if (others > 0) {
+    out.push(`          ${others} reaped grant(s) besides the faulted ones: operations that outlived the ${cfg.reaperCutoffMs} ms cutoff,`);
+    out.push('          typically waiting on InnoDB row locks held by the paused process (row locks pause with it; the lease does not),');
+    out.push('          so the reaper took their grants too and their commits were refused like the paused one');
+  }
   out.push(`workers   ${r.crew.workersSpawned} processes spawned${r.crew.workerExits.length ? `; ${r.crew.workerExits.join('; ')}` : ''}`);
   if (r.crew.orphansAtStop > 0) out.push(`          ${r.crew.orphansAtStop} grants were still live when the workers stopped; the reaper cleared them in ${r.crew.orphansReapedMs} ms`);
   for (const f of r.faults) out.push(`fault     ${f.kind} ${f.worker}, repayment grant ${f.grantId ?? '-'} on ${f.loanId ?? '-'}: ${f.outcome} (${f.detail})`);

@@ -2,6 +2,7 @@
 // dies (a SIGKILLed worker is replaced so the load goes on), stopped over IPC at the end.
 import { fork, type ChildProcess } from 'node:child_process';
 import { ZERO_COUNTS, type FromWorker, type OpCounts, type ToWorker, type WorkerSettings } from './messages.js';
+import { track } from './children.js';
 import { REPO_ROOT, TSX_EXEC_ARGV, WORKER_SCRIPT } from './paths.js';
 
 export interface WorkerHandle {
@@ -51,11 +52,11 @@ export class WorkerPool {
     const incarnation = (this.#incarnations.get(slot) ?? 0) + 1;
     this.#incarnations.set(slot, incarnation);
     const name = `w${slot}.${incarnation}`;
-    const child = fork(WORKER_SCRIPT, [JSON.stringify(this.settingsFor(slot, name, incarnation))], {
+    const child = track(fork(WORKER_SCRIPT, [JSON.stringify(this.settingsFor(slot, name, incarnation))], {
       cwd: REPO_ROOT,
       execArgv: [...TSX_EXEC_ARGV],
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+    }));
     this.spawned += 1;
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));

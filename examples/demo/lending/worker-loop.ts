@@ -3,7 +3,7 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockTimeoutError, type LockManager } from '../../../src/index.js';
-import type { FaultKind, FromWorker, OpCounts } from '../messages.js';
+import { CONFLICT_WAIT_MS, type FaultKind, type FromWorker, type OpCounts } from '../messages.js';
 import { randomInt, type Random } from '../random.js';
 import { loanId } from './seed.js';
 import { repay, transfer, type OpResult } from './operations.js';
@@ -44,23 +44,35 @@ export async function runLendingLoops(ctx: LendingContext, concurrency: number):
 async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, number[]>): Promise<void> {
   const loan = loanId(randomInt(ctx.rnd, 0, ctx.loans - 1));
   const isRepayment = ctx.rnd() < REPAYMENT_SHARE;
+  const asked = performance.now();
+  let waited = false;
+  const granted = (): void => {
+    waited ||= performance.now() - asked > CONFLICT_WAIT_MS;
+  };
   try {
     let result: OpResult;
     if (isRepayment) {
-      result = await ctx.locks.withWriteLock(loan, (trx, grant) => repay(trx, grant, loan, ctx.name, () => bankCall(ctx, grant.id, loan)), { waitMs: REPAY_WAIT_MS });
+      result = await ctx.locks.withWriteLock(loan, (trx, grant) => {
+        granted();
+        return repay(trx, grant, loan, ctx.name, () => bankCall(ctx, grant.id, loan));
+      }, { waitMs: REPAY_WAIT_MS });
     } else {
       const claims = claimsByLoan.get(loan) ?? [];
       const claimId = claims[randomInt(ctx.rnd, 0, claims.length - 1)];
       if (claimId === undefined) return;
       const buyer = randomInt(ctx.rnd, 1, ctx.investors);
       const discount = randomInt(ctx.rnd, 0, 5);
-      result = await ctx.locks.withReadLock(loan, (trx, grant) => transfer(trx, grant, claimId, buyer, discount, ctx.name), { waitMs: TRANSFER_WAIT_MS });
+      result = await ctx.locks.withReadLock(loan, (trx, grant) => {
+        granted();
+        return transfer(trx, grant, claimId, buyer, discount, ctx.name);
+      }, { waitMs: TRANSFER_WAIT_MS });
     }
     if (result.outcome === 'done') ctx.counts[isRepayment ? 'repayments' : 'transfers'] += 1;
     else if (result.outcome === 'declined') ctx.counts.declined += 1;
     else ctx.counts.noops += 1;
   } catch (err) {
     if (err instanceof LockTimeoutError) {
+      waited = true;
       ctx.counts.timeouts += 1;
     } else if (err instanceof LockLostError) {
       ctx.counts.lost += 1;
@@ -69,6 +81,8 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
       ctx.counts.errors += 1;
       ctx.send({ type: 'error', message: `${isRepayment ? 'repayment' : 'transfer'} on ${loan}: ${(err as Error).message}` });
     }
+  } finally {
+    if (waited) ctx.counts.conflicts += 1;
   }
 }
 
