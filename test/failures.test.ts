@@ -1,0 +1,193 @@
+// Property 5: 1213 is retried; 1205 is rolled back and never committed; a connection lost during
+// COMMIT is resolved by looking the grant up (or surfaces as LockOutcomeUnknownError) — never a
+// silent double grant or a leaked count.
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectKnex, parseMysqlUrl } from '../harness/database.js';
+import { FaultProxy } from '../harness/proxy.js';
+import { createLockManager, LockOutcomeUnknownError } from '../src/index.js';
+import { useTestDatabase } from './support/db.js';
+import { grantRow, invariantViolations } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+let proxy: FaultProxy;
+let viaProxy: Knex;
+
+beforeAll(async () => {
+  await db.knex.raw('CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL) ENGINE=InnoDB');
+  await db.knex.raw('INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0)');
+  await db.knex.raw('CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(32), grant_id BIGINT) ENGINE=InnoDB');
+  const target = parseMysqlUrl(db.url);
+  proxy = new FaultProxy(target.host, target.port);
+  const port = await proxy.listen();
+  const url = new URL(db.url);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  viaProxy = connectKnex(url.toString(), db.name, { poolMax: 4 });
+});
+
+afterAll(async () => {
+  await viaProxy?.destroy();
+  await proxy?.close();
+});
+
+async function ledgerCount(tag: string): Promise<number> {
+  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM ledger WHERE tag = ?', [tag])) as unknown as [Array<{ n: number }>];
+  return Number(rows[0]!.n);
+}
+
+describe('deadlock (1213)', () => {
+  it('a business transaction chosen as deadlock victim is retried under the same grant and commits once', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    let attempts = 0;
+    const grantIds = new Set<number>();
+    const other = await db.knex.transaction();
+    const result = await locks.withWriteLock('dl', async (trx, grant) => {
+      attempts += 1;
+      grantIds.add(grant.id);
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl', grant.id]);
+      if (attempts === 1) {
+        await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1');
+        // The other transaction takes row 2, then wants row 1; this one then wants row 2: a cycle.
+        // The other has written more rows, so InnoDB rolls this one back (1213).
+        // One row per statement: on a 4-row table an IN list is a full scan that would lock row 1 too.
+        for (const id of [2, 3, 4]) await other.raw('UPDATE acct SET balance = balance + 1 WHERE id = ?', [id]);
+        // .then() sends it: a knex query runs only when consumed.
+        const blocked = other.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1').then(() => undefined);
+        await expect.poll(async () => {
+          const [rows] = (await db.knex.raw("SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS")) as unknown as [Array<{ n: number }>];
+          return Number(rows[0]!.n);
+        }).toBeGreaterThan(0);
+        try {
+          await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 2');
+        } finally {
+          await blocked;
+          await other.commit();
+        }
+      }
+      return 'ok';
+    }).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+    expect(result).toBe('ok');
+    expect(attempts).toBe(2);
+    expect(grantIds.size).toBe(1);
+    expect(await ledgerCount('dl')).toBe(1);
+    expect((await locks.inspect('dl')).holders).toEqual([]);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
+describe('lock wait timeout (1205)', () => {
+  async function timedOutBusiness(run: (work: (trx: Knex.Transaction) => Promise<void>) => Promise<unknown>): Promise<unknown> {
+    const holder = await db.knex.transaction();
+    await holder.raw('SELECT * FROM acct WHERE id = 4 FOR UPDATE');
+    try {
+      return await run(async (trx) => {
+        await trx.raw('SET SESSION innodb_lock_wait_timeout = 1');
+        await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['lw']);
+        await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 4'); // waits, then 1205
+      }).then(() => undefined, (e: unknown) => e);
+    } finally {
+      await holder.rollback();
+    }
+  }
+
+  it('the business transaction is rolled back, the error surfaces, the grant is released', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const err = await timedOutBusiness((work) => locks.withWriteLock('lw', (trx) => work(trx)));
+    expect((err as { errno?: number }).errno).toBe(1205);
+    expect(await ledgerCount('lw')).toBe(0);
+    expect((await locks.inspect('lw')).holders).toEqual([]);
+  });
+
+  it('negative control: committing after 1205 (it rolls back only the statement) keeps the partial work', async () => {
+    await timedOutBusiness(async (work) => {
+      const trx = await db.knex.transaction();
+      await work(trx).catch(() => undefined);
+      await trx.commit();
+    });
+    expect(await ledgerCount('lw')).toBe(1); // the check above would have caught this
+    await db.knex.raw("DELETE FROM ledger WHERE tag = 'lw'");
+  });
+});
+
+describe('connection lost during COMMIT', () => {
+  it('reply lost after the server committed: the outcome is looked up and reported as committed, once', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    let id = 0;
+    const cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
+    const value = await locks.withWriteLock('cl-1', async (trx, grant) => {
+      id = grant.id;
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-1', grant.id]);
+      return 'paid';
+    });
+    expect(await cut).toMatch(/^COMMIT/i);
+    expect(value).toBe('paid');
+    expect(await ledgerCount('cl-1')).toBe(1);
+    expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('COMMIT never reached the server: the error surfaces, nothing committed, the grant is released', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    let id = 0;
+    proxy.armOnce(/^COMMIT/i, 'before-forward');
+    const err = await locks.withWriteLock('cl-2', async (trx, grant) => {
+      id = grant.id;
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(LockOutcomeUnknownError);
+    expect(await ledgerCount('cl-2')).toBe(0);
+    expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('acquire reply lost: the grant is found by its token, so it is neither doubled nor leaked', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    proxy.armOnce(/CALL rwlock_acquire/, 'before-reply');
+    const g = await locks.tryAcquireWrite('cl-3');
+    expect(g).not.toBeNull();
+    const state = await locks.inspect('cl-3');
+    expect(state.wCount).toBe(1);
+    expect(state.holders.map((h) => h.id)).toEqual([g!.id]);
+    expect(await g!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('release reply lost: the release is confirmed by reading the row back', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const g = await locks.tryAcquireRead('cl-4');
+    proxy.armOnce(/CALL rwlock_release/, 'before-reply');
+    expect(await g!.release()).toBe(true);
+    expect((await locks.inspect('cl-4')).rCount).toBe(0);
+  });
+
+  it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 0 });
+    // Keep the old server thread busy so it is not quiet yet when the deadline passes.
+    const blocker = await db.knex.transaction();
+    await blocker.raw('SELECT * FROM acct WHERE id = 3 FOR UPDATE');
+    proxy.armOnce(/^COMMIT/i, 'before-reply');
+    let grantId = 0;
+    const pending = locks.withWriteLock('cl-5', async (trx, grant) => {
+      grantId = grant.id;
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
+    }).catch((e: unknown) => e);
+    const err = await pending;
+    await blocker.rollback();
+    expect(err).toBeInstanceOf(LockOutcomeUnknownError);
+    expect((err as LockOutcomeUnknownError).code).toBe('ERR_RWLOCK_OUTCOME_UNKNOWN');
+    expect((err as LockOutcomeUnknownError).grantId).toBe(grantId);
+    expect((err as LockOutcomeUnknownError).token).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('negative control: blindly retrying a business transaction whose COMMIT reply was lost applies it twice', async () => {
+    const cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
+    const pay = (): Promise<void> => viaProxy.transaction(async (trx) => {
+      await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cl-6']);
+    });
+    await pay().catch(() => pay()); // "retry on connection error"
+    await cut;
+    expect(await ledgerCount('cl-6')).toBe(2); // what looking the grant up prevents
+  });
+});
