@@ -30,7 +30,9 @@ export async function runLending(config: DemoConfig, db: Knex, dbUrl: string, lo
   const summary = await crew.stop();
   const [[g]] = (await db.raw('SELECT COUNT(*) AS n FROM t_lock_log')) as [Array<{ n: number }>, unknown];
   const verdict = await verifyLending(db);
-  const counts = crew.pool.totals;
+  // Committed work from the database: a killed worker's last counters never reach the supervisor.
+  const [[done]] = (await db.raw('SELECT (SELECT COUNT(*) FROM repayments) AS repayments, (SELECT COUNT(*) FROM transfers) AS transfers')) as [Array<{ repayments: number; transfers: number }>, unknown];
+  const counts = { ...crew.pool.totals, repayments: Number(done?.repayments ?? 0), transfers: Number(done?.transfers ?? 0) };
   const ops = counts.repayments + counts.transfers + counts.declined + counts.noops;
   return {
     scenario: 'lending',
