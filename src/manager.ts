@@ -91,7 +91,8 @@ export class LockManager {
     const resource = resourceKey(resourceId);
     const { waitMs, signal } = resolveCallOptions(what, options, false);
     const hex = resource.toString('hex');
-    const deadline = Date.now() + waitMs;
+    const startedAt = Date.now();
+    const deadline = startedAt + waitMs;
     const intentMs = mode === 'write' && waitMs > 0 ? this.#o.writerIntentMs : 0;
     if (signal?.aborted) throw new LockAbortedError(signal.reason);
     if (waitMs === 0) {
@@ -128,7 +129,7 @@ export class LockManager {
           attempt = -1;
           continue;
         }
-        await ticket.pause(Math.min(remaining, backoffDelay(attempt, this.#o.backoffMinMs, this.#o.backoffMaxMs)), signal, seen);
+        await ticket.pause(Math.min(remaining, backoffDelay(attempt, this.#o.backoffMinMs, this.#o.backoffMaxMs, Date.now() - startedAt)), signal, seen);
       }
     } finally {
       ticket.leave(granted);

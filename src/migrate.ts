@@ -25,6 +25,19 @@ function isRace(err: unknown): boolean {
 }
 
 /**
+ * Creates knex's bookkeeping tables the way knex would, but race-free: knex checks for them and
+ * then creates them, so two processes starting together can both insert a lock row, after which
+ * neither can ever take the migration lock.
+ */
+async function ensureBookkeeping(db: Knex): Promise<void> {
+  await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
+    id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`);
+  await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE}_lock (
+    \`index\` INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, is_locked INT)`);
+  await db.raw(`INSERT INTO ${MIGRATION_TABLE}_lock (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
+}
+
+/**
  * Creates or updates the lock tables and procedures. Idempotent, and safe when several processes
  * run it at once: the loser of knex's migration lock waits and retries until the winner is done.
  */
@@ -33,6 +46,7 @@ export async function migrate(db: Knex, options: MigrateOptions = {}): Promise<{
   checkKnownKeys('migrate', options, ['waitMs']);
   const waitMs = integerOption('waitMs', options.waitMs ?? 60_000, 0);
   const deadline = Date.now() + waitMs;
+  await ensureBookkeeping(db);
   for (let attempt = 0; ; attempt++) {
     try {
       const [, applied] = (await db.migrate.latest({ migrationSource: source, tableName: MIGRATION_TABLE })) as [number, string[]];

@@ -33,9 +33,14 @@ export function wakeWaiters(resourceHex: string): void {
   }
 }
 
-/** Full-jitter exponential backoff: a random delay in [min, min(max, min * 2^attempt)]. */
-export function backoffDelay(attempt: number, minMs: number, maxMs: number): number {
-  const cap = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 30));
+/**
+ * Full-jitter exponential backoff, a random delay in [min, cap], where cap doubles per attempt up to
+ * `maxMs` but never exceeds half the time already waited. A lock held for H ms is then seen free at
+ * most ~H/2 late (on average ~H/4), whatever `maxMs` is, at the price of a few more polls for short
+ * waits: with the local queue only one waiter per process and resource polls, so that stays cheap.
+ */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, waitedMs = Infinity): number {
+  const cap = Math.max(minMs, Math.min(maxMs, minMs * 2 ** Math.min(attempt, 30), waitedMs / 2));
   return minMs + Math.random() * (cap - minMs);
 }
 
