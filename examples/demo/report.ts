@@ -42,9 +42,9 @@ export function formatReport(r: DemoReport): string {
   const faulted = new Set(r.faults.map((f) => f.grantId));
   const others = rp.reapedIds.filter((id) => !faulted.has(id)).length;
   if (others > 0) {
-    out.push(`          ${others} reaped grant(s) besides the faulted ones: operations that outlived the ${cfg.reaperCutoffMs} ms cutoff,`);
-    out.push('          typically waiting on InnoDB row locks held by the paused process (row locks pause with it; the lease does not),');
-    out.push('          so the reaper took their grants too and their commits were refused like the paused one');
+    out.push(`          ${others} reaped grant(s) besides the faulted ones: the killed worker's other operation in flight, and operations`);
+    out.push(`          that outlived the ${cfg.reaperCutoffMs} ms cutoff waiting on InnoDB row locks the paused process held (row locks pause`);
+    out.push('          with it, the lease does not); their commits, if any came, were refused like the paused one');
   }
   out.push(`workers   ${r.crew.workersSpawned} processes spawned${r.crew.workerExits.length ? `; ${r.crew.workerExits.join('; ')}` : ''}`);
   if (r.crew.orphansAtStop > 0) out.push(`          ${r.crew.orphansAtStop} grants were still live when the workers stopped; the reaper cleared them in ${r.crew.orphansReapedMs} ms`);
