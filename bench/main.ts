@@ -2,8 +2,8 @@
 // transaction, the reference article's flow, MySQL GET_LOCK and a Redis lock, all in one run on
 // one server so that the ratios hold on a noisy machine.
 //
-//   npm run bench                 full run (~5 min): 3 s per case, 2 interleaved rounds
-//   npm run bench:smoke           quick run (~1 min): 1 s per case, 1 round (CI smoke)
+//   npm run bench                 full run (~4 min): 4 interleaved rounds of 1 s per case
+//   npm run bench:smoke           quick run (~1 min): 2 interleaved rounds of 0.5 s per case (CI smoke)
 //   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
 //   options: --seconds=N --rounds=N --only=ceiling,lib,fenced,ref,peers,contention,writers
 //
@@ -26,8 +26,8 @@ const argv = process.argv.slice(2);
 const flag = (name: string): boolean => argv.includes(`--${name}`);
 const option = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const quick = flag('quick');
-const seconds = Number(option('seconds') ?? (quick ? 1 : 3));
-const rounds = Number(option('rounds') ?? (quick ? 1 : 2));
+const seconds = Number(option('seconds') ?? (quick ? 0.5 : 1));
+const rounds = Number(option('rounds') ?? (quick ? 2 : 4));
 const only = option('only')?.split(',');
 const want = (group: string): boolean => !only || only.includes(group);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -128,7 +128,7 @@ try {
   for (let r = 0; r < rounds; r++) {
     for (const c of cases) {
       log(`[bench] round ${r + 1}/${rounds}: ${c.name} @${c.concurrency}`);
-      const s = await runFor(seconds * 1000, c.concurrency, c.op, quick ? 250 : 500);
+      const s = await runFor(seconds * 1000, c.concurrency, c.op, r === 0 ? 300 : 150);
       samples.set(c, [...(samples.get(c) ?? []), s]);
     }
   }
@@ -166,22 +166,34 @@ try {
   // ---- contention: 32 waiters on one resource, each holding 1 ms -----------------------------
   let contention: Record<string, unknown> | undefined;
   if (want('contention')) {
-    const hold = (w: number, res: string, waits: number[]) => async (): Promise<void> => {
+    // [granted at, waited ms]
+    const hold = (w: number, res: string, waits: Array<[number, number]>) => async (): Promise<void> => {
       void w;
       const t0 = performance.now();
       const g = await locks.acquireWrite(res, { waitMs: 60_000 });
-      waits.push(performance.now() - t0);
+      const t1 = performance.now();
+      waits.push([t1, t1 - t0]);
       await sleep(1);
       await g.release();
     };
-    const oneWaits: number[] = [];
-    const manyWaits: number[] = [];
-    log('[bench] contention: 1 holder, 1 ms hold');
-    const one = stats(await runFor(seconds * 1000 * rounds, 1, (w) => hold(w, 'cont-1', oneWaits)()));
-    log('[bench] contention: 32 waiters, 1 ms hold');
-    const many = await runFor(seconds * 1000 * rounds, 32, (w) => hold(w, 'cont-32', manyWaits)());
-    const manyStats = stats(many);
-    const sortedWaits = sortedCopy(manyWaits.slice(Math.floor(manyWaits.length * 0.05)));
+    const oneWaits: Array<[number, number]> = [];
+    const manyWaits: Array<[number, number]> = [];
+    const oneSamples: Sample[] = [];
+    const manySamples: Sample[] = [];
+    for (let r = 0; r < rounds; r++) {
+      // interleaved so that both see the same machine
+      log(`[bench] contention round ${r + 1}/${rounds}: 1 holder, then 32 waiters, 1 ms hold`);
+      oneSamples.push(await runFor(seconds * 1000, 1, (w) => hold(w, 'cont-1', oneWaits)(), 150));
+      manySamples.push(await runFor(seconds * 1000, 32, (w) => hold(w, 'cont-32', manyWaits)(), 300));
+    }
+    const pool = (list: Sample[]): Sample => ({
+      ops: list.reduce((x, y) => x + y.ops, 0), attempts: list.reduce((x, y) => x + y.attempts, 0),
+      seconds: list.reduce((x, y) => x + y.seconds, 0), latencies: list.flatMap((y) => y.latencies),
+    });
+    const one = stats(pool(oneSamples));
+    const manyStats = stats(pool(manySamples));
+    const inWindow = ([at]: [number, number]): boolean => manySamples.some((m) => at >= (m.from ?? 0) && at <= (m.to ?? 0));
+    const sortedWaits = sortedCopy(manyWaits.filter(inWindow).map(([, waited]) => waited));
     const hotNoHold = find('lib: tryAcquireWrite+release, one hot', 1);
     contention = {
       uncontendedWith1msHold: one,
@@ -192,6 +204,8 @@ try {
       waitP99: percentile(sortedWaits, 99),
       waitMax: sortedWaits[sortedWaits.length - 1],
       starvationBoundMs: 2 * 32 * 1,
+      // strict FIFO: a waiter that re-queues waits for the 31 others' full cycles
+      fifoIdealWaitMs: (31 * 1000) / manyStats.opsPerSec,
     };
   }
 
@@ -207,37 +221,61 @@ try {
       await g.release();
       holds.push(performance.now() - t0);
     };
-    const phaseMs = seconds * 1000 * rounds * 2;
-    log('[bench] writers: 16 readers alone');
-    const alone1 = stats(await runFor(phaseMs / 2, 16, reader));
-    log('[bench] writers: 16 readers + a writer in another process every ~200 ms');
-    const child = fork(fileURLToPath(new URL('./writer-child.ts', import.meta.url)), [server.url, dbName, 'rw-hot', String(phaseMs), '200'], {
-      execArgv: ['--import', 'tsx'],
-    });
-    const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
-    const done = new Promise<number[]>((resolve, reject) => {
-      child.on('message', (m: { waits?: number[] }) => m.waits && resolve(m.waits));
-      child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`writer child exited ${code}`))));
-    });
-    await ready;
-    const withWriter = stats(await runFor(phaseMs, 16, reader, 0));
-    const waits = await done;
+    const tryReader = async (): Promise<boolean> => {
+      const g = await locks.tryAcquireRead('rw-hot');
+      if (!g) return false;
+      await sleep(READ_HOLD);
+      await g.release();
+      return true;
+    };
+    const phaseMs = seconds * 1000 * Math.max(2, rounds);
+    const withWriterChild = async (intentMs: number, waitMs: number): Promise<{ readers: Stats; waits: number[]; timeouts: number }> => {
+      const child = fork(fileURLToPath(new URL('./writer-child.ts', import.meta.url)),
+        [server.url, dbName, 'rw-hot', String(phaseMs), '200', String(intentMs), String(waitMs)], { execArgv: ['--import', 'tsx'] });
+      const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
+      const done = new Promise<{ waits: number[]; timeouts: number }>((resolve, reject) => {
+        child.on('message', (m: { waits?: number[]; timeouts?: number }) => m.waits && resolve({ waits: m.waits, timeouts: m.timeouts ?? 0 }));
+        child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`writer child exited ${code}`))));
+      });
+      await ready;
+      const readers = stats(await runFor(phaseMs, 16, reader, 0));
+      return { readers, ...(await done) };
+    };
+    log('[bench] writers: 16 readers alone (acquireRead, and tryAcquireRead as the no-wait-machinery baseline)');
+    const aloneA = stats(await runFor(phaseMs / 2, 16, reader));
+    const tryA = stats(await runFor(phaseMs / 2, 16, tryReader));
+    log('[bench] writers: 16 readers + a writer in another process every ~200 ms (writer preference on)');
+    const on = await withWriterChild(1000, 30_000);
+    log('[bench] writers: the same with writer preference off (writerIntentMs 0, waitMs 2000)');
+    const off = await withWriterChild(0, 2000);
     log('[bench] writers: 16 readers alone again');
-    const alone2 = stats(await runFor(phaseMs / 2, 16, reader));
-    const aloneOps = (alone1.opsPerSec + alone2.opsPerSec) / 2;
-    const sw = sortedCopy(waits);
+    const aloneB = stats(await runFor(phaseMs / 2, 16, reader));
+    const tryB = stats(await runFor(phaseMs / 2, 16, tryReader));
+    const aloneOps = (aloneA.opsPerSec + aloneB.opsPerSec) / 2;
+    const tryOps = (tryA.opsPerSec + tryB.opsPerSec) / 2;
+    const sw = sortedCopy(on.waits);
+    const swOff = sortedCopy(off.waits);
     const sh = sortedCopy(holds);
     writers = {
       readHoldMs: READ_HOLD,
       readersAloneOpsPerSec: aloneOps,
-      readersWithWriterOpsPerSec: withWriter.opsPerSec,
-      readerDrop: 1 - withWriter.opsPerSec / aloneOps,
+      readersAloneTryAcquireOpsPerSec: tryOps,
+      waitingMachineryCost: 1 - aloneOps / tryOps,
+      readersWithWriterOpsPerSec: on.readers.opsPerSec,
+      readerDrop: 1 - on.readers.opsPerSec / aloneOps,
       readHoldP99: percentile(sh, 99),
       readHoldMax: sh[sh.length - 1],
-      writerGrants: waits.length,
+      writerGrants: on.waits.length,
       writerWaitP50: percentile(sw, 50),
       writerWaitP99: percentile(sw, 99),
       writerWaitMax: sw[sw.length - 1],
+      intentOff: {
+        readersOpsPerSec: off.readers.opsPerSec,
+        writerGrants: off.waits.length,
+        writerTimeouts2s: off.timeouts,
+        writerWaitP50: percentile(swOff, 50),
+        writerWaitMax: swOff[swOff.length - 1],
+      },
     };
   }
 
@@ -245,7 +283,7 @@ try {
   if (flag('scale')) scale = await runScale(server.url, { seconds, log });
 
   // ---- output ------------------------------------------------------------------------------
-  const fmt = (n: number | undefined, d = 0): string => (n === undefined || Number.isNaN(n) ? '-' : n.toFixed(d));
+  const fmt = (n: number | null | undefined, d = 0): string => (n === undefined || n === null || Number.isNaN(n) ? '-' : n.toFixed(d));
   const lines = [
     `| case | conc. | ops/s | p50 ms | p99 ms | ratio | note |`,
     `|---|--:|--:|--:|--:|---|---|`,
@@ -275,10 +313,12 @@ try {
   if (contention) {
     targets.push(['4. 32 waiters x uncontended (1 ms hold)', contention.ratio as number, 0.5]);
     targets.push(['4. max wait / (2 x 32 x 1 ms)', (contention.waitMax as number) / 64, -1]);
+    targets.push(['4. max wait / FIFO ideal (31 x measured cycle)', (contention.waitMax as number) / (contention.fifoIdealWaitMs as number), -2]);
   }
   if (writers) {
     targets.push(['5. writer max wait / (2 x longest read hold)', (writers.writerWaitMax as number) / (2 * (writers.readHoldMax as number)), -1]);
-    targets.push(['5. reader throughput drop with a writer', writers.readerDrop as number, -0.1]);
+    targets.push(['5. reader throughput cost of the wait path, no writers (acquireRead vs tryAcquireRead)', writers.waitingMachineryCost as number, -0.1]);
+    targets.push(['5. (info) reader throughput drop with a writer every ~200 ms', writers.readerDrop as number, -0.1]);
   }
   if (scale) {
     targets.push(['6. cycle @1M resources x @1k resources', scale.cycleRatio, 0.8]);
@@ -293,11 +333,14 @@ try {
   }
   if (contention) {
     console.log(`\ncontention: uncontended 1-ms-hold cycle ${fmt((contention.uncontendedWith1msHold as Stats).opsPerSec)}/s, 32 waiters ${fmt((contention.contended32 as Stats).opsPerSec)}/s` +
-      ` (${fmt(contention.ratio as number, 2)}x; ${fmt(contention.ratioToNoHoldCycle as number, 2)}x the no-hold hot cycle); waits p50 ${fmt(contention.waitP50 as number, 1)} ms, p99 ${fmt(contention.waitP99 as number, 1)} ms, max ${fmt(contention.waitMax as number, 1)} ms (bound 64 ms)`);
+      ` (${fmt(contention.ratio as number, 2)}x; ${fmt(contention.ratioToNoHoldCycle as number, 2)}x the no-hold hot cycle); waits p50 ${fmt(contention.waitP50 as number, 1)} ms, p99 ${fmt(contention.waitP99 as number, 1)} ms, max ${fmt(contention.waitMax as number, 1)} ms (bound 64 ms; FIFO ideal ${fmt(contention.fifoIdealWaitMs as number, 1)} ms)`);
   }
   if (writers) {
     console.log(`writers: readers alone ${fmt(writers.readersAloneOpsPerSec as number)}/s, with a writer ${fmt(writers.readersWithWriterOpsPerSec as number)}/s (drop ${fmt(100 * (writers.readerDrop as number), 1)}%);` +
       ` read hold p99 ${fmt(writers.readHoldP99 as number, 1)} ms max ${fmt(writers.readHoldMax as number, 1)} ms; writer waits (${writers.writerGrants as number}) p50 ${fmt(writers.writerWaitP50 as number, 1)} ms, p99 ${fmt(writers.writerWaitP99 as number, 1)} ms, max ${fmt(writers.writerWaitMax as number, 1)} ms`);
+    const off = writers.intentOff as Record<string, number>;
+    console.log(`writers, no wait machinery: tryAcquireRead readers ${fmt(writers.readersAloneTryAcquireOpsPerSec as number)}/s vs acquireRead ${fmt(writers.readersAloneOpsPerSec as number)}/s;` +
+      ` writer preference OFF: ${off.writerGrants} writer grants, ${off.writerTimeouts2s} timeouts after 2 s, wait p50 ${fmt(off.writerWaitP50, 1)} ms max ${fmt(off.writerWaitMax, 1)} ms, readers ${fmt(off.readersOpsPerSec)}/s`);
   }
   if (scale) console.log(`scale: ${JSON.stringify(scale)}`);
   const total = (Date.now() - started) / 1000;

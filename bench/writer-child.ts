@@ -5,20 +5,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connectKnex } from '../harness/database.js';
 import { createLockManager } from '../src/index.js';
 
-const [url, database, resourceId, durationMs, everyMs] = process.argv.slice(2);
-if (!url || !database || !resourceId || !durationMs || !everyMs) throw new Error('usage: writer-child url db resource durationMs everyMs');
+const [url, database, resourceId, durationMs, everyMs, intentMs, waitMs] = process.argv.slice(2);
+if (!url || !database || !resourceId || !durationMs || !everyMs || !intentMs || !waitMs) {
+  throw new Error('usage: writer-child url db resource durationMs everyMs writerIntentMs waitMs');
+}
 const knex = connectKnex(url, database, { poolMax: 4 });
-const locks = createLockManager({ knex });
+const locks = createLockManager({ knex, writerIntentMs: Number(intentMs) });
 const waits: number[] = [];
+let timeouts = 0;
 const end = Date.now() + Number(durationMs);
 process.send?.({ ready: true });
 while (Date.now() < end) {
   await sleep(Number(everyMs) * (0.5 + Math.random()));
   const t0 = performance.now();
-  const grant = await locks.acquireWrite(resourceId, { waitMs: 30_000 });
-  waits.push(performance.now() - t0);
-  await sleep(1);
-  await grant.release();
+  try {
+    const grant = await locks.acquireWrite(resourceId, { waitMs: Number(waitMs) });
+    waits.push(performance.now() - t0);
+    await sleep(1);
+    await grant.release();
+  } catch (err) {
+    if ((err as Error).name !== 'LockTimeoutError') throw err;
+    timeouts++;
+  }
 }
 await knex.destroy();
-process.send?.({ waits });
+process.send?.({ waits, timeouts });

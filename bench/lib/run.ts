@@ -8,6 +8,9 @@ export interface Sample {
   seconds: number;
   /** Latency of every completed op, ms. */
   latencies: number[];
+  /** performance.now() at the start and end of the measured window. */
+  from?: number;
+  to?: number;
 }
 
 export interface Stats {
@@ -50,10 +53,11 @@ export async function runFor(
   const t0 = performance.now();
   await sleep(ms);
   measuring = false;
-  const seconds = (performance.now() - t0) / 1000;
+  const t1 = performance.now();
+  const seconds = (t1 - t0) / 1000;
   stop = true;
   await Promise.all(loops);
-  return { ops, attempts, seconds, latencies };
+  return { ops, attempts, seconds, latencies, from: t0, to: t1 };
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {
