@@ -137,6 +137,18 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const faultsFile = join(dir, 'faults.jsonl');
   const admin = (t: Target): Pool => adminPool(t.adminUrl, o.database);
   const q = async <T>(t: Target, sql: string, values: unknown[] = []): Promise<T[]> => (await admin(t).query(sql, values))[0] as T[];
+  const ts = (v: unknown): number => Number(v) * 1000;
+  const loadGrants = async (): Promise<DbState['grants']> => {
+    const rows = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; by: number | null; owner: string }>(
+      o.main,
+      `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
+              UNIX_TIMESTAMP(released_at) AS r, released_by AS \`by\`, owner FROM t_lock_log`,
+    );
+    return rows.map((g) => ({
+      id: Number(g.id), resource: g.resource, type: Number(g.t) as 0 | 1, status: Number(g.status), createdMs: ts(g.c),
+      releasedMs: g.r === null ? null : ts(g.r), releasedBy: g.by === null ? null : Number(g.by), owner: g.owner,
+    }));
+  };
 
   // --- processes -----------------------------------------------------------------------------
   const histories: string[] = [];
@@ -368,10 +380,26 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const loops = [...Array.from({ length: o.faultLoops }, faultLoop), ...(o.extraFaults ?? []).map((f) => f(ctx))];
 
   // Faults run until every required kind is proven often enough (and at least minDurationMs).
+  // Reaper contention and reaper/commit races are proven from the record, read back as the run goes.
+  const fromRecord: FaultKind[] = ['concurrent-reapers', 'reaper-vs-commit'];
+  let recordCounts: Partial<Record<FaultKind, number>> = {};
+  let lastRecordRead = 0;
   for (;;) {
     await sleep(500);
     const elapsed = now() - started;
-    const satisfied = Object.entries(o.required).every(([k, n]) => provenOf(k as FaultKind) >= n);
+    const proven = (k: FaultKind): number => (fromRecord.includes(k) ? (recordCounts[k] ?? 0) : provenOf(k));
+    const processSatisfied = Object.entries(o.required).every(([k, n]) => fromRecord.includes(k as FaultKind) || provenOf(k as FaultKind) >= n);
+    if (processSatisfied && elapsed >= o.minDurationMs && now() - lastRecordRead > 5000) {
+      lastRecordRead = now();
+      const grants = await loadGrants().catch(() => undefined);
+      if (grants) {
+        recordCounts = {};
+        const evidence = reaperEvidence({ grants, locks: [], effects: [], reads: [], counters: [] },
+          reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f)), histories.flatMap((h) => readJsonl<OpEvent>(h)), o.staleAfterMs);
+        for (const f of evidence) recordCounts[f.kind] = (recordCounts[f.kind] ?? 0) + 1;
+      }
+    }
+    const satisfied = Object.entries(o.required).every(([k, n]) => proven(k as FaultKind) >= n);
     if ((satisfied && elapsed >= o.minDurationMs) || elapsed >= o.maxDurationMs) break;
   }
   stopping = true;
@@ -420,13 +448,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   await sampler;
 
   // --- the final state -----------------------------------------------------------------------
-  const ts = (v: unknown): number => Number(v) * 1000;
   const state: DbState = await retrying(async () => {
-    const grants = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; by: number | null; owner: string }>(
-      o.main,
-      `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
-              UNIX_TIMESTAMP(released_at) AS r, released_by AS \`by\`, owner FROM t_lock_log`,
-    );
+    const grants = await loadGrants();
     const locks = await q<{ resource: string; w: number; r: number }>(o.main, 'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock');
     const effects = await q<{ op: string; resource: string; grant_id: number; prev: number; next: number; at: string }>(
       o.main, 'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, UNIX_TIMESTAMP(at) AS at FROM f_effect',
@@ -436,12 +459,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     );
     const counters = await q<{ resource: string; value: number }>(o.main, 'SELECT resource_id AS resource, value FROM f_counter');
     return {
-      grants: grants
-        .filter((g) => g.owner !== 'liveness-probe')
-        .map((g) => ({
-          id: Number(g.id), resource: g.resource, type: Number(g.t) as 0 | 1, status: Number(g.status), createdMs: ts(g.c),
-          releasedMs: g.r === null ? null : ts(g.r), releasedBy: g.by === null ? null : Number(g.by), owner: g.owner,
-        })),
+      grants: grants.filter((g) => g.owner !== 'liveness-probe'),
       locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
       effects: effects.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), prev: Number(e.prev), next: Number(e.next), atMs: ts(e.at) })),
       reads: reads.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), seen: Number(e.seen), seenAgain: Number(e.seen_again), atMs: ts(e.at) })),
@@ -462,6 +480,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     for (const f of faults) if (f.kind === kind && f.proven) m.set(f.detail ?? '', (m.get(f.detail ?? '') ?? 0) + 1);
     return [...m].map(([d, n]) => `${d || '-'}: ${n}`).join(', ');
   };
+  for (const f of faults) if (f.kind === 'galera-node-sigkill' || (f.kind === 'server-sigkill' && !f.proven)) notes.push(`${f.kind}${f.proven ? '' : ' (not proven)'}: ${f.detail ?? ''}`);
   for (const k of ['sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost'] as const) {
     if (provenOf(k) > 0) notes.push(`${k} → holder saw ${byDetail(k)}`);
   }
