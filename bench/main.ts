@@ -18,7 +18,7 @@ import mysql from 'mysql2/promise';
 import { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
 import { createLockManager, migrate, type LockManager } from '../src/index.js';
-import { runFor, sortedCopy, percentile, stats, type Sample, type Stats } from './lib/run.js';
+import { pooled as poolSamples, runFor, sortedCopy, percentile, stats, watchServerCpu, type Sample, type Stats } from './lib/run.js';
 import { createReferenceTables, refAcquire, refFenced, refRelease } from './reference/flow.js';
 import { runScale, type ScaleReport } from './scale.js';
 
@@ -124,23 +124,23 @@ try {
   }
 
   // ---- interleaved rounds ------------------------------------------------------------------
+  const cpuWatched = watchServerCpu(Number(new URL(server.url).port || 3306));
+  log(`[bench] server CPU per op: ${cpuWatched ? 'measured from /proc' : 'not available'}`);
   const samples = new Map<Case, Sample[]>();
   for (let r = 0; r < rounds; r++) {
-    for (const c of cases) {
+    // A new order every round (seeded: same order every run), with a short idle gap between cases,
+    // so no case always follows the same heavy case and inherits its purge/flush backlog.
+    let seed = 7 + r;
+    const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const order = r === 0 ? [...cases] : [...cases].sort(() => rnd() - 0.5);
+    for (const c of order) {
+      await sleep(quick ? 50 : 200);
       log(`[bench] round ${r + 1}/${rounds}: ${c.name} @${c.concurrency}`);
       const s = await runFor(seconds * 1000, c.concurrency, c.op, r === 0 ? 300 : 150);
       samples.set(c, [...(samples.get(c) ?? []), s]);
     }
   }
-  const pooled = (c: Case): Stats => {
-    const list = samples.get(c) ?? [];
-    return stats({
-      ops: list.reduce((a, s) => a + s.ops, 0),
-      attempts: list.reduce((a, s) => a + s.attempts, 0),
-      seconds: list.reduce((a, s) => a + s.seconds, 0),
-      latencies: list.flatMap((s) => s.latencies),
-    });
-  };
+  const pooled = (c: Case): Stats => stats(poolSamples(samples.get(c) ?? []));
   const find = (name: string, c: number): Stats | undefined => {
     const k = cases.find((x) => x.name.startsWith(name) && x.concurrency === c);
     return k ? pooled(k) : undefined;
@@ -186,10 +186,7 @@ try {
       oneSamples.push(await runFor(seconds * 1000, 1, (w) => hold(w, 'cont-1', oneWaits)(), 150));
       manySamples.push(await runFor(seconds * 1000, 32, (w) => hold(w, 'cont-32', manyWaits)(), 300));
     }
-    const pool = (list: Sample[]): Sample => ({
-      ops: list.reduce((x, y) => x + y.ops, 0), attempts: list.reduce((x, y) => x + y.attempts, 0),
-      seconds: list.reduce((x, y) => x + y.seconds, 0), latencies: list.flatMap((y) => y.latencies),
-    });
+    const pool = poolSamples;
     const one = stats(pool(oneSamples));
     const manyStats = stats(pool(manySamples));
     const inWindow = ([at]: [number, number]): boolean => manySamples.some((m) => at >= (m.from ?? 0) && at <= (m.to ?? 0));
@@ -285,9 +282,9 @@ try {
   // ---- output ------------------------------------------------------------------------------
   const fmt = (n: number | null | undefined, d = 0): string => (n === undefined || n === null || Number.isNaN(n) ? '-' : n.toFixed(d));
   const lines = [
-    `| case | conc. | ops/s | p50 ms | p99 ms | ratio | note |`,
-    `|---|--:|--:|--:|--:|---|---|`,
-    ...rows.map((r) => `| ${r.name} | ${r.concurrency} | ${fmt(r.stats.opsPerSec)} | ${fmt(r.stats.p50, 2)} | ${fmt(r.stats.p99, 2)} | ${Object.entries(r.ratios).map(([k, v]) => `${v.toFixed(2)} ${k}`).join(', ')} | ${r.note ?? ''} |`),
+    `| case | conc. | ops/s | p50 ms | p99 ms | ratio | CPU µs/op client+server | note |`,
+    `|---|--:|--:|--:|--:|---|--:|---|`,
+    ...rows.map((r) => `| ${r.name} | ${r.concurrency} | ${fmt(r.stats.opsPerSec)} | ${fmt(r.stats.p50, 2)} | ${fmt(r.stats.p99, 2)} | ${Object.entries(r.ratios).map(([k, v]) => `${v.toFixed(2)} ${k}`).join(', ')} | ${fmt(r.stats.clientCpuUsPerOp)}+${fmt(r.stats.serverCpuUsPerOp)} | ${r.note ?? ''} |`),
   ];
   const machine = `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${version} (${server.kind === 'local' ? 'throwaway server' : server.kind})`;
   console.log(`\nmysql-rwlock benchmark — ${machine}\n${quick ? 'quick run' : 'full run'}: ${seconds} s per case × ${rounds} round(s)\n`);

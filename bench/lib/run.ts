@@ -1,4 +1,5 @@
 // Time-boxed closed-loop load: `concurrency` workers each run `op` back to back until the deadline.
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface Sample {
@@ -11,9 +12,49 @@ export interface Sample {
   /** performance.now() at the start and end of the measured window. */
   from?: number;
   to?: number;
+  /** CPU used in the window, µs: by this (client) process, and by the server process when known. */
+  clientCpuUs?: number;
+  serverCpuUs?: number;
+}
+
+let serverPid: number | undefined;
+/** Lets runFor also measure the server process's CPU (a server on this machine, found by port). */
+export function watchServerCpu(port: number): boolean {
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let cmd = '';
+      try {
+        cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      } catch {
+        continue;
+      }
+      if (/(mariadbd|mysqld)/.test(cmd) && (cmd.includes(`--port=${port}\0`) || (port === 3306 && !cmd.includes('--port=')))) {
+        serverPid = Number(entry);
+        return true;
+      }
+    }
+  } catch {
+    // not Linux: no server CPU figures
+  }
+  return false;
+}
+
+/** utime + stime of the server process, µs (Linux, USER_HZ = 100). */
+function serverCpu(): number | undefined {
+  if (serverPid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface Stats {
+  /** CPU per completed op, µs, client (this process) and server. */
+  clientCpuUsPerOp?: number;
+  serverCpuUsPerOp?: number;
   opsPerSec: number;
   attemptsPerSec: number;
   p50: number;
@@ -51,13 +92,19 @@ export async function runFor(
   await sleep(warmupMs);
   measuring = true;
   const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const s0 = serverCpu();
   await sleep(ms);
   measuring = false;
   const t1 = performance.now();
+  const c1 = process.cpuUsage(c0);
+  const s1 = serverCpu();
   const seconds = (t1 - t0) / 1000;
   stop = true;
   await Promise.all(loops);
-  return { ops, attempts, seconds, latencies, from: t0, to: t1 };
+  const sample: Sample = { ops, attempts, seconds, latencies, from: t0, to: t1, clientCpuUs: c1.user + c1.system };
+  if (s0 !== undefined && s1 !== undefined) sample.serverCpuUs = s1 - s0;
+  return sample;
 }
 
 export function percentile(sorted: ArrayLike<number>, p: number): number {
@@ -72,7 +119,11 @@ export function sortedCopy(values: number[]): Float64Array {
 
 export function stats(sample: Sample): Stats {
   const sorted = sortedCopy(sample.latencies);
+  const cpu: Partial<Stats> = {};
+  if (sample.clientCpuUs !== undefined && sample.ops > 0) cpu.clientCpuUsPerOp = sample.clientCpuUs / sample.ops;
+  if (sample.serverCpuUs !== undefined && sample.ops > 0) cpu.serverCpuUsPerOp = sample.serverCpuUs / sample.ops;
   return {
+    ...cpu,
     opsPerSec: sample.ops / sample.seconds,
     attemptsPerSec: sample.attempts / sample.seconds,
     p50: percentile(sorted, 50),
@@ -82,8 +133,19 @@ export function stats(sample: Sample): Stats {
   };
 }
 
-/** Median of several stats by ops/s (used when a case is repeated to tame a noisy machine). */
-export function medianStats(all: Stats[]): Stats {
-  const byOps = [...all].sort((a, b) => a.opsPerSec - b.opsPerSec);
-  return byOps[Math.floor((byOps.length - 1) / 2)] as Stats;
+/** Several samples of one case as one. */
+export function pooled(list: Sample[]): Sample {
+  const sum = (f: (s: Sample) => number | undefined): number | undefined =>
+    list.every((s) => f(s) !== undefined) ? list.reduce((a, s) => a + (f(s) as number), 0) : undefined;
+  const out: Sample = {
+    ops: sum((s) => s.ops) ?? 0,
+    attempts: sum((s) => s.attempts) ?? 0,
+    seconds: sum((s) => s.seconds) ?? 0,
+    latencies: list.flatMap((s) => s.latencies),
+  };
+  const client = sum((s) => s.clientCpuUs);
+  const server = sum((s) => s.serverCpuUs);
+  if (client !== undefined) out.clientCpuUs = client;
+  if (server !== undefined) out.serverCpuUs = server;
+  return out;
 }
