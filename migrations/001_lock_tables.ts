@@ -8,7 +8,8 @@ import type { Knex } from 'knex';
  * - resource_id is VARBINARY: byte comparison, so ids that differ in case or trailing spaces are
  *   different locks (a PAD SPACE collation would merge 'a' and 'a ').
  * - Times are DATETIME(6) from the database clock (NOW(6)); clients never send a time.
- * - (status, create_time) lets the reaper find stale live grants without scanning the log.
+ * - (status, create_time) lets the reaper find stale live grants without scanning the log;
+ *   lease_until, set by Grant.extend(), keeps a long-running holder from being reaped until then.
  * - token is client-generated before the acquire, so a commit whose reply was lost can be looked up.
  * - The procedures make an acquire and a release one round trip and one commit each.
  */
@@ -28,6 +29,7 @@ export const TABLES: readonly string[] = [
   lock_type   TINYINT UNSIGNED  NOT NULL,
   status      TINYINT UNSIGNED  NOT NULL DEFAULT 0,
   create_time DATETIME(6)       NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  lease_until DATETIME(6)       NULL DEFAULT NULL,
   version     INT UNSIGNED      NOT NULL DEFAULT 0,
   owner       VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
   token       BINARY(16)        NOT NULL,

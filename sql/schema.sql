@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS t_lock_log (
   lock_type   TINYINT UNSIGNED  NOT NULL,
   status      TINYINT UNSIGNED  NOT NULL DEFAULT 0,
   create_time DATETIME(6)       NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  lease_until DATETIME(6)       NULL DEFAULT NULL,
   version     INT UNSIGNED      NOT NULL DEFAULT 0,
   owner       VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
   token       BINARY(16)        NOT NULL,

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import { isConnectionLost, isDeadlock, withConnection } from './connection.js';
 import { LockOutcomeUnknownError } from './errors.js';
+import { integerOption } from './options.js';
+import { extendLease } from './sql/extend.js';
 import { resolveLost } from './resolve.js';
 import { callRelease, type GrantRef } from './sql/release.js';
 import { findGrantById } from './sql/lookup.js';
@@ -23,6 +25,7 @@ export class Grant {
   readonly token: string;
   readonly #resource: Buffer;
   readonly #ctx: GrantContext;
+  readonly #lost = new AbortController();
   #done = false;
 
   constructor(ctx: GrantContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, owner: string, token: Buffer) {
@@ -38,6 +41,37 @@ export class Grant {
   /** @internal */
   get ref(): GrantRef {
     return { id: this.id, resource: this.#resource, mode: this.mode };
+  }
+
+  /**
+   * Aborted when this process learns that the grant was released by someone else (the reaper or an
+   * operator) while it still held it: an extension found it gone, or the fenced commit was refused.
+   */
+  get signal(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  /** @internal The grant was found released by someone else. */
+  markLost(): void {
+    this.settle();
+    if (!this.#lost.signal.aborted) this.#lost.abort(new Error(`grant ${this.id} was released by the reaper or an operator`));
+  }
+
+  /**
+   * Extends the lease: the reaper will not release this grant before `ms` from now (database
+   * clock), however old it is. True if the grant is still live; false (and `signal` aborted) if it
+   * had already been released by someone else.
+   */
+  async extend(ms: number): Promise<boolean> {
+    integerOption('ms', ms, 1, 2_147_483_647);
+    if (this.#done) return false;
+    return withConnection(this.#ctx.knex, async (conn) => {
+      if (await extendLease(conn, this.id, ms)) return true;
+      // Not live: lost, unless it was this holder's own release (an extension racing the commit).
+      const row = await findGrantById(conn, this.id);
+      if (row?.releasedBy !== RELEASED_BY.holder) this.markLost();
+      return false;
+    });
   }
 
   /** True once this object saw the grant end (released by it, or found released by someone else). */

@@ -178,15 +178,18 @@ export class LockManager {
 
   async #withLock<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
     resourceKey(resourceId); // validate before anything else
-    const { isolationLevel } = resolveCallOptions(what, options, true);
+    const { isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
     if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
     const acquireOptions: AcquireOptions = {};
     if (options?.waitMs !== undefined) acquireOptions.waitMs = options.waitMs;
     if (options?.signal !== undefined) acquireOptions.signal = options.signal;
     const grant = await this.#acquire(mode, resourceId, acquireOptions, what);
+    const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
     try {
+      await keepAlive?.first;
       return await this.#runFenced(grant, work, isolationLevel);
     } finally {
+      keepAlive?.stop();
       if (!grant.settled) await grant.release().catch(() => undefined); // the reaper cleans up if this fails too
     }
   }
@@ -213,7 +216,7 @@ export class LockManager {
         return value as T;
       } catch (err) {
         if (err instanceof LockLostError) {
-          grant.settle();
+          grant.markLost();
           throw err;
         }
         if (isDeadlock(err) && attempt < this.#o.deadlockRetries) continue; // rolled back whole; the grant is still ours
@@ -224,12 +227,26 @@ export class LockManager {
         if (row?.status === STATUS.released) {
           grant.settle();
           if (row.releasedBy === RELEASED_BY.holder) return value as T; // the commit went through
+          grant.markLost();
           throw new LockLostError(grant.id);
         }
         throw err; // definitely rolled back; the grant is released by the caller
       }
     }
   }
+}
+
+/**
+ * Extends the grant's lease to `leaseMs` ahead now and every third of it until stopped. A failed
+ * extension (database unreachable) is retried on the next tick; one that finds the grant gone
+ * aborts `grant.signal` and stops.
+ */
+function keepLeaseAhead(grant: Grant, leaseMs: number): { first: Promise<unknown>; stop(): void } {
+  const tick = (): Promise<unknown> => grant.extend(leaseMs).then((live) => live || stop(), () => undefined);
+  const timer = setInterval(() => void tick(), Math.max(10, Math.floor(leaseMs / 3)));
+  timer.unref();
+  const stop = (): void => clearInterval(timer);
+  return { first: tick(), stop };
 }
 
 /** Creates a lock manager over a knex (mysql2) instance. Options are validated here, once. */

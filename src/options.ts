@@ -59,6 +59,13 @@ export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable
 export interface WithLockOptions extends AcquireOptions {
   /** Isolation level of the business transaction. @defaultValue the connection's default */
   isolationLevel?: IsolationLevel;
+  /**
+   * Keeps the grant's lease this far ahead while `work` runs (extended every third of it), so a
+   * long but live holder is not reaped; a holder that stops running (paused, partitioned) stops
+   * extending and is reaped as usual. `grant.signal` aborts if an extension finds the grant lost.
+   * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
+   */
+  leaseMs?: number;
 }
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
@@ -121,13 +128,14 @@ export interface ResolvedAcquireOptions {
   waitMs: number;
   signal: AbortSignal | undefined;
   isolationLevel: IsolationLevel | undefined;
+  leaseMs: number | undefined;
 }
 
 export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
-  if (input === undefined) return { waitMs: DEFAULTS.waitMs, signal: undefined, isolationLevel: undefined };
+  if (input === undefined) return { waitMs: DEFAULTS.waitMs, signal: undefined, isolationLevel: undefined, leaseMs: undefined };
   if (typeof input !== 'object' || input === null) throw new InvalidOptionsError(`options of ${what} must be an object`);
   const o = input as Record<string, unknown>;
-  checkKnownKeys(what, o, allowIsolation ? ['waitMs', 'signal', 'isolationLevel'] : ['waitMs', 'signal']);
+  checkKnownKeys(what, o, allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal']);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, 2_147_483_647);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionsError('signal must be an AbortSignal');
@@ -135,5 +143,6 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
   if (isolationLevel !== undefined && (typeof isolationLevel !== 'string' || !ISOLATION_LEVELS.includes(isolationLevel))) {
     throw new InvalidOptionsError(`isolationLevel must be one of ${ISOLATION_LEVELS.join(', ')}, got ${describe(isolationLevel)}`);
   }
-  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined };
+  const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, 30, 2_147_483_647);
+  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
 }

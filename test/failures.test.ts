@@ -57,7 +57,7 @@ describe('deadlock (1213)', () => {
         await expect.poll(async () => {
           const [rows] = (await db.knex.raw("SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS")) as unknown as [Array<{ n: number }>];
           return Number(rows[0]!.n);
-        }).toBeGreaterThan(0);
+        }, { timeout: 20_000 }).toBeGreaterThan(0);
         try {
           await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 2');
         } finally {

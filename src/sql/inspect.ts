@@ -9,7 +9,9 @@ export interface Holder {
   createTime: Date;
   /** Age on the database clock. */
   ageMs: number;
-  /** Older than the manager's staleAfterMs: the reaper will release it. */
+  /** Set by Grant.extend(): the reaper leaves the grant alone until then. */
+  leaseUntil: Date | null;
+  /** Older than the manager's staleAfterMs and not under an extended lease: the reaper will release it. */
   stale: boolean;
 }
 
@@ -28,9 +30,13 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
     'SELECT w_count, r_count, w_wait_until > NOW(6) AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?',
     [resource],
   );
-  const rows = await query<Array<{ id: number | string; lock_type: number; status: number; owner: string; create_time: Date; age_us: number | string }>>(
+  const rows = await query<Array<{
+    id: number | string; lock_type: number; status: number; owner: string; create_time: Date; lease_until: Date | null;
+    age_us: number | string; leased: number | null;
+  }>>(
     conn,
-    `SELECT id, lock_type, status, owner, create_time, TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
+    `SELECT id, lock_type, status, owner, create_time, lease_until,
+            TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us, lease_until >= NOW(6) AS leased
        FROM t_lock_log WHERE resource_id = ? AND status IN (0, 1) ORDER BY id`,
     [resource],
   );
@@ -48,8 +54,9 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
         status: r.status === 0 ? 'granted' : 'done',
         owner: r.owner,
         createTime: r.create_time,
+        leaseUntil: r.lease_until,
         ageMs,
-        stale: ageMs > staleAfterMs,
+        stale: ageMs > staleAfterMs && Number(r.leased) !== 1,
       };
     }),
   };

@@ -17,12 +17,16 @@ export interface ReapedGrant {
   ageMs: number;
 }
 
-/** Stale live grants, read without locking through the (status, create_time) index. */
+/**
+ * Stale live grants, read without locking through the (status, create_time) index. A grant whose
+ * lease was extended past now is not stale, however old.
+ */
 export async function selectStale(conn: RawConnection, staleUs: number, limit: number, exclude: number[]): Promise<Candidate[]> {
   const rows = await query<Array<{ id: number | string; version: number }>>(
     conn,
     `SELECT id, version FROM t_lock_log
       WHERE status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+        AND (lease_until IS NULL OR lease_until < NOW(6))
       ${exclude.length > 0 ? 'AND id NOT IN (?)' : ''}
       LIMIT ?`,
     exclude.length > 0 ? [staleUs, exclude, limit] : [staleUs, limit],
@@ -57,6 +61,7 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
               TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
          FROM t_lock_log
         WHERE id IN (?) AND status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+          AND (lease_until IS NULL OR lease_until < NOW(6))
         ORDER BY id FOR UPDATE`,
       [[...expected.keys()], staleUs],
     );

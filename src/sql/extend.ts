@@ -1,0 +1,16 @@
+import { query, type RawConnection } from '../connection.js';
+
+/**
+ * Extends a live grant's lease to `ms` from now on the database clock. Bumping `version` also
+ * makes a reaper that read the grant before the extension skip it (its optimistic check fails).
+ * Returns false when the grant is no longer live.
+ */
+export async function extendLease(conn: RawConnection, grantId: number, ms: number): Promise<boolean> {
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    `UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
+      WHERE id = ? AND status IN (0, 1)`,
+    [ms * 1000, grantId],
+  );
+  return result.affectedRows === 1;
+}
