@@ -5,7 +5,8 @@
 //   npm run bench                 full run (~4 min): 4 interleaved rounds of 1 s per case
 //   npm run bench:smoke           quick run (~1 min): 2 interleaved rounds of 0.5 s per case (CI smoke)
 //   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
-//   options: --seconds=N --rounds=N --only=ceiling,lib,fenced,ref,peers,contention,writers
+//   options: --seconds=N --rounds=N --only=ceiling,lib,fenced,ref,peers,contention,writers (or none)
+//            --server-arg=--innodb-buffer-pool-size=2G (flags for the throwaway server)
 //
 // Server: MYSQL_URL if set, else a throwaway mariadbd/mysqld from PATH (what CI and fresh machines get).
 import { fork } from 'node:child_process';
@@ -43,7 +44,9 @@ interface Row {
 }
 
 const started = Date.now();
-const server = await findServer({ log: (l) => log(`[server] ${l}`) });
+// --server-arg=--innodb-buffer-pool-size=2G etc. are passed to a throwaway server (not to MYSQL_URL)
+const serverArgs = argv.filter((a) => a.startsWith('--server-arg=')).map((a) => a.slice('--server-arg='.length));
+const server = await findServer({ log: (l) => log(`[server] ${l}`), extraArgs: serverArgs });
 log(`[bench] server: ${server.description}`);
 const dbName = `bench_${process.pid}_${Date.now().toString(36)}`;
 await createDatabase(server.url, dbName);
@@ -342,7 +345,7 @@ try {
   if (scale) console.log(`scale: ${JSON.stringify(scale)}`);
   const total = (Date.now() - started) / 1000;
   console.log(`\ntotal ${total.toFixed(0)} s`);
-  Object.assign(report, { machine, server: server.description, serverVersion: version, quick, seconds, rounds, rows, contention, writers, scale, targets, redisNote, totalSeconds: total, at: new Date().toISOString() });
+  Object.assign(report, { machine, server: server.description, serverArgs, serverVersion: version, quick, seconds, rounds, rows, contention, writers, scale, targets, redisNote, totalSeconds: total, at: new Date().toISOString() });
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const file = `${dir}bench-${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`;
