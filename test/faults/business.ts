@@ -24,6 +24,7 @@ export const BUSINESS_TABLES = [
      grant_id BIGINT UNSIGNED NOT NULL,
      seen INT NOT NULL,
      seen_again INT NOT NULL,
+     fenced TINYINT NOT NULL,
      at DATETIME(6) NOT NULL,
      KEY ix_read_op (op_id)
    ) ENGINE=InnoDB`,
@@ -56,7 +57,7 @@ export async function writeStep(trx: Knex.Transaction, op: string, resource: str
  * A read: the counter twice with a pause between, at READ COMMITTED so a writer that committed in
  * between would show as a changed value, then a row recording both.
  */
-export async function readStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, onRead?: () => Promise<void>): Promise<number> {
+export async function readStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, fenced: boolean, onRead?: () => Promise<void>): Promise<number> {
   const read = async (): Promise<number> => {
     const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
     return Number(rows[0]?.value);
@@ -65,6 +66,6 @@ export async function readStep(trx: Knex.Transaction, op: string, resource: stri
   if (onRead) await onRead();
   if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   const again = await read();
-  await trx.raw('INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, seen, again]);
+  await trx.raw('INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, at) VALUES (?, ?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, seen, again, fenced ? 1 : 0]);
   return seen;
 }

@@ -111,6 +111,11 @@ describe('checker', () => {
     const before = clean();
     before.db.grants[1] = g(2, 0, 110.5, 120.8, 2); // reaped after the effect (unfenced holder died before releasing)
     expect(check(before).violations).toEqual([]);
+    const unfenced = clean();
+    unfenced.db.grants[2] = g(3, 1, 121, 125, 2); // read committed at 129 after the reap at 125
+    expect(checksOf(check(unfenced))).toEqual(['fence']);
+    unfenced.db.reads[0] = { ...unfenced.db.reads[0]!, fenced: false }; // acquire + release path: no fence promised
+    expect(check(unfenced).violations).toEqual([]);
     const missing = clean();
     missing.db.effects[0] = { ...missing.db.effects[0]!, grant: 77 };
     expect(checksOf(check(missing))).toContain('fence');

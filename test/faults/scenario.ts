@@ -454,15 +454,15 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const effects = await q<{ op: string; resource: string; grant_id: number; prev: number; next: number; at: string }>(
       o.main, 'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, UNIX_TIMESTAMP(at) AS at FROM f_effect',
     );
-    const reads = await q<{ op: string; resource: string; grant_id: number; seen: number; seen_again: number; at: string }>(
-      o.main, 'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, UNIX_TIMESTAMP(at) AS at FROM f_read',
+    const reads = await q<{ op: string; resource: string; grant_id: number; seen: number; seen_again: number; fenced: number; at: string }>(
+      o.main, 'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, fenced, UNIX_TIMESTAMP(at) AS at FROM f_read',
     );
     const counters = await q<{ resource: string; value: number }>(o.main, 'SELECT resource_id AS resource, value FROM f_counter');
     return {
       grants: grants.filter((g) => g.owner !== 'liveness-probe'),
       locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
       effects: effects.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), prev: Number(e.prev), next: Number(e.next), atMs: ts(e.at) })),
-      reads: reads.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), seen: Number(e.seen), seenAgain: Number(e.seen_again), atMs: ts(e.at) })),
+      reads: reads.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), seen: Number(e.seen), seenAgain: Number(e.seen_again), fenced: Number(e.fenced) === 1, atMs: ts(e.at) })),
       counters: counters.map((c) => ({ resource: c.resource, value: Number(c.value) })),
     };
   }, 30_000);

@@ -137,7 +137,7 @@ async function readOp(op: string, resource: string, manual: boolean, active: { t
     return locks.withReadLock(resource, async (trx, grant) => {
       log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
       await checkpoint('before', grant, () => connectionIdOf(trx), active);
-      const seen = await readStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
+      const seen = await readStep(trx, op, resource, grant.id, pause, true, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
       log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
       return seen;
     }, { ...opts, isolationLevel: 'read committed' });
@@ -149,7 +149,7 @@ async function readOp(op: string, resource: string, manual: boolean, active: { t
   try {
     await checkpoint('before', grant, () => connectionIdOf(db), active);
     await db.transaction(async (trx) => {
-      seen = await readStep(trx, op, resource, grant.id, pause);
+      seen = await readStep(trx, op, resource, grant.id, pause, false);
     }, { isolationLevel: 'read committed' });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
