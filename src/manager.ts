@@ -201,9 +201,15 @@ export class LockManager {
       let commitSent = false;
       let threadId: number | null = null;
       let value: T | undefined;
+      let inner: unknown;
       try {
         await knex.transaction(async (trx) => {
-          value = await work(trx, grant);
+          try {
+            value = await work(trx, grant);
+          } catch (e) {
+            inner = e;
+            throw e;
+          }
           // The fence: the last statement moves the grant row out of status 0/1 and gives the
           // count back. If the reaper got there first it changes nothing and we roll back.
           const raw = await trx.raw('CALL rwlock_release(?, ?, ?, ?, 1)', [ref.id, ref.resource, ref.mode === 'write' ? 0 : 1, RELEASED_BY.holder]);
@@ -214,7 +220,10 @@ export class LockManager {
         }, isolationLevel ? { isolationLevel } : undefined);
         grant.settle();
         return value as T;
-      } catch (err) {
+      } catch (caught) {
+        // When the connection died inside the transaction, knex's ROLLBACK fails too and replaces
+        // the error the work threw; the work's own error says what happened.
+        const err = inner ?? caught;
         if (err instanceof LockLostError) {
           grant.markLost();
           throw err;

@@ -191,3 +191,19 @@ describe('connection lost during COMMIT', () => {
     expect(await ledgerCount('cl-6')).toBe(2); // what looking the grant up prevents
   });
 });
+
+describe('connection killed inside the business transaction', () => {
+  it('the driver error that killed it surfaces (not knex\'s failed ROLLBACK), nothing commits, the lock is free', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const err = await locks.withWriteLock('killed', async (trx, grant) => {
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['killed', grant.id]);
+      const [[{ id }]] = (await trx.raw('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
+      await db.knex.raw('KILL CONNECTION ?', [id]);
+      await trx.raw('SELECT 1');
+    }).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toMatch(/^(PROTOCOL_CONNECTION_LOST|ER_CONNECTION_KILLED|ECONNRESET|EPIPE)$/);
+    expect((err as Error).message).not.toMatch(/closed state/);
+    expect(await ledgerCount('killed')).toBe(0);
+    expect((await locks.inspect('killed')).holders).toEqual([]);
+  });
+});
