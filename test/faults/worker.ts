@@ -85,8 +85,10 @@ async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<number> {
 }
 
 function classify(err: unknown): { outcome: Outcome; err: string } {
-  const e = err as { code?: string; name?: string; message?: string };
-  const name = e?.code ?? (e?.name && e.name !== 'Error' ? e.name : `Error(${(e?.message ?? String(err)).slice(0, 60)})`);
+  const e = err as { code?: string; name?: string; message?: string; fatal?: boolean };
+  // knex prefixes the failing SQL ("UPDATE ... - reason"): group by the reason alone.
+  const reason = (e?.message ?? String(err)).split(' - ').pop()!.slice(0, 60);
+  const name = e?.code ?? (e?.name && e.name !== 'Error' ? e.name : `${e?.fatal ? 'fatal ' : ''}Error(${reason})`);
   return { outcome: err instanceof LockOutcomeUnknownError ? 'unknown' : 'fail', err: name };
 }
 
