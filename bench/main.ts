@@ -323,13 +323,14 @@ try {
   if (scale) {
     targets.push(['6. cycle @1M resources x @1k resources', scale.cycleRatio, 0.8]);
     targets.push(['6. reap 100k stale grants, seconds (<= 10)', scale.reapSeconds, -10]);
+    targets.push(['6. (info) reap 100k while 8 workers acquire, seconds', scale.reapSecondsUnderLoad, -10]);
     targets.push(['6. acquire p99 during reap / without', scale.p99Ratio, -1.5]);
   }
   console.log('\n| target | measured | goal | met |\n|---|--:|--:|---|');
   for (const [name, v, goal] of targets) {
     // goal > 0: at least goal; goal < 0: at most |goal|
     const met = v === undefined ? '-' : goal >= 0 ? v >= goal : v <= -goal;
-    console.log(`| ${name} | ${fmt(v, 2)} | ${goal >= 0 ? '>= ' : '<= '}${Math.abs(goal)} | ${met === '-' ? '-' : met ? 'yes' : 'NO'} |`);
+    console.log(`| ${name} | ${fmt(v, 3)} | ${goal >= 0 ? '>= ' : '<= '}${Math.abs(goal)} | ${met === '-' ? '-' : met ? 'yes' : 'NO'} |`);
   }
   if (contention) {
     console.log(`\ncontention: uncontended 1-ms-hold cycle ${fmt((contention.uncontendedWith1msHold as Stats).opsPerSec)}/s, 32 waiters ${fmt((contention.contended32 as Stats).opsPerSec)}/s` +

@@ -11,8 +11,12 @@ export interface ScaleReport {
   cycleOpsAt1k: number;
   cycleOpsAt1M: number;
   cycleRatio: number;
+  /** The reaper alone. */
   reaped: number;
   reapSeconds: number;
+  /** A second reap of as many, while 8 workers acquire and release other resources. */
+  reapedUnderLoad: number;
+  reapSecondsUnderLoad: number;
   acquireP99Without: number;
   acquireP99During: number;
   p99Ratio: number;
@@ -80,14 +84,21 @@ export async function runScale(url: string, { seconds, log }: { seconds: number;
     const cycleOpsAt1k = mean(small1k);
     const at1M = mean(big1M);
 
-    log('[scale] 100,000 stale grants');
-    await kb.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
-      SELECT CONVERT(CONCAT('res-', n) USING binary), 0, 0, NOW(6) - INTERVAL 1 HOUR, 0, 'stale', UNHEX(LPAD(HEX(20000000 + n), 32, '0'))
-        FROM bench_nums WHERE n < 100000`);
-    await kb.raw(`UPDATE t_read_write_lock SET w_count = 1, version = version + 1
-      WHERE resource_id IN (SELECT resource_id FROM t_lock_log WHERE status = 0)`);
-    // acquire latency on other resources, without and then during the reap
-    const other = (): string => `res-${100_000 + Math.floor(Math.random() * 900_000)}`;
+    // 100,000 stale grants (backdated), their counts taken: set `from` .. `from + 99,999`
+    const stale = async (from: number): Promise<void> => {
+      log(`[scale] 100,000 stale grants on res-${from}..`);
+      await kb.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
+        SELECT CONVERT(CONCAT('res-', n + ?) USING binary), 0, 0, NOW(6) - INTERVAL 1 HOUR, 0, 'stale', UNHEX(LPAD(HEX(20000000 + n + ?), 32, '0'))
+          FROM bench_nums WHERE n < 100000`, [from, from]);
+      await kb.raw(`UPDATE t_read_write_lock SET w_count = 1, version = version + 1
+        WHERE resource_id IN (SELECT resource_id FROM t_lock_log WHERE status = 0)`);
+    };
+    // 1) the reaper alone
+    await stale(0);
+    const alone = await reapStaleGrants(kb, { staleAfterMs: 600_000 });
+    // 2) acquire latency on other resources, without and then during a second reap
+    await stale(100_000);
+    const other = (): string => `res-${200_000 + Math.floor(Math.random() * 800_000)}`;
     const acquireLat: number[] = [];
     const acquireOnce = async (into: number[]): Promise<void> => {
       const t = performance.now();
@@ -95,8 +106,7 @@ export async function runScale(url: string, { seconds, log }: { seconds: number;
       into.push(performance.now() - t);
       await g?.release();
     };
-    const without = await runFor(seconds * 1000, 8, () => acquireOnce(acquireLat));
-    void without;
+    await runFor(seconds * 1000 * 2, 8, () => acquireOnce(acquireLat));
     const p99Without = percentile(sortedCopy(acquireLat), 99);
     const during: number[] = [];
     let reapDone = false;
@@ -111,8 +121,10 @@ export async function runScale(url: string, { seconds, log }: { seconds: number;
       cycleOpsAt1k,
       cycleOpsAt1M: at1M,
       cycleRatio: at1M / cycleOpsAt1k,
-      reaped: result.reaped,
-      reapSeconds: result.durationMs / 1000,
+      reaped: alone.reaped,
+      reapSeconds: alone.durationMs / 1000,
+      reapedUnderLoad: result.reaped,
+      reapSecondsUnderLoad: result.durationMs / 1000,
       acquireP99Without: p99Without,
       acquireP99During: p99During,
       p99Ratio: p99During / p99Without,
