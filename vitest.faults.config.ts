@@ -9,6 +9,7 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     fileParallelism: false,
-    reporters: ['default'],
+    reporters: ['default', 'json'],
+    outputFile: { json: '.tmp/vitest-faults-report.json' },
   },
 });
