@@ -28,14 +28,14 @@ export class LockManager {
     return this.#o.owner;
   }
 
-  /** One attempt at a write lock: the Grant, or null when the resource is held. */
-  tryAcquireWrite(resourceId: string): Promise<Grant | null> {
-    return this.#tryOnce('write', resourceId);
+  /** One attempt at a write lock: the Grant, or null when the resource is held. Takes no options. */
+  tryAcquireWrite(resourceId: string, ...noOptions: never[]): Promise<Grant | null> {
+    return this.#tryOnce('write', resourceId, noOptions, 'tryAcquireWrite');
   }
 
-  /** One attempt at a read lock: the Grant, or null when a writer holds or waits. */
-  tryAcquireRead(resourceId: string): Promise<Grant | null> {
-    return this.#tryOnce('read', resourceId);
+  /** One attempt at a read lock: the Grant, or null when a writer holds or waits. Takes no options. */
+  tryAcquireRead(resourceId: string, ...noOptions: never[]): Promise<Grant | null> {
+    return this.#tryOnce('read', resourceId, noOptions, 'tryAcquireRead');
   }
 
   /** Waits for a write lock: the Grant, or LockTimeoutError after `waitMs`, or AbortError. */
@@ -83,8 +83,11 @@ export class LockManager {
     });
   }
 
-  async #tryOnce(mode: LockMode, resourceId: string): Promise<Grant | null> {
-    return this.#attempt(mode, resourceId, resourceKey(resourceId), 0);
+  async #tryOnce(mode: LockMode, resourceId: string, extra: unknown[], what: string): Promise<Grant | null> {
+    const resource = resourceKey(resourceId);
+    // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
+    if (extra.length > 0) throw new InvalidOptionsError(`${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`);
+    return this.#attempt(mode, resourceId, resource, 0);
   }
 
   async #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {

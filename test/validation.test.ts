@@ -73,6 +73,8 @@ describe('bad options', () => {
     ['work not a function', (l) => l.withWriteLock('opt', 'nope' as never), /^work: withWriteLock needs a function/],
     ['options not an object', (l) => l.acquireWrite('opt', 5 as never), /must be an object/],
     ['forceRelease of a non-id', (l) => l.forceRelease(-3), /^grantId must be an integer/],
+    ['options passed to a one-shot try', (l) => l.tryAcquireWrite('opt', { waitMs: 100 } as never), /^tryAcquireWrite takes no options .* use acquireWrite\(id, \{ waitMs \}\)/],
+    ['options passed to tryAcquireRead', (l) => l.tryAcquireRead('opt', {} as never), /^tryAcquireRead takes no options/],
   ];
 
   it.each(cases)('%s: InvalidOptionsError naming the option, nothing written', async (_name, call, message) => {
