@@ -27,7 +27,6 @@ CREATE TABLE IF NOT EXISTS t_lock_log (
   PRIMARY KEY (id),
   UNIQUE KEY uk_lock_log_token (token),
   KEY ix_lock_log_status_time (status, create_time),
-  KEY ix_lock_log_resource (resource_id),
   CONSTRAINT ck_lock_log_enums CHECK (lock_type IN (0, 1) AND status IN (0, 1, 2))
 ) ENGINE=InnoDB;
 

@@ -37,7 +37,7 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
     conn,
     `SELECT id, lock_type, status, owner, create_time, lease_until,
             TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us, lease_until >= NOW(6) AS leased
-       FROM t_lock_log WHERE resource_id = ? AND status IN (0, 1) ORDER BY id`,
+       FROM t_lock_log WHERE status IN (0, 1) AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
     [resource],
   );
   const c = counts[0];
