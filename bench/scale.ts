@@ -90,8 +90,10 @@ export async function runScale(url: string, { seconds, log }: { seconds: number;
       await kb.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
         SELECT CONVERT(CONCAT('res-', n + ?) USING binary), 0, 0, NOW(6) - INTERVAL 1 HOUR, 0, 'stale', UNHEX(LPAD(HEX(20000000 + n + ?), 32, '0'))
           FROM bench_nums WHERE n < 100000`, [from, from]);
-      await kb.raw(`UPDATE t_read_write_lock SET w_count = 1, version = version + 1
-        WHERE resource_id IN (SELECT resource_id FROM t_lock_log WHERE status = 0)`);
+      // The same ids as the grants just inserted, looked up by primary key.
+      await kb.raw(`UPDATE t_read_write_lock AS l JOIN bench_nums AS b ON l.resource_id = CONVERT(CONCAT('res-', b.n + ?) USING binary)
+          SET l.w_count = 1, l.version = l.version + 1
+        WHERE b.n < 100000`, [from]);
     };
     // 1) the reaper alone
     await stale(0);
