@@ -91,6 +91,12 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
   }
 }
 
+/**
+ * Gives each resource its counts back: one primary-key IN-list UPDATE per (w, r) decrement that
+ * occurs in the batch — in practice one or two statements, since a resource rarely has more than
+ * one stale grant — rather than a join against a derived table, which costs the server far more to
+ * parse and plan for a batch of hundreds.
+ */
 async function giveCountsBack(conn: RawConnection, live: LockedRow[]): Promise<void> {
   const perResource = new Map<string, { resource: Buffer; w: number; r: number }>();
   for (const row of live) {
@@ -100,15 +106,22 @@ async function giveCountsBack(conn: RawConnection, live: LockedRow[]): Promise<v
     else entry.r += 1;
     perResource.set(key, entry);
   }
-  const groups = [...perResource.values()];
-  const derived = groups.map(() => 'SELECT ? AS rid, ? AS w, ? AS rd').join(' UNION ALL ');
-  const result = await query<{ affectedRows: number }>(
-    conn,
-    `UPDATE t_read_write_lock AS l JOIN (${derived}) AS x ON l.resource_id = x.rid
-        SET l.w_count = l.w_count - x.w, l.r_count = l.r_count - x.rd, l.version = l.version + 1`,
-    groups.flatMap((g) => [g.resource, g.w, g.r]),
-  );
-  if (result.affectedRows !== groups.length) {
-    throw new LockInvariantError(`reaper updated ${result.affectedRows} of ${groups.length} resource rows`);
+  const byDecrement = new Map<string, { w: number; r: number; resources: Buffer[] }>();
+  for (const e of perResource.values()) {
+    const key = `${e.w}/${e.r}`;
+    const group = byDecrement.get(key) ?? { w: e.w, r: e.r, resources: [] };
+    group.resources.push(e.resource);
+    byDecrement.set(key, group);
+  }
+  for (const g of byDecrement.values()) {
+    const result = await query<{ affectedRows: number }>(
+      conn,
+      `UPDATE t_read_write_lock SET w_count = w_count - ?, r_count = r_count - ?, version = version + 1
+        WHERE resource_id IN (?)`,
+      [g.w, g.r, g.resources],
+    );
+    if (result.affectedRows !== g.resources.length) {
+      throw new LockInvariantError(`reaper updated ${result.affectedRows} of ${g.resources.length} resource rows`);
+    }
   }
 }
