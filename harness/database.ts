@@ -50,11 +50,20 @@ export interface KnexSettings {
   poolMax?: number;
   /** mysql2 connection flags, e.g. ['-FOUND_ROWS']. */
   flags?: string[];
+  /** A statement run on every new connection, e.g. to set the session's sql_mode. */
+  afterCreate?: string;
 }
 
 /** A knex (mysql2) instance on one database of the server. */
 export function connectKnex(serverUrl: string, database: string, settings: KnexSettings = {}): Knex {
   const connection: Record<string, unknown> = { ...parseMysqlUrl(serverUrl), database };
   if (settings.flags) connection.flags = settings.flags;
-  return knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: settings.poolMax ?? 10 } });
+  const pool: Knex.PoolConfig = { min: 0, max: settings.poolMax ?? 10 };
+  const sql = settings.afterCreate;
+  if (sql !== undefined) {
+    pool.afterCreate = (conn: { query(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) => {
+      conn.query(sql, (err) => done(err, conn));
+    };
+  }
+  return knexFactory({ client: 'mysql2', connection, pool });
 }

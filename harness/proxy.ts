@@ -21,6 +21,30 @@ export interface ThreadArm {
 }
 
 const COM_QUERY = 0x03;
+/** Capability flag: COM_QUERY carries query attributes before the SQL text (MySQL 8.0.23+). */
+const CLIENT_QUERY_ATTRIBUTES = 1 << 27;
+
+/** A length-encoded integer at `offset`: its value and the offset after it. */
+function lengthEncoded(buf: Buffer, offset: number): [number, number] {
+  const first = buf[offset] ?? 0;
+  if (first < 0xfb) return [first, offset + 1];
+  if (first === 0xfc) return [buf.readUInt16LE(offset + 1), offset + 3];
+  if (first === 0xfd) return [buf.readUIntLE(offset + 1, 3), offset + 4];
+  return [Number(buf.readBigUInt64LE(offset + 1)), offset + 9];
+}
+
+/**
+ * The SQL text of a COM_QUERY payload (after the command byte). With query attributes negotiated
+ * it follows a parameter count and a parameter-set count; clients that send no attributes (mysql2
+ * does not) have a count of 0 and nothing else before the text.
+ */
+function queryText(payload: Buffer, queryAttributes: boolean): string | undefined {
+  if (!queryAttributes) return payload.toString('utf8');
+  const [params, afterCount] = lengthEncoded(payload, 0);
+  if (params !== 0) return undefined; // attributes with values: not something this proxy needs to read
+  const [, afterSets] = lengthEncoded(payload, afterCount);
+  return payload.subarray(afterSets).toString('utf8');
+}
 
 export class FaultProxy {
   readonly #target: { host: string; port: number };
@@ -87,11 +111,21 @@ export class FaultProxy {
     server.on('error', cut);
     let swallowReply = false;
     let threadId: number | undefined;
+    // Negotiated capabilities are those both sides offer: the server's handshake and the client's
+    // handshake response (its first packet). MariaDB reuses bit 27 of the client's flags, so the
+    // client's word alone is not enough.
+    let serverCapabilities = 0;
+    let capabilities: number | undefined;
     server.on('data', (chunk: Buffer) => {
-      // The server speaks first: its handshake carries the connection (thread) id after the version string.
+      // The server speaks first: after the version string come the thread id (4), the first part
+      // of the auth data (8), a filler (1), the low capability word (2), the character set (1),
+      // the status (2) and the high capability word (2).
       if (threadId === undefined && chunk.length > 5) {
         const end = chunk.indexOf(0, 5);
         if (end > 0 && chunk.length >= end + 5) threadId = chunk.readUInt32LE(end + 1);
+        if (end > 0 && chunk.length >= end + 21) {
+          serverCapabilities = chunk.readUInt16LE(end + 14) | (chunk.readUInt16LE(end + 19) << 16);
+        }
       }
       if (swallowReply) cut();
       else client.write(chunk);
@@ -105,24 +139,26 @@ export class FaultProxy {
         if (pending.length < 4 + length) break;
         const packet = pending.subarray(0, 4 + length);
         pending = pending.subarray(4 + length);
-        const arm = this.#match(packet, threadId);
+        if (capabilities === undefined && packet.length >= 8) capabilities = packet.readUInt32LE(4) & serverCapabilities;
+        const arm = this.#match(packet, threadId, ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0);
         if (arm?.mode === 'before-forward') {
           cut();
-          arm.fired(packet.subarray(5).toString('utf8'));
+          arm.fired(queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '');
           return;
         }
         if (arm?.mode === 'before-reply') {
           swallowReply = true;
-          arm.fired(packet.subarray(5).toString('utf8'));
+          arm.fired(queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '');
         }
         server.write(packet);
       }
     });
   }
 
-  #match(packet: Buffer, threadId: number | undefined): Arm | undefined {
+  #match(packet: Buffer, threadId: number | undefined, queryAttributes: boolean): Arm | undefined {
     if (packet.length < 5 || packet[4] !== COM_QUERY) return undefined;
-    const sql = packet.subarray(5).toString('utf8');
+    const sql = queryText(packet.subarray(5), queryAttributes);
+    if (sql === undefined) return undefined;
     const index = this.#arms.findIndex((a) => (a.threadId === undefined || a.threadId === threadId) && a.pattern.test(sql));
     if (index < 0) return undefined;
     const [arm] = this.#arms.splice(index, 1);

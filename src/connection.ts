@@ -1,5 +1,20 @@
 import type { Knex } from 'knex';
-import { SchemaMissingError } from './errors.js';
+import { LockInvariantError, RwLockError, SchemaMissingError } from './errors.js';
+
+/**
+ * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
+ * that escaping is wrong under `NO_BACKSLASH_ESCAPES`. Text goes as UTF-8 bytes (a hex literal,
+ * read the same under every sql_mode) and is converted on the server.
+ */
+export type SqlValue = number | Buffer | Hex | null | readonly (number | Buffer)[];
+
+declare const hexBrand: unique symbol;
+/** Lower-case hex digits: the only strings the library sends, safe to escape under any sql_mode. */
+export type Hex = string & { readonly [hexBrand]: true };
+
+export function hex(bytes: Buffer): Hex {
+  return bytes.toString('hex') as Hex;
+}
 
 /** The raw mysql2 connection knex's pool hands out (callback API). */
 export interface RawConnection {
@@ -34,50 +49,113 @@ export async function withConnection<T>(db: Knex, work: (conn: RawConnection) =>
   }
 }
 
-export function query<T = unknown>(conn: RawConnection, sql: string, values: unknown[] = []): Promise<T> {
+export function query<T = unknown>(conn: RawConnection, sql: string, values: readonly SqlValue[] = []): Promise<T> {
   return new Promise((resolve, reject) => {
-    conn.query(sql, values, (err, rows) => (err ? reject(translate(err)) : resolve(rows as T)));
+    conn.query(sql, values as unknown[], (err, rows) => (err ? reject(translate(err)) : resolve(rows as T)));
   });
 }
 
 /** First result set of a CALL: mysql2 returns [rows, okPacket]. */
-export function firstRow<T>(callResult: unknown): T {
+export function firstRow<T>(callResult: unknown, what: string): T {
   const sets = callResult as unknown[][];
   const row = sets[0]?.[0];
-  if (row === undefined) throw new Error('procedure returned no row');
+  if (row === undefined) throw new LockInvariantError(`${what} returned no row: the procedure is not the one migrate() installs`);
   return row as T;
 }
 
 const SCHEMA_MISSING = new Set([1146, 1305]); // no such table, no such procedure
 
-function translate(err: DriverError): Error {
-  if (err.errno !== undefined && SCHEMA_MISSING.has(err.errno)) return new SchemaMissingError(err);
+const ER_DATA_OUT_OF_RANGE = 1690;
+const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB
+
+/**
+ * Typed errors for what the lock's own statements can meet: a missing schema, and counts that
+ * disagree with the grant log (changed by hand): a count given back below zero, or a count
+ * against the tables' CHECK constraint. Only for the library's statements: a
+ * business statement's errors are the application's own.
+ */
+export function translate(err: unknown): unknown {
+  const errno = errnoOf(err);
+  if (errno === undefined) return err;
+  if (SCHEMA_MISSING.has(errno)) return new SchemaMissingError(err);
+  if (errno === ER_DATA_OUT_OF_RANGE || ER_CHECK_CONSTRAINT.has(errno)) {
+    return new LockInvariantError('mysql-rwlock: the lock counts disagree with the grant log (changed by hand?); the transaction was refused', err);
+  }
   return err;
 }
 
 export const ER_LOCK_WAIT_TIMEOUT = 1205;
 export const ER_LOCK_DEADLOCK = 1213;
+export const ER_DUP_ENTRY = 1062;
 
-export function isDeadlock(err: unknown): boolean {
-  return (err as DriverError | null)?.errno === ER_LOCK_DEADLOCK;
+/**
+ * The server's or driver's error inside what was thrown: the error itself, or what an ORM wrapped
+ * it in (`cause`: Drizzle; `parent`: Sequelize; Prisma keeps the number in
+ * `meta.driverAdapterError.cause.originalCode`). This library's own typed errors are taken as they
+ * are, never read through their cause.
+ */
+export function driverErrorOf(err: unknown): DriverError | undefined {
+  let e = err as (DriverError & { parent?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; originalMessage?: unknown } } } }) | null;
+  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
+    if (e instanceof RwLockError) return undefined;
+    if (e.errno !== undefined || e.fatal !== undefined || (e.code !== undefined && LOST_CODES.has(e.code))) return e;
+    const prisma = e.meta?.driverAdapterError?.cause;
+    if (prisma?.originalCode !== undefined) {
+      return Object.assign(new Error(String(prisma.originalMessage ?? '')), { errno: Number(prisma.originalCode) });
+    }
+    e = (e.cause ?? e.parent ?? null) as typeof e;
+  }
+  return undefined;
+}
+
+export function errnoOf(err: unknown): number | undefined {
+  return driverErrorOf(err)?.errno;
 }
 
 export function isLockWaitTimeout(err: unknown): boolean {
-  return (err as DriverError | null)?.errno === ER_LOCK_WAIT_TIMEOUT;
+  return errnoOf(err) === ER_LOCK_WAIT_TIMEOUT;
+}
+
+/**
+ * True when the server rolled the whole transaction back because it conflicted with another, so
+ * running it again is safe and may succeed: a deadlock (1213, also Galera's certification failure),
+ * Group Replication's certification failure at commit (3101), or a commit that failed with the
+ * storage engine's deadlock error (1180 with engine error 149, seen on Group Replication).
+ */
+export function isConflict(err: unknown): boolean {
+  const e = driverErrorOf(err);
+  if (e?.errno === ER_LOCK_DEADLOCK || e?.errno === 3101) return true;
+  return e?.errno === 1180 && /\b149\b|deadlock/i.test(e.message ?? '');
 }
 
 const LOST_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED', 'PROTOCOL_SEQUENCE_TIMEOUT',
   'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED',
 ]);
-const LOST_ERRNOS = new Set([1053, 1927, 2006, 2013, 1317]);
+const LOST_ERRNOS = new Set([1053, 1927, 2006, 2013, 1317, 4031]);
 
 /** True when the connection died with the command in flight: the server may or may not have committed. */
 export function isConnectionLost(err: unknown): boolean {
-  const e = err as DriverError | null;
+  if (err instanceof RwLockError) return false;
+  const e = driverErrorOf(err) ?? (err as DriverError | null);
   if (!e || typeof e !== 'object') return false;
   if (e.fatal === true) return true;
   if (e.code !== undefined && LOST_CODES.has(e.code)) return true;
   if (e.errno !== undefined && LOST_ERRNOS.has(e.errno)) return true;
   return /closed state|connection.*(lost|closed)/i.test(e.message ?? '');
+}
+
+/**
+ * Runs `work` with the session's innodb_lock_wait_timeout set to `seconds`, then restores the
+ * value the session had (the connection goes back to the application's pool).
+ */
+export async function withLockWaitTimeout<T>(conn: RawConnection, seconds: number, work: () => Promise<T>): Promise<T> {
+  const [row] = await query<Array<{ t: number | string }>>(conn, 'SELECT @@SESSION.innodb_lock_wait_timeout AS t');
+  const previous = Number(row?.t ?? 50);
+  await query(conn, 'SET SESSION innodb_lock_wait_timeout = ?', [seconds]);
+  try {
+    return await work();
+  } finally {
+    await query(conn, 'SET SESSION innodb_lock_wait_timeout = ?', [previous]).catch(() => undefined);
+  }
 }

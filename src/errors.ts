@@ -84,3 +84,61 @@ export class LockInvariantError extends RwLockError {
     super('ERR_RWLOCK_INVARIANT', message, { cause });
   }
 }
+
+/**
+ * The connection of a lock or business transaction died before its commit was sent, so the
+ * transaction was rolled back. For a business transaction the grant is still held by this process
+ * and is released by the library (or, if the database cannot be reached, by the reaper).
+ */
+export class ConnectionLostError extends RwLockError {
+  constructor(what: string, cause: unknown) {
+    super('ERR_RWLOCK_CONNECTION_LOST', `connection lost during ${what} before it could commit; it was rolled back`, { cause });
+  }
+}
+
+/**
+ * A transaction was rolled back by a deadlock or a cluster's certification conflict (Galera 1213,
+ * Group Replication 3101 or 1180) on every one of its attempts. Nothing was committed.
+ */
+export class TransactionConflictError extends RwLockError {
+  readonly attempts: number;
+  constructor(what: string, attempts: number, cause: unknown) {
+    super('ERR_RWLOCK_CONFLICT', `${what} was rolled back by a deadlock or certification conflict ${attempts} times; nothing was committed`, { cause });
+    this.attempts = attempts;
+  }
+}
+
+/** Another migrate() held the migration lock for longer than `waitMs`, or a crashed one left it taken. */
+export class MigrationLockedError extends RwLockError {
+  constructor(message: string, cause?: unknown) {
+    super('ERR_RWLOCK_MIGRATION_LOCKED', message, { cause });
+  }
+}
+
+/**
+ * A write lock was asked for inside a read lock on the same resource in the same async context:
+ * waiting could deadlock (two readers each waiting for the other to leave), so it is refused at
+ * once. Take the write lock outside, or use `grant.tryUpgrade()`.
+ */
+export class LockUpgradeError extends RwLockError {
+  readonly resourceId: string;
+  constructor(resourceId: string) {
+    super('ERR_RWLOCK_UPGRADE', `write lock on ${JSON.stringify(resourceId)} requested inside a read lock on it: refused, as waiting could deadlock; take the write lock outside, or use grant.tryUpgrade()`);
+    this.resourceId = resourceId;
+  }
+}
+
+/**
+ * The knex pool is too small for what was asked: a fenced operation holds a connection for its
+ * transaction, a nested one on another resource needs another, and a lease keep-alive one more.
+ * Waiting would only end in knex's acquireConnectionTimeout.
+ */
+export class PoolTooSmallError extends RwLockError {
+  readonly needed: number;
+  readonly poolMax: number;
+  constructor(needed: number, poolMax: number, why: string) {
+    super('ERR_RWLOCK_POOL_TOO_SMALL', `${why} needs ${needed} connections at once, but the knex pool allows ${poolMax}: raise pool.max`);
+    this.needed = needed;
+    this.poolMax = poolMax;
+  }
+}

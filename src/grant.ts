@@ -1,60 +1,138 @@
-import type { Knex } from 'knex';
-import { isConnectionLost, isDeadlock, withConnection } from './connection.js';
-import { LockOutcomeUnknownError } from './errors.js';
-import { integerOption } from './options.js';
+import { translate, withConnection, type RawConnection } from './connection.js';
+import type { LockContext } from './context.js';
+import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from './errors.js';
+import { integerOption, LIMITS } from './options.js';
+import { askDatabase, withRetries } from './retry.js';
 import { extendLease } from './sql/extend.js';
-import { resolveLost } from './resolve.js';
-import { callRelease, type GrantRef } from './sql/release.js';
 import { findGrantById } from './sql/lookup.js';
+import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
+import { downgradeGrant, upgradeGrant } from './sql/mode.js';
 import { RELEASED_BY, STATUS, type LockMode } from './types.js';
-import { wakeWaiters } from './wait.js';
 
-export interface GrantContext {
-  knex: Knex;
-  deadlockRetries: number;
-  resolveTimeoutMs: number;
-}
+/**
+ * Runs one statement on the caller's open transaction and resolves to its affected-row count.
+ * `params` are numbers and one hex string; placeholders are `?`.
+ */
+export type FenceExecutor = (sql: string, params: ReleaseParams) => Promise<number>;
 
-/** A lock held by this process. `id` is the fencing token: strictly increasing within one database. */
+/** A lock held by this process. `id` is the fencing token: strictly increasing within one database server. */
 export class Grant {
   readonly id: number;
   readonly resourceId: string;
-  readonly mode: LockMode;
   readonly owner: string;
   /** Hex of the client-generated token stored with the grant row. */
   readonly token: string;
   readonly #resource: Buffer;
-  readonly #ctx: GrantContext;
+  readonly #ctx: LockContext;
   readonly #lost = new AbortController();
+  #mode: LockMode;
   #done = false;
 
-  constructor(ctx: GrantContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, owner: string, token: Buffer) {
+  /** @internal Grants come from a LockManager. */
+  constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
     this.#ctx = ctx;
     this.id = id;
     this.resourceId = resourceId;
     this.#resource = resource;
-    this.mode = mode;
-    this.owner = owner;
+    this.#mode = mode;
+    this.owner = ctx.options.owner;
     this.token = token.toString('hex');
+  }
+
+  /** 'write' or 'read'; a grant changes mode only through `downgrade()` or `tryUpgrade()`. */
+  get mode(): LockMode {
+    return this.#mode;
   }
 
   /** @internal */
   get ref(): GrantRef {
-    return { id: this.id, resource: this.#resource, mode: this.mode };
+    return { id: this.id, resource: this.#resource, mode: this.#mode };
   }
 
   /**
-   * Aborted when this process learns that the grant was released by someone else (the reaper or an
-   * operator) while it still held it: an extension found it gone, or the fenced commit was refused.
+   * Aborted, with a LockLostError as its reason, when this process learns that the grant was
+   * released by someone else (the reaper or an operator) while it still held it: an extension found
+   * it gone, or the fence refused it.
    */
   get signal(): AbortSignal {
     return this.#lost.signal;
   }
 
-  /** @internal The grant was found released by someone else. */
-  markLost(): void {
-    this.settle();
-    if (!this.#lost.signal.aborted) this.#lost.abort(new Error(`grant ${this.id} was released by the reaper or an operator`));
+  /** True once this object saw the grant end (released by it, or found released by someone else). */
+  get settled(): boolean {
+    return this.#done;
+  }
+
+  /**
+   * The fence, for a business transaction on any driver or ORM. Call it as the last statement
+   * before the caller's COMMIT, through `execute`, which runs one statement on that open
+   * transaction and resolves to its affected-row count. It releases the grant inside the
+   * transaction: if the transaction commits, the business writes and the release commit together;
+   * if the grant is no longer live (reaped, or released by an operator) it throws LockLostError
+   * and the caller must roll back. If the caller rolls back after a successful fence, the grant is
+   * still held and `release()` releases it. After a commit, call `committed()` (no round trip) or
+   * `release()` (one round trip; it then returns false).
+   */
+  async fence(execute: FenceExecutor): Promise<void> {
+    if (this.#done) throw new LockLostError(this.id, 'it was already released');
+    let changed: unknown;
+    try {
+      changed = await execute(RELEASE_SQL, releaseParams(this.ref, 'holder'));
+    } catch (err) {
+      throw translate(err);
+    }
+    if (changed === RELEASED_ROWS) return;
+    if (changed === 0) {
+      this.#markLost();
+      throw new LockLostError(this.id);
+    }
+    throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
+  }
+
+  /**
+   * Turns this live write grant into a read grant, atomically: no writer can get in between, and
+   * readers waiting can join at once. The same grant (id, token) stays held, now shared; the log
+   * records when (`mode_changed_at`). Inside `withWriteLock` the rest of the callback then runs
+   * under the read grant, and the fence checks and releases the read grant. Writes the callback
+   * made before the downgrade stay invisible to the new readers until the transaction commits.
+   */
+  async downgrade(): Promise<void> {
+    if (this.#mode !== 'write') throw new InvalidOptionsError(`downgrade: grant ${this.id} is a read grant`);
+    await this.#changeMode(downgradeGrant, 'read');
+    this.#ctx.queues.wake(this.#resource.toString('hex'));
+  }
+
+  /**
+   * Turns this live read grant into a write grant if it is the resource's only holder: resolves to
+   * this grant, now a write grant, or to null at once when other readers hold it too. Never waits,
+   * so two readers trying to upgrade cannot deadlock.
+   */
+  async tryUpgrade(): Promise<Grant | null> {
+    if (this.#mode !== 'read') throw new InvalidOptionsError(`tryUpgrade: grant ${this.id} is a write grant`);
+    return (await this.#changeMode(upgradeGrant, 'write')) ? this : null;
+  }
+
+  /** Runs a mode change; false when refused while the grant is live, LockLostError when it is not. */
+  async #changeMode(change: (conn: RawConnection, grant: GrantRef) => Promise<boolean>, to: LockMode): Promise<boolean> {
+    if (this.#done) throw new LockLostError(this.id, 'it was already released');
+    const ref = this.ref;
+    const changed = await withRetries(this.#ctx.policy, `${to === 'read' ? 'downgrade' : 'upgrade'}`, () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)), null);
+    if (changed) {
+      this.#mode = to;
+      return true;
+    }
+    const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    if (row === null || row.status !== STATUS.live) {
+      if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
+      else this.#markLost();
+      throw new LockLostError(this.id, 'it is no longer live');
+    }
+    return false;
+  }
+
+  /** Records that the transaction that ran `fence()` committed: the grant is released. No round trip. */
+  committed(): void {
+    this.#settle();
   }
 
   /**
@@ -63,58 +141,73 @@ export class Grant {
    * had already been released by someone else.
    */
   async extend(ms: number): Promise<boolean> {
-    integerOption('ms', ms, 1, 2_147_483_647);
+    integerOption('ms', ms, 1, LIMITS.maxTimerMs);
     if (this.#done) return false;
     return withConnection(this.#ctx.knex, async (conn) => {
       if (await extendLease(conn, this.id, ms)) return true;
       // Not live: lost, unless it was this holder's own release (an extension racing the commit).
       const row = await findGrantById(conn, this.id);
-      if (row?.releasedBy !== RELEASED_BY.holder) this.markLost();
+      if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
+      else this.#markLost();
       return false;
     });
-  }
-
-  /** True once this object saw the grant end (released by it, or found released by someone else). */
-  get settled(): boolean {
-    return this.#done;
-  }
-
-  /** @internal Called when the grant ended inside a business commit or was found lost. */
-  settle(): void {
-    if (this.#done) return;
-    this.#done = true;
-    wakeWaiters(this.#resource.toString('hex'));
   }
 
   /**
    * Releases the grant. Idempotent: true when this call released it, false when it had already
    * been released (by this holder earlier, the reaper or an operator), in which case nothing changes.
+   * A lost reply is settled by running the same guarded statement again.
    */
   async release(): Promise<boolean> {
     if (this.#done) return false;
     const ref = this.ref;
-    for (let attempt = 0; ; attempt++) {
-      let threadId: number | null = null;
-      try {
-        const { released } = await withConnection(this.#ctx.knex, (conn) => {
-          threadId = conn.threadId;
-          return callRelease(conn, ref, 'holder', false);
-        });
-        this.settle();
-        return released;
-      } catch (err) {
-        if (isDeadlock(err) && attempt < this.#ctx.deadlockRetries) continue;
-        if (!isConnectionLost(err)) throw err;
-        // Release is idempotent, so a lost reply is settled by reading the row back.
-        const answer = await resolveLost(this.#ctx.knex, threadId, this.#ctx.resolveTimeoutMs, (c) => findGrantById(c, this.id));
-        if (answer === undefined) throw new LockOutcomeUnknownError('release', this.token, this.id, err);
-        const row = answer.grant;
-        if (row === null || row.status === STATUS.released) {
-          this.settle();
-          return row !== null && row.releasedBy === RELEASED_BY.holder;
-        }
-        if (attempt >= this.#ctx.deadlockRetries) throw err;
-      }
+    const released = await withRetries(this.#ctx.policy, 'release', () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')), async (err) => {
+      const answer = await this.#settleByRelease();
+      if (answer === undefined) throw new LockOutcomeUnknownError('release', this.token, this.id, err);
+      return { value: answer.releasedNow || answer.releasedBy === RELEASED_BY.holder };
+    });
+    if (!released) {
+      // Released before: by this holder's fenced commit, or by someone else (then it was lost).
+      const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost();
     }
+    this.#settle();
+    return released;
+  }
+
+  /**
+   * @internal After a fenced commit whose reply was lost: runs the release again. It waits for the
+   * lost transaction's row lock, so it sees that transaction's outcome: if it releases now, the
+   * transaction did not commit; if the row says the holder released it, it did.
+   */
+  async settleLostCommit(): Promise<'committed' | 'rolled-back' | 'lost' | undefined> {
+    const answer = await this.#settleByRelease();
+    if (answer === undefined) return undefined;
+    this.#settle();
+    if (answer.releasedNow) return 'rolled-back';
+    if (answer.releasedBy === RELEASED_BY.holder) return 'committed';
+    this.#markLost();
+    return 'lost';
+  }
+
+  async #settleByRelease(): Promise<{ releasedNow: boolean; releasedBy: number | null } | undefined> {
+    const ref = this.ref;
+    const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, async (conn) => {
+      if (await releaseGrant(conn, ref, 'holder')) return { releasedNow: true, releasedBy: RELEASED_BY.holder };
+      return { releasedNow: false, releasedBy: (await findGrantById(conn, ref.id))?.releasedBy ?? null };
+    });
+    return reply?.answer;
+  }
+
+  #settle(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#ctx.queues.wake(this.#resource.toString('hex'));
+  }
+
+  /** The grant was found released by someone else. */
+  #markLost(): void {
+    this.#settle();
+    if (!this.#lost.signal.aborted) this.#lost.abort(new LockLostError(this.id));
   }
 }

@@ -1,12 +1,14 @@
 export { createLockManager, LockManager, type LockedWork } from './manager.js';
-export { Grant } from './grant.js';
-export { migrate, MIGRATION_TABLE, type MigrateOptions } from './migrate.js';
+export { Grant, type FenceExecutor } from './grant.js';
+export { migrate, MIGRATION_TABLE, MIGRATE_DEFAULTS, type MigrateOptions, type MigrateResult } from './migrate.js';
 export { reapStaleGrants, purgeReleasedGrants, REAP_DEFAULTS, type ReapOptions, type ReapResult, type PurgeOptions } from './reaper.js';
-export { DEFAULTS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel } from './options.js';
+export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel } from './options.js';
 export { MAX_RESOURCE_ID_BYTES } from './resource-id.js';
 export type { LockState, Holder } from './sql/inspect.js';
 export type { ReapedGrant } from './sql/reap.js';
 export type { LockMode } from './types.js';
+export { isConflict } from './connection.js';
+export { RELEASE_SQL, type ReleaseParams } from './sql/release.js';
 export {
   RwLockError,
   InvalidResourceIdError,
@@ -17,4 +19,9 @@ export {
   LockOutcomeUnknownError,
   SchemaMissingError,
   LockInvariantError,
+  ConnectionLostError,
+  TransactionConflictError,
+  MigrationLockedError,
+  LockUpgradeError,
+  PoolTooSmallError,
 } from './errors.js';

@@ -1,68 +1,104 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MIGRATIONS, type Migration } from '../migrations/index.js';
-import { InvalidOptionsError } from './errors.js';
-import { checkKnownKeys, integerOption } from './options.js';
+import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS } from '../migrations/index.js';
+import { MigrationLockedError } from './errors.js';
+import { integerOption, knexOption, LIMITS, optionsObject } from './options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
 export const MIGRATION_TABLE = 'rwlock_migrations';
+const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
+
+export const MIGRATE_DEFAULTS = Object.freeze({ waitMs: 60_000 });
 
 export interface MigrateOptions {
   /** How long to wait for another process that holds the migration lock. @defaultValue 60000 */
   waitMs?: number;
 }
 
-const source: Knex.MigrationSource<Migration> = {
-  getMigrations: async () => [...MIGRATIONS],
-  getMigrationName: (m) => m.name,
-  getMigration: async (m) => m,
-};
+export interface MigrateResult {
+  /** Migrations applied by this call, in order. */
+  applied: string[];
+  /** Objects that were missing although their migration had run (dropped by hand), now recreated. */
+  repaired: string[];
+}
 
-/** Matches the errors of two migrators racing: knex's lock, and both creating its tables. */
-function isRace(err: unknown): boolean {
-  const e = err as { name?: string; message?: string; errno?: number };
-  return e?.name === 'MigrationLocked' || /already locked/i.test(e?.message ?? '') || e?.errno === 1050 || e?.errno === 1062;
+async function rows<T>(db: Knex, sql: string, bindings: readonly (string | number)[] = []): Promise<T[]> {
+  const [result] = (await db.raw(sql, bindings)) as unknown as [T[]];
+  return result;
 }
 
 /**
- * Creates knex's bookkeeping tables the way knex would, but race-free: knex checks for them and
- * then creates them, so two processes starting together can both insert a lock row, after which
- * neither can ever take the migration lock.
+ * The bookkeeping tables, in the layout knex's migrator uses (so existing databases keep their
+ * history), created race-free: CREATE ... IF NOT EXISTS and an idempotent lock row.
  */
 async function ensureBookkeeping(db: Knex): Promise<void> {
   await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
     id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`);
-  await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE}_lock (
+  await db.raw(`CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (
     \`index\` INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, is_locked INT)`);
-  await db.raw(`INSERT INTO ${MIGRATION_TABLE}_lock (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
+  await db.raw(`INSERT INTO ${LOCK_TABLE} (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
+}
+
+/** Takes the migration lock: one guarded UPDATE, so exactly one process wins. */
+async function tryLock(db: Knex): Promise<boolean> {
+  const [result] = (await db.raw(`UPDATE ${LOCK_TABLE} SET is_locked = 1 WHERE \`index\` = 1 AND is_locked = 0`)) as unknown as [{ affectedRows: number }];
+  return result.affectedRows === 1;
+}
+
+async function unlock(db: Knex): Promise<void> {
+  await db.raw(`UPDATE ${LOCK_TABLE} SET is_locked = 0 WHERE \`index\` = 1`);
+}
+
+/** Names of the schema's tables and procedures that this database lacks. */
+async function missingObjects(db: Knex): Promise<string[]> {
+  const tables = new Set((await rows<{ name: string }>(db, 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()')).map((r) => r.name));
+  const procedures = new Set((await rows<{ name: string }>(
+    db, "SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'",
+  )).map((r) => r.name));
+  const expectedTables = CURRENT_TABLES.map((ddl) => /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)![1]!);
+  return [...expectedTables.filter((t) => !tables.has(t)), ...Object.keys(CURRENT_PROCEDURES).filter((p) => !procedures.has(p))];
+}
+
+/** Under the lock: applies what has not run, and rebuilds objects dropped since. */
+async function migrateLocked(db: Knex): Promise<MigrateResult> {
+  const done = new Set((await rows<{ name: string }>(db, `SELECT name FROM ${MIGRATION_TABLE}`)).map((r) => r.name));
+  const pending = MIGRATIONS.filter((m) => !done.has(m.name));
+  const [{ batch } = { batch: 0 }] = await rows<{ batch: number | null }>(db, `SELECT COALESCE(MAX(batch), 0) AS batch FROM ${MIGRATION_TABLE}`);
+  for (const m of pending) {
+    await m.up(db);
+    await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [m.name, Number(batch) + 1]);
+  }
+  const missing = await missingObjects(db);
+  // Every migration's `up` is idempotent, so running them all in order rebuilds exactly what is missing.
+  if (missing.length > 0) for (const m of MIGRATIONS) await m.up(db);
+  return { applied: pending.map((m) => m.name), repaired: missing };
 }
 
 /**
- * Creates or updates the lock tables and procedures. Idempotent, and safe when several processes
- * run it at once: the loser of knex's migration lock waits and retries until the winner is done.
+ * Creates or updates the lock tables and procedures, and recreates any that were dropped since.
+ * Idempotent, and safe when several processes run it at once: one takes the migration lock (a row
+ * in `rwlock_migrations_lock`), the others wait for it and then find nothing left to do.
  */
-export async function migrate(db: Knex, options: MigrateOptions = {}): Promise<{ applied: string[] }> {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('options of migrate must be an object');
-  checkKnownKeys('migrate', options, ['waitMs']);
-  const waitMs = integerOption('waitMs', options.waitMs ?? 60_000, 0);
+export async function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
+  knexOption('db', db);
+  const o = optionsObject('migrate', options, ['waitMs']);
+  const waitMs = integerOption('waitMs', o.waitMs ?? MIGRATE_DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const deadline = Date.now() + waitMs;
   await ensureBookkeeping(db);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const [, applied] = (await db.migrate.latest({ migrationSource: source, tableName: MIGRATION_TABLE })) as [number, string[]];
-      return { applied };
-    } catch (err) {
-      if (!isRace(err) || Date.now() >= deadline) {
-        if (isRace(err)) {
-          throw new Error(
-            `migrate: ${MIGRATION_TABLE}_lock stayed locked for ${waitMs} ms; if no migration is running, a crashed one left it: ` +
-              `UPDATE ${MIGRATION_TABLE}_lock SET is_locked = 0`,
-            { cause: err },
-          );
-        }
-        throw err;
+  for (let n = 0; ; n++) {
+    if (await tryLock(db)) {
+      try {
+        return await migrateLocked(db);
+      } finally {
+        await unlock(db);
       }
-      await sleep(Math.min(1000, 20 * 2 ** attempt) * (0.5 + Math.random()));
     }
+    if (Date.now() >= deadline) {
+      throw new MigrationLockedError(
+        `migrate: ${LOCK_TABLE} stayed locked for ${waitMs} ms. If no migrate() is running, one crashed holding it: ` +
+          `run UPDATE ${LOCK_TABLE} SET is_locked = 0, then migrate() again`,
+      );
+    }
+    await sleep(Math.min(1000, 20 * 2 ** n) * (0.5 + Math.random()));
   }
 }

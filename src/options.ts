@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
 
-/** Defaults of every option; documented on the option types below. */
+/** Defaults of every option of the lock manager; documented on the option types below. */
 export const DEFAULTS = Object.freeze({
   staleAfterMs: 600_000,
   waitMs: 30_000,
@@ -12,6 +12,33 @@ export const DEFAULTS = Object.freeze({
   writerIntentMs: 1_000,
   deadlockRetries: 5,
   resolveTimeoutMs: 30_000,
+});
+
+/** Defaults of the reaper and the retention purge (`reapStaleGrants`, `purgeReleasedGrants`, the reaper job). */
+export const REAP_DEFAULTS = Object.freeze({
+  batchSize: 500,
+  lockWaitTimeoutSec: 1,
+  /** 7 days */
+  retentionMs: 604_800_000,
+  purgeBatchSize: 5_000,
+});
+
+/** Bounds of what validation accepts, each for a reason given here once. */
+export const LIMITS = Object.freeze({
+  /** Longest delay a Node timer can wait (2^31 - 1 ms); waits and leases are timers. */
+  maxTimerMs: 2_147_483_647,
+  /** A lease is extended every third of it: shorter than this would be mostly extensions. */
+  minLeaseMs: 30,
+  /** `t_lock_log.owner` is VARCHAR(255): characters (code points), not UTF-16 units. */
+  maxOwnerChars: 255,
+  /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
+  maxReapBatch: 10_000,
+  maxPurgeBatch: 100_000,
+  /** 100 years: far enough for any retention, near enough that NOW() minus it stays a valid DATETIME. */
+  maxRetentionMs: 3_155_760_000_000,
+  maxBackoffMs: 60_000,
+  maxWriterIntentMs: 3_600_000,
+  maxRetries: 1_000,
 });
 
 export interface LockManagerOptions {
@@ -70,12 +97,19 @@ export interface WithLockOptions extends AcquireOptions {
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
-export function checkKnownKeys(what: string, value: object, known: readonly string[]): void {
-  for (const key of Object.keys(value)) {
+/**
+ * The options argument of `what`: undefined becomes {}, anything but a plain object is refused,
+ * and so is any key not in `known` (a misspelt option would otherwise be ignored silently).
+ */
+export function optionsObject(what: string, input: unknown, known: readonly string[]): Record<string, unknown> {
+  if (input === undefined) return {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new InvalidOptionsError(`options of ${what} must be an object`);
+  for (const key of Object.keys(input)) {
     if (!known.includes(key)) {
       throw new InvalidOptionsError(`${key}: unknown option of ${what} (known: ${known.join(', ')})`);
     }
   }
+  return input as Record<string, unknown>;
 }
 
 export function integerOption(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -87,36 +121,45 @@ export function integerOption(name: string, value: unknown, min: number, max = N
 
 function describe(value: unknown): string {
   if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') return value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}… (${value.length} UTF-16 units)` : JSON.stringify(value);
   return value === null ? 'null' : typeof value;
 }
 
-function isKnex(value: unknown): value is Knex {
-  return typeof value === 'function' && typeof (value as Partial<Knex>).client === 'object' && (value as Partial<Knex>).client !== null;
+/**
+ * The knex instance a function was given, checked: a knex instance whose client is mysql2. `name`
+ * is how the caller passed it (`knex` in options, `db` as an argument).
+ */
+export function knexOption(name: string, value: unknown): Knex {
+  const isKnex = typeof value === 'function' && typeof (value as Partial<Knex>).client === 'object' && (value as Partial<Knex>).client !== null;
+  if (!isKnex) throw new InvalidOptionsError(`${name} must be a knex instance, got ${describe(value)}`);
+  const driver = ((value as Knex).client as { config?: { client?: unknown } }).config?.client;
+  if (driver !== 'mysql2') throw new InvalidOptionsError(`${name} must be a knex instance using the 'mysql2' client, got ${describe(driver)}`);
+  return value as Knex;
+}
+
+function ownerOption(value: unknown): string {
+  const owner = value ?? `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
+  const chars = typeof owner === 'string' ? [...owner].length : 0;
+  if (typeof owner !== 'string' || chars === 0 || chars > LIMITS.maxOwnerChars || !owner.isWellFormed()) {
+    throw new InvalidOptionsError(`owner must be well-formed text of 1 to ${LIMITS.maxOwnerChars} characters, got ${describe(owner)}`);
+  }
+  return owner;
 }
 
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   if (typeof input !== 'object' || input === null) throw new InvalidOptionsError('options must be an object with a knex instance');
-  const o = input as Record<string, unknown>;
-  checkKnownKeys('createLockManager', o, [
+  const o = optionsObject('createLockManager', input, [
     'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs',
   ]);
-  if (!isKnex(o.knex)) throw new InvalidOptionsError('knex must be a knex instance');
-  const driver = (o.knex.client as { config?: { client?: unknown } }).config?.client;
-  if (driver !== 'mysql2') throw new InvalidOptionsError(`knex must use the 'mysql2' client, got ${describe(driver)}`);
-  const owner = o.owner ?? `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
-  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 255) {
-    throw new InvalidOptionsError(`owner must be a string of 1 to 255 characters, got ${describe(owner)}`);
-  }
   const resolved: ResolvedManagerOptions = {
-    knex: o.knex,
-    owner,
+    knex: knexOption('knex', o.knex),
+    owner: ownerOption(o.owner),
     staleAfterMs: integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1),
-    backoffMinMs: integerOption('backoffMinMs', o.backoffMinMs ?? DEFAULTS.backoffMinMs, 1, 60_000),
-    backoffMaxMs: integerOption('backoffMaxMs', o.backoffMaxMs ?? DEFAULTS.backoffMaxMs, 1, 60_000),
-    writerIntentMs: integerOption('writerIntentMs', o.writerIntentMs ?? DEFAULTS.writerIntentMs, 0, 3_600_000),
-    deadlockRetries: integerOption('deadlockRetries', o.deadlockRetries ?? DEFAULTS.deadlockRetries, 0, 1_000),
-    resolveTimeoutMs: integerOption('resolveTimeoutMs', o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs, 0),
+    backoffMinMs: integerOption('backoffMinMs', o.backoffMinMs ?? DEFAULTS.backoffMinMs, 1, LIMITS.maxBackoffMs),
+    backoffMaxMs: integerOption('backoffMaxMs', o.backoffMaxMs ?? DEFAULTS.backoffMaxMs, 1, LIMITS.maxBackoffMs),
+    writerIntentMs: integerOption('writerIntentMs', o.writerIntentMs ?? DEFAULTS.writerIntentMs, 0, LIMITS.maxWriterIntentMs),
+    deadlockRetries: integerOption('deadlockRetries', o.deadlockRetries ?? DEFAULTS.deadlockRetries, 0, LIMITS.maxRetries),
+    resolveTimeoutMs: integerOption('resolveTimeoutMs', o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs, 0, LIMITS.maxTimerMs),
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
     throw new InvalidOptionsError(`backoffMinMs (${resolved.backoffMinMs}) must not exceed backoffMaxMs (${resolved.backoffMaxMs})`);
@@ -132,17 +175,14 @@ export interface ResolvedAcquireOptions {
 }
 
 export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
-  if (input === undefined) return { waitMs: DEFAULTS.waitMs, signal: undefined, isolationLevel: undefined, leaseMs: undefined };
-  if (typeof input !== 'object' || input === null) throw new InvalidOptionsError(`options of ${what} must be an object`);
-  const o = input as Record<string, unknown>;
-  checkKnownKeys(what, o, allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal']);
-  const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, 2_147_483_647);
+  const o = optionsObject(what, input, allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal']);
+  const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionsError('signal must be an AbortSignal');
   const isolationLevel = o.isolationLevel;
   if (isolationLevel !== undefined && (typeof isolationLevel !== 'string' || !ISOLATION_LEVELS.includes(isolationLevel))) {
     throw new InvalidOptionsError(`isolationLevel must be one of ${ISOLATION_LEVELS.join(', ')}, got ${describe(isolationLevel)}`);
   }
-  const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, 30, 2_147_483_647);
+  const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
 }

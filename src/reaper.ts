@@ -1,13 +1,15 @@
 import type { Knex } from 'knex';
-import { isConnectionLost, isDeadlock, isLockWaitTimeout, query, withConnection, type RawConnection } from './connection.js';
-import { InvalidOptionsError } from './errors.js';
-import { DEFAULTS, checkKnownKeys, integerOption } from './options.js';
+import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
+import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from './options.js';
+
+export { REAP_DEFAULTS } from './options.js';
+import { purgeBatch } from './sql/purge.js';
 import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from './sql/reap.js';
 
 export interface ReapOptions {
   /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */
   staleAfterMs?: number;
-  /** Grants reaped per transaction. @defaultValue 500 */
+  /** Grants reaped per transaction. @defaultValue 500, at most 10000 */
   batchSize?: number;
   /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue 1 */
   lockWaitTimeoutSec?: number;
@@ -24,24 +26,20 @@ export interface ReapResult {
   durationMs: number;
 }
 
-export const REAP_DEFAULTS = Object.freeze({ batchSize: 500, lockWaitTimeoutSec: 1 });
-
 /**
  * Releases grants stuck past `staleAfterMs`. Safe to run from many processes at once: every grant
  * is released by one guarded, versioned transaction, so none is released twice and no count is
  * given back twice.
  */
-export async function reapStaleGrants(db: Knex, options: ReapOptions = {}): Promise<ReapResult> {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('options of reapStaleGrants must be an object');
-  checkKnownKeys('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
-  const staleAfterMs = integerOption('staleAfterMs', options.staleAfterMs ?? DEFAULTS.staleAfterMs, 1);
-  const batchSize = integerOption('batchSize', options.batchSize ?? REAP_DEFAULTS.batchSize, 1, 10_000);
-  const waitSec = integerOption('lockWaitTimeoutSec', options.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
+export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
+  knexOption('db', db);
+  const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
+  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch);
+  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
   const started = performance.now();
   const staleUs = staleAfterMs * 1000;
-  return withConnection(db, async (conn) => {
-    await query(conn, 'SET SESSION innodb_lock_wait_timeout = ?', [waitSec]);
-    try {
+  return withConnection(db, (conn) => withLockWaitTimeout(conn, waitSec, async () => {
       const grants: ReapedGrant[] = [];
       const passed: Passed = { skipped: new Set(), failed: new Map() };
       for (;;) {
@@ -59,10 +57,7 @@ export async function reapStaleGrants(db: Knex, options: ReapOptions = {}): Prom
         grants,
         durationMs: performance.now() - started,
       };
-    } finally {
-      await query(conn, 'SET SESSION innodb_lock_wait_timeout = DEFAULT').catch(() => undefined);
-    }
-  });
+  }));
 }
 
 interface Passed {
@@ -87,7 +82,7 @@ async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs:
       reaped.push(...(await reapCandidates(conn, [candidate], staleUs)));
     } catch (err) {
       if (isConnectionLost(err)) throw err;
-      if (isLockWaitTimeout(err) || isDeadlock(err)) passed.skipped.add(candidate.id);
+      if (isLockWaitTimeout(err) || isConflict(err)) passed.skipped.add(candidate.id);
       else passed.failed.set(candidate.id, (err as Error).message);
     }
   }
@@ -95,31 +90,24 @@ async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs:
 }
 
 export interface PurgeOptions {
-  /** Released grants created longer ago than this are deleted. @defaultValue 604800000 (7 days) */
+  /** Released grants created longer ago than this are deleted. @defaultValue 604800000 (7 days), at most 100 years */
   retentionMs?: number;
-  /** Rows deleted per statement. @defaultValue 5000 */
+  /** Rows deleted per statement. @defaultValue 5000, at most 100000 */
   batchSize?: number;
 }
 
 /** Deletes released grants older than the retention period, in batches, so the log stays bounded. */
-export async function purgeReleasedGrants(db: Knex, options: PurgeOptions = {}): Promise<{ purged: number }> {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('options of purgeReleasedGrants must be an object');
-  checkKnownKeys('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
-  const retentionMs = integerOption('retentionMs', options.retentionMs ?? 604_800_000, 1);
-  const batchSize = integerOption('batchSize', options.batchSize ?? 5000, 1, 100_000);
+export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<{ purged: number }> {
+  knexOption('db', db);
+  const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
+  const retentionMs = integerOption('retentionMs', o.retentionMs ?? REAP_DEFAULTS.retentionMs, 1, LIMITS.maxRetentionMs);
+  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.purgeBatchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;
     for (;;) {
-      // READ COMMITTED: no gap locks on the index range, so releases are never blocked by a purge.
-      await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      const res = await query<{ affectedRows: number }>(
-        conn,
-        `DELETE FROM t_lock_log WHERE status = 2 AND create_time < NOW(6) - INTERVAL ? MICROSECOND
-          ORDER BY status, create_time LIMIT ?`,
-        [retentionMs * 1000, batchSize],
-      );
-      purged += res.affectedRows;
-      if (res.affectedRows < batchSize) return { purged };
+      const deleted = await purgeBatch(conn, retentionMs, batchSize);
+      purged += deleted;
+      if (deleted < batchSize) return { purged };
     }
   });
 }

@@ -3,20 +3,19 @@ export type LockMode = 'write' | 'read';
 /** `t_lock_log.lock_type` */
 export const LOCK_TYPE = Object.freeze({ write: 0, read: 1 } as const);
 
-/** `t_lock_log.released_by` */
-export const RELEASED_BY = Object.freeze({ holder: 1, reaper: 2, operator: 3 } as const);
+/**
+ * `t_lock_log.status`. A grant is live (0) until it is released (2). Status 1 is reserved by the
+ * schema's CHECK constraint from its first version and never written.
+ */
+export const STATUS = Object.freeze({ live: 0, released: 2 } as const);
+
+/**
+ * `t_lock_log.released_by`. `withdrawn` marks the row an acquirer writes in place of a grant whose
+ * reply it lost: the acquire then cannot commit, and the row was never a live grant.
+ */
+export const RELEASED_BY = Object.freeze({ holder: 1, reaper: 2, operator: 3, withdrawn: 4 } as const);
 export type ReleasedBy = keyof typeof RELEASED_BY;
 
-/** `t_lock_log.status` */
-export const STATUS = Object.freeze({ granted: 0, done: 1, released: 2 } as const);
-
 export function modeOf(lockType: number): LockMode {
-  return lockType === 0 ? 'write' : 'read';
-}
-
-export function releasedByName(code: number | null): ReleasedBy | null {
-  if (code === 1) return 'holder';
-  if (code === 2) return 'reaper';
-  if (code === 3) return 'operator';
-  return null;
+  return lockType === LOCK_TYPE.write ? 'write' : 'read';
 }

@@ -15,20 +15,40 @@ import type { LockMode } from './types.js';
  */
 class WaitQueue {
   readonly tickets: Ticket[] = [];
-  constructor(readonly key: string) {}
+  constructor(readonly key: string, readonly owner: Map<string, WaitQueue>) {}
 }
 
-const queues = new Map<string, WaitQueue>();
-
 /**
- * Called when a grant of the resource ended in this process: the first waiter tries again at once.
- * Only the first: a released read grant cannot unblock waiting readers, and waking every reader on
- * every release made 16 readers that wait out a writer send ~15 doomed attempts per release. When
- * the first waiter is granted a read lock, it kicks the readers behind it (see `leave`).
+ * The wait queues of one lock manager, so one database's waiters never queue behind another's
+ * waiters for an equal resource id.
  */
-export function wakeWaiters(resourceHex: string): void {
-  const queue = queues.get(resourceHex);
-  queue?.tickets[0]?.kick();
+export class WaitQueues {
+  readonly #queues = new Map<string, WaitQueue>();
+
+  /** Joins the local queue of a resource at its tail. */
+  join(resourceHex: string, mode: LockMode): Ticket {
+    let queue = this.#queues.get(resourceHex);
+    if (!queue) this.#queues.set(resourceHex, (queue = new WaitQueue(resourceHex, this.#queues)));
+    const ticket = new Ticket(queue, mode);
+    queue.tickets.push(ticket);
+    if (ticket.isHead) ticket.markHead();
+    return ticket;
+  }
+
+  /**
+   * Called when a grant of the resource ended in this process: the first waiter tries again at
+   * once. Only the first: a released read grant cannot unblock waiting readers, so waking them all
+   * would only send doomed attempts. When the first waiter is granted a read lock, it kicks the
+   * readers behind it (see `Ticket.leave`).
+   */
+  wake(resourceHex: string): void {
+    this.#queues.get(resourceHex)?.tickets[0]?.kick();
+  }
+
+  /** Waiters queued in this manager, by resource (hex); for tests and diagnostics. */
+  get size(): number {
+    return this.#queues.size;
+  }
 }
 
 /**
@@ -174,7 +194,7 @@ export class Ticket {
     const index = queue.tickets.indexOf(this);
     if (index >= 0) queue.tickets.splice(index, 1);
     if (queue.tickets.length === 0) {
-      if (queues.get(queue.key) === queue) queues.delete(queue.key);
+      if (queue.owner.get(queue.key) === queue) queue.owner.delete(queue.key);
       return;
     }
     for (const ticket of queue.tickets) {
@@ -184,14 +204,4 @@ export class Ticket {
       else ticket.promote(granted);
     }
   }
-}
-
-/** Joins the local queue of a resource at its tail. */
-export function joinQueue(resourceHex: string, mode: LockMode): Ticket {
-  let queue = queues.get(resourceHex);
-  if (!queue) queues.set(resourceHex, (queue = new WaitQueue(resourceHex)));
-  const ticket = new Ticket(queue, mode);
-  queue.tickets.push(ticket);
-  if (ticket.isHead) ticket.markHead();
-  return ticket;
 }

@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
-import { PROCEDURES } from '../migrations/001_lock_tables.js';
+import { CURRENT_PROCEDURES } from '../migrations/index.js';
 import { useTestDatabase, type TestDatabase } from './support/db.js';
 import { createEffectTables, judgeEffects } from './support/effects.js';
 import { invariantViolations } from './support/state.js';
@@ -49,18 +49,14 @@ describe('mutual exclusion across processes', () => {
   }, 180_000);
 
   it('negative control: with the reference acquire (no w_count/r_count guard) the same check finds lost updates and overlaps', async () => {
-    // Defect 1 of the reference design, and a release that no longer refuses a count mismatch.
-    const acquire = PROCEDURES.rwlock_acquire!.replace(
+    // Defect 1 of the reference design: the writer's UPDATE does not check the counts.
+    const acquire = CURRENT_PROCEDURES.rwlock_acquire!.replaceAll(
       'WHERE resource_id = p_resource AND w_count = 0 AND r_count = 0;',
       'WHERE resource_id = p_resource;',
     );
-    const release = PROCEDURES.rwlock_release!.replace(/IF ROW_COUNT\(\) <> 1 THEN[\s\S]*?END IF;/, '');
-    expect(acquire).not.toBe(PROCEDURES.rwlock_acquire);
-    expect(release).not.toBe(PROCEDURES.rwlock_release);
-    for (const [name, ddl] of [['rwlock_acquire', acquire], ['rwlock_release', release]] as const) {
-      await broken.knex.raw(`DROP PROCEDURE ${name}`);
-      await broken.knex.raw(ddl);
-    }
+    expect(acquire).not.toBe(CURRENT_PROCEDURES.rwlock_acquire);
+    await broken.knex.raw('DROP PROCEDURE rwlock_acquire');
+    await broken.knex.raw(acquire);
     await runWorkload(broken);
     const verdict = await judgeEffects(broken.knex, RESOURCES);
     expect(verdict.lostUpdates).toBeGreaterThan(0);

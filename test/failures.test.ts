@@ -1,12 +1,13 @@
 // Property 5: 1213 is retried; 1205 is rolled back and never committed; a connection lost during
-// COMMIT is resolved by looking the grant up (or surfaces as LockOutcomeUnknownError) — never a
-// silent double grant or a leaked count.
+// COMMIT is settled from the grant row (or surfaces as LockOutcomeUnknownError) — never a silent
+// double grant or a leaked count.
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { FaultProxy } from '../harness/proxy.js';
-import { createLockManager, LockOutcomeUnknownError } from '../src/index.js';
+import { ConnectionLostError, createLockManager, LockOutcomeUnknownError } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
+import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -54,10 +55,7 @@ describe('deadlock (1213)', () => {
         for (const id of [2, 3, 4]) await other.raw('UPDATE acct SET balance = balance + 1 WHERE id = ?', [id]);
         // .then() sends it: a knex query runs only when consumed.
         const blocked = other.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1').then(() => undefined);
-        await expect.poll(async () => {
-          const [rows] = (await db.knex.raw("SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS")) as unknown as [Array<{ n: number }>];
-          return Number(rows[0]!.n);
-        }, { timeout: 20_000 }).toBeGreaterThan(0);
+        await expect.poll(() => lockWaitCount(db.knex), { timeout: 20_000 }).toBeGreaterThan(0);
         try {
           await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 2');
         } finally {
@@ -127,7 +125,7 @@ describe('connection lost during COMMIT', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('COMMIT never reached the server: the error surfaces, nothing committed, the grant is released', async () => {
+  it('COMMIT never reached the server: ConnectionLostError, nothing committed, the grant is released', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
     let id = 0;
     proxy.armOnce(/^COMMIT/i, 'before-forward');
@@ -135,8 +133,7 @@ describe('connection lost during COMMIT', () => {
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
     }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect(err).not.toBeInstanceOf(LockOutcomeUnknownError);
+    expect(err).toBeInstanceOf(ConnectionLostError);
     expect(await ledgerCount('cl-2')).toBe(0);
     expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
     expect(await invariantViolations(db.knex)).toEqual([]);
@@ -157,24 +154,22 @@ describe('connection lost during COMMIT', () => {
   it('release reply lost: the release is confirmed by reading the row back', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
     const g = await locks.tryAcquireRead('cl-4');
-    proxy.armOnce(/CALL rwlock_release/, 'before-reply');
+    const cut = proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-reply');
     expect(await g!.release()).toBe(true);
+    expect(await cut).toMatch(/^UPDATE t_lock_log/);
     expect((await locks.inspect('cl-4')).rCount).toBe(0);
   });
 
   it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 0 });
-    // Keep the old server thread busy so it is not quiet yet when the deadline passes.
-    const blocker = await db.knex.transaction();
-    await blocker.raw('SELECT * FROM acct WHERE id = 3 FOR UPDATE');
-    proxy.armOnce(/^COMMIT/i, 'before-reply');
+    // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
+    void proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
     let grantId = 0;
     const pending = locks.withWriteLock('cl-5', async (trx, grant) => {
       grantId = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
     }).catch((e: unknown) => e);
     const err = await pending;
-    await blocker.rollback();
     expect(err).toBeInstanceOf(LockOutcomeUnknownError);
     expect((err as LockOutcomeUnknownError).code).toBe('ERR_RWLOCK_OUTCOME_UNKNOWN');
     expect((err as LockOutcomeUnknownError).grantId).toBe(grantId);
@@ -193,7 +188,7 @@ describe('connection lost during COMMIT', () => {
 });
 
 describe('connection killed inside the business transaction', () => {
-  it('the driver error that killed it surfaces (not knex\'s failed ROLLBACK), nothing commits, the lock is free', async () => {
+  it('ConnectionLostError carrying the driver error that killed it (not knex\'s failed ROLLBACK), nothing commits, the lock is free', async () => {
     const locks = createLockManager({ knex: db.knex });
     const err = await locks.withWriteLock('killed', async (trx, grant) => {
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['killed', grant.id]);
@@ -201,10 +196,12 @@ describe('connection killed inside the business transaction', () => {
       await db.knex.raw('KILL CONNECTION ?', [id]);
       await trx.raw('SELECT 1');
     }).catch((e: unknown) => e);
-    // The statement that met the dead connection fails with a fatal driver error; before, knex's
-    // failed ROLLBACK replaced it ("ROLLBACK - Can't add new command ...").
-    expect(err).toMatchObject({ fatal: true });
-    expect((err as Error).message).not.toMatch(/^ROLLBACK/);
+    // The statement that met the dead connection failed with a fatal driver error, which knex's
+    // failed ROLLBACK ("ROLLBACK - Can't add new command ...") must not replace.
+    expect(err).toBeInstanceOf(ConnectionLostError);
+    expect((err as ConnectionLostError).code).toBe('ERR_RWLOCK_CONNECTION_LOST');
+    expect((err as Error).cause).toMatchObject({ fatal: true });
+    expect(((err as Error).cause as Error).message).not.toMatch(/^ROLLBACK/);
     expect(await ledgerCount('killed')).toBe(0);
     expect((await locks.inspect('killed')).holders).toEqual([]);
   });

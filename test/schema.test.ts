@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../migrations/index.js';
 import { schemaSql } from '../scripts/schema-sql.js';
 import { migrate } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
@@ -41,8 +42,11 @@ async function describeSchema(db: Knex, database: string): Promise<unknown> {
                         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY TABLE_NAME, ORDINAL_POSITION`),
     indexes: await q(`SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS
                        WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`),
-    checks: await q(`SELECT TABLE_NAME, CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
-                      WHERE CONSTRAINT_SCHEMA = ? ORDER BY TABLE_NAME, CONSTRAINT_NAME`),
+    // CHECK_CONSTRAINTS has no TABLE_NAME on MySQL: the table comes from TABLE_CONSTRAINTS on both.
+    checks: await q(`SELECT tc.TABLE_NAME, cc.CONSTRAINT_NAME, cc.CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS cc
+                       JOIN information_schema.TABLE_CONSTRAINTS tc
+                         ON tc.CONSTRAINT_SCHEMA = cc.CONSTRAINT_SCHEMA AND tc.CONSTRAINT_NAME = cc.CONSTRAINT_NAME AND tc.CONSTRAINT_TYPE = 'CHECK'
+                      WHERE cc.CONSTRAINT_SCHEMA = ? ORDER BY tc.TABLE_NAME, cc.CONSTRAINT_NAME`),
     routines: await q(`SELECT ROUTINE_NAME, ROUTINE_DEFINITION FROM information_schema.ROUTINES
                         WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_NAME`),
   };
@@ -75,13 +79,13 @@ describe('schema', () => {
   });
 
   it('migrate() is idempotent', async () => {
-    expect(await migrate(migrated.knex)).toEqual({ applied: [] });
+    expect(await migrate(migrated.knex)).toEqual({ applied: [], repaired: [] });
   });
 
   it('several processes running migrate() at once all succeed and the schema is created once', async () => {
     const clients = Array.from({ length: 5 }, () => racing.connect({ poolMax: 2 }));
     const results = await Promise.all(clients.map((k) => migrate(k)));
-    expect(results.flatMap((r) => r.applied)).toEqual(['001_lock_tables']);
+    expect(results.flatMap((r) => r.applied)).toEqual(MIGRATIONS.map((m) => m.name));
     expect(await describeSchema(racing.knex, racing.name)).toEqual(await describeSchema(migrated.knex, migrated.name));
   });
 });

@@ -92,7 +92,7 @@ describe('bad options', () => {
       [undefined, /knex instance/],
       [{}, /^knex must be a knex instance/],
       [{ knex: db.knex, staleAfterMs: 0 }, /^staleAfterMs must be an integer from 1/],
-      [{ knex: db.knex, owner: '' }, /^owner must be a string of 1 to 255/],
+      [{ knex: db.knex, owner: '' }, /^owner must be well-formed text of 1 to 255 characters/],
       [{ knex: db.knex, owner: 'o'.repeat(256) }, /^owner/],
       [{ knex: db.knex, backoffMinMs: 50, backoffMaxMs: 10 }, /^backoffMinMs \(50\) must not exceed backoffMaxMs/],
       [{ knex: db.knex, writerIntentMs: -5 }, /^writerIntentMs/],

@@ -1,4 +1,5 @@
 import { query, type RawConnection } from '../connection.js';
+import { STATUS } from '../types.js';
 
 /**
  * Extends a live grant's lease to `ms` from now on the database clock. Bumping `version` also
@@ -9,7 +10,7 @@ export async function extendLease(conn: RawConnection, grantId: number, ms: numb
   const result = await query<{ affectedRows: number }>(
     conn,
     `UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
-      WHERE id = ? AND status IN (0, 1)`,
+      WHERE id = ? AND status = ${STATUS.live}`,
     [ms * 1000, grantId],
   );
   return result.affectedRows === 1;

@@ -1,10 +1,9 @@
 import { query, type RawConnection } from '../connection.js';
-import { modeOf, type LockMode } from '../types.js';
+import { STATUS, modeOf, type LockMode } from '../types.js';
 
 export interface Holder {
   id: number;
   mode: LockMode;
-  status: 'granted' | 'done';
   owner: string;
   createTime: Date;
   /** Age on the database clock. */
@@ -37,7 +36,7 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
     conn,
     `SELECT id, lock_type, status, owner, create_time, lease_until,
             TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us, lease_until >= NOW(6) AS leased
-       FROM t_lock_log WHERE status IN (0, 1) AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
+       FROM t_lock_log WHERE status = ${STATUS.live} AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
     [resource],
   );
   const c = counts[0];
@@ -51,8 +50,7 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
       return {
         id: Number(r.id),
         mode: modeOf(r.lock_type),
-        status: r.status === 0 ? 'granted' : 'done',
-        owner: r.owner,
+                owner: r.owner,
         createTime: r.create_time,
         leaseUntil: r.lease_until,
         ageMs,

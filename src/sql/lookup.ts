@@ -1,4 +1,6 @@
 import { query, type RawConnection } from '../connection.js';
+import { modeOf } from '../types.js';
+import type { GrantRef } from './release.js';
 
 export interface LoggedGrant {
   id: number;
@@ -6,34 +8,25 @@ export interface LoggedGrant {
   releasedBy: number | null;
 }
 
+type Row = { id: number | string; status: number; released_by: number | null };
+
+function fromRow(row: Row | undefined): LoggedGrant | null {
+  return row ? { id: Number(row.id), status: Number(row.status), releasedBy: row.released_by === null ? null : Number(row.released_by) } : null;
+}
+
 /** Finds a grant row by its client-generated token (UNIQUE key). */
 export async function findGrantByToken(conn: RawConnection, token: Buffer): Promise<LoggedGrant | null> {
-  const rows = await query<Array<{ id: number | string; status: number; released_by: number | null }>>(
-    conn, 'SELECT id, status, released_by FROM t_lock_log WHERE token = ?', [token],
-  );
-  const row = rows[0];
-  return row ? { id: Number(row.id), status: row.status, releasedBy: row.released_by } : null;
+  return fromRow((await query<Row[]>(conn, 'SELECT id, status, released_by FROM t_lock_log WHERE token = ?', [token]))[0]);
 }
 
 /** Reads a grant row by id. */
 export async function findGrantById(conn: RawConnection, id: number): Promise<LoggedGrant | null> {
-  const rows = await query<Array<{ id: number | string; status: number; released_by: number | null }>>(
-    conn, 'SELECT id, status, released_by FROM t_lock_log WHERE id = ?', [id],
-  );
-  const row = rows[0];
-  return row ? { id: Number(row.id), status: row.status, releasedBy: row.released_by } : null;
+  return fromRow((await query<Row[]>(conn, 'SELECT id, status, released_by FROM t_lock_log WHERE id = ?', [id]))[0]);
 }
 
-/**
- * True when the server thread `threadId` has no command in progress: it is gone, or idle.
- * A transaction commits only while its thread runs a command, so from then on the outcome of
- * whatever the lost connection sent is final and a lookup tells it.
- * (An id reused after a server restart can only make this wait longer, never answer early.)
- */
-export async function threadIsQuiet(conn: RawConnection, threadId: number): Promise<boolean> {
-  const rows = await query<Array<{ command: string }>>(
-    conn, 'SELECT COMMAND AS command FROM information_schema.PROCESSLIST WHERE ID = ?', [threadId],
-  );
+/** What a release needs to know of a grant, by id; null when there is no such grant. */
+export async function findGrantRef(conn: RawConnection, id: number): Promise<GrantRef | null> {
+  const rows = await query<Array<{ resource_id: Buffer; lock_type: number }>>(conn, 'SELECT resource_id, lock_type FROM t_lock_log WHERE id = ?', [id]);
   const row = rows[0];
-  return row === undefined || row.command === 'Sleep';
+  return row ? { id, resource: row.resource_id, mode: modeOf(Number(row.lock_type)) } : null;
 }

@@ -1,6 +1,6 @@
 import { query, type RawConnection } from '../connection.js';
 import { LockInvariantError } from '../errors.js';
-import { modeOf, type LockMode } from '../types.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type LockMode } from '../types.js';
 
 export interface Candidate {
   id: number;
@@ -25,7 +25,7 @@ export async function selectStale(conn: RawConnection, staleUs: number, limit: n
   const rows = await query<Array<{ id: number | string; version: number }>>(
     conn,
     `SELECT id, version FROM t_lock_log
-      WHERE status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+      WHERE status = ${STATUS.live} AND create_time < NOW(6) - INTERVAL ? MICROSECOND
         AND (lease_until IS NULL OR lease_until < NOW(6))
       ${exclude.length > 0 ? 'AND id NOT IN (?)' : ''}
       LIMIT ?`,
@@ -47,7 +47,7 @@ interface LockedRow {
 /**
  * Reaps candidates in one READ COMMITTED transaction: locks their log rows in id order, keeps those
  * still live, stale and at the version the candidate read saw (optimistic check), moves them to
- * status 2 and gives each resource its counts back in one statement. A row locked by a business
+ * released and gives each resource its counts back in one statement. A row locked by a business
  * transaction that is committing makes this fail with 1205 after the session's lock wait timeout.
  */
 export async function reapCandidates(conn: RawConnection, candidates: Candidate[], staleUs: number): Promise<ReapedGrant[]> {
@@ -60,7 +60,7 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
       `SELECT id, resource_id, lock_type, version, owner, create_time,
               TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
          FROM t_lock_log
-        WHERE id IN (?) AND status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+        WHERE id IN (?) AND status = ${STATUS.live} AND create_time < NOW(6) - INTERVAL ? MICROSECOND
           AND (lease_until IS NULL OR lease_until < NOW(6))
         ORDER BY id FOR UPDATE`,
       [[...expected.keys()], staleUs],
@@ -69,9 +69,9 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
     if (live.length > 0) {
       const marked = await query<{ affectedRows: number }>(
         conn,
-        `UPDATE t_lock_log SET status = 2, version = version + 1, released_at = NOW(6), released_by = 2
-          WHERE id IN (?) AND status IN (0, 1)`,
-        [live.map((r) => r.id)],
+        `UPDATE t_lock_log SET status = ${STATUS.released}, version = version + 1, released_at = NOW(6), released_by = ${RELEASED_BY.reaper}
+          WHERE id IN (?) AND status = ${STATUS.live}`,
+        [live.map((r) => Number(r.id))],
       );
       if (marked.affectedRows !== live.length) throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
       await giveCountsBack(conn, live);
@@ -102,7 +102,7 @@ async function giveCountsBack(conn: RawConnection, live: LockedRow[]): Promise<v
   for (const row of live) {
     const key = row.resource_id.toString('hex');
     const entry = perResource.get(key) ?? { resource: row.resource_id, w: 0, r: 0 };
-    if (row.lock_type === 0) entry.w += 1;
+    if (row.lock_type === LOCK_TYPE.write) entry.w += 1;
     else entry.r += 1;
     perResource.set(key, entry);
   }

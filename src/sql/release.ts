@@ -1,5 +1,5 @@
-import { firstRow, query, type RawConnection } from '../connection.js';
-import { LOCK_TYPE, RELEASED_BY, type LockMode, type ReleasedBy } from '../types.js';
+import { hex, query, type Hex, type RawConnection } from '../connection.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode, type ReleasedBy } from '../types.js';
 
 export interface GrantRef {
   id: number;
@@ -8,17 +8,35 @@ export interface GrantRef {
 }
 
 /**
- * Releases a grant (procedure `rwlock_release`): first a guarded UPDATE moves the log row out of
- * status 0/1, and only if that changed the row is the count given back, in the same transaction.
- * So a late release after a reap changes nothing. With `inTx` the procedure joins the caller's
- * open transaction (the fenced business commit) instead of running its own.
+ * Releases a grant in one statement: the grant row leaves status live and the resource's count is
+ * given back, both or neither. The WHERE clause names the state it expects, so a release after a
+ * reap (or any second release) changes nothing. Every changed row also changes `version`, so the
+ * result is the same with and without CLIENT_FOUND_ROWS: 2 rows when it released, 0 when the grant
+ * was no longer live. A count that would go below zero (tampered by hand) fails the statement
+ * (1690, out of range) instead of being given back.
+ *
+ * Run alone it is its own transaction; run as the last statement of a business transaction it is
+ * the fence. Parameters are numbers and a hex string only, so any driver or ORM can send them and
+ * no sql_mode changes how they are read.
  */
-export async function callRelease(
-  conn: RawConnection, grant: GrantRef, by: ReleasedBy, inTx: boolean,
-): Promise<{ released: boolean; connectionId: number }> {
-  const result = await query(conn, 'CALL rwlock_release(?, ?, ?, ?, ?)', [
-    grant.id, grant.resource, LOCK_TYPE[grant.mode], RELEASED_BY[by], inTx ? 1 : 0,
-  ]);
-  const row = firstRow<{ released: number | string; connection_id: number | string }>(result);
-  return { released: Number(row.released) === 1, connectionId: Number(row.connection_id) };
+export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+       r.w_count = r.w_count - ?, r.r_count = r.r_count - ?, r.version = r.version + 1
+ WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live}`;
+
+/** Rows RELEASE_SQL changes when it releases. */
+export const RELEASED_ROWS = 2;
+
+/** RELEASE_SQL's parameters: numbers and the resource id as hex. */
+export type ReleaseParams = [releasedBy: number, writeCount: number, readCount: number, grantId: number, resourceHex: Hex, lockType: number];
+
+export function releaseParams(grant: GrantRef, by: ReleasedBy): ReleaseParams {
+  const write = grant.mode === 'write' ? 1 : 0;
+  return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode]];
+}
+
+/** Releases on its own connection, as its own transaction. True when this statement released it. */
+export async function releaseGrant(conn: RawConnection, grant: GrantRef, by: ReleasedBy): Promise<boolean> {
+  const result = await query<{ affectedRows: number }>(conn, RELEASE_SQL, releaseParams(grant, by));
+  return result.affectedRows === RELEASED_ROWS;
 }

@@ -1,0 +1,29 @@
+import type { Knex } from 'knex';
+
+/**
+ * Version 3: `t_lock_log.mode_changed_at`, when a grant was downgraded from write to read (or
+ * upgraded from read to write) in place. `lock_type` holds the mode it has now, so a grant's
+ * history reads: the other mode from `create_time`, this one from `mode_changed_at`.
+ *
+ * Written as plain statements that add the column only when it is missing, so `up` stays
+ * idempotent on MySQL (which has no ADD COLUMN IF NOT EXISTS) and sql/schema.sql can carry them.
+ */
+export const STATEMENTS: readonly string[] = [
+  `SET @rwlock_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND COLUMN_NAME = 'mode_changed_at') = 0,
+    'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL', 'DO 0')`,
+  'PREPARE rwlock_ddl FROM @rwlock_ddl',
+  'EXECUTE rwlock_ddl',
+  'DEALLOCATE PREPARE rwlock_ddl',
+];
+
+export async function up(knex: Knex): Promise<void> {
+  // One connection: the statements share a session variable and a prepared statement.
+  await knex.transaction(async (trx) => {
+    for (const sql of STATEMENTS) await trx.raw(sql);
+  });
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('ALTER TABLE t_lock_log DROP COLUMN mode_changed_at');
+}

@@ -1,0 +1,111 @@
+import { errnoOf, ER_DUP_ENTRY, withConnection } from './connection.js';
+import type { LockContext } from './context.js';
+import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError } from './errors.js';
+import { Grant } from './grant.js';
+import { askDatabase, withRetries } from './retry.js';
+import { callAcquire } from './sql/acquire.js';
+import { findGrantByToken } from './sql/lookup.js';
+import { withdrawAcquire } from './sql/withdraw.js';
+import { newToken } from './token.js';
+import { RELEASED_BY, STATUS, type LockMode } from './types.js';
+import { backoffDelay } from './wait.js';
+
+/** A resource to lock: the id as given, and its bytes as stored. */
+export interface Target {
+  mode: LockMode;
+  resourceId: string;
+  resource: Buffer;
+}
+
+/**
+ * Waits for a lock: the Grant, or LockTimeoutError after `waitMs`, or LockAbortedError. Waiters
+ * of this manager queue per resource (FIFO): only the head polls, and a holder that releases and
+ * re-acquires in a loop cannot barge past them. Between processes the database decides.
+ */
+export async function acquire(ctx: LockContext, t: Target, waitMs: number, signal: AbortSignal | undefined): Promise<Grant> {
+  const { backoffMinMs, backoffMaxMs, writerIntentMs } = ctx.options;
+  const startedAt = Date.now();
+  const deadline = startedAt + waitMs;
+  const intentMs = t.mode === 'write' && waitMs > 0 ? writerIntentMs : 0;
+  if (signal?.aborted) throw new LockAbortedError(signal.reason);
+  if (waitMs === 0) {
+    const grant = await attempt(ctx, t, intentMs);
+    if (grant) return unlessAborted(grant, signal);
+    throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
+  }
+  const ticket = ctx.queues.join(t.resource.toString('hex'), t.mode);
+  let granted: LockMode | null = null;
+  try {
+    if (!ticket.isHead) {
+      if (!(await ticket.untilHead(deadline, signal))) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
+      const behind = ticket.takeBehindWriter();
+      if (behind !== null) {
+        // The previous head was just granted a conflicting lock: wait for its release (a local
+        // release wakes us at once), polling in case it is released elsewhere.
+        await ticket.pause(Math.min(Math.max(0, deadline - Date.now()), backoffMaxMs), signal, behind);
+      }
+    }
+    for (let n = 0; ; n++) {
+      if (signal?.aborted) throw new LockAbortedError(signal.reason);
+      const seen = ticket.epoch;
+      const grant = await attempt(ctx, t, intentMs);
+      if (grant) {
+        granted = signal?.aborted ? null : t.mode;
+        return await unlessAborted(grant, signal);
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
+      // A release in this process during the failed attempt: try again at once, backoff restarted.
+      if (ticket.epoch !== seen) {
+        n = -1;
+        continue;
+      }
+      await ticket.pause(Math.min(remaining, backoffDelay(n, backoffMinMs, backoffMaxMs, Date.now() - startedAt)), signal, seen);
+    }
+  } finally {
+    ticket.leave(granted);
+  }
+}
+
+async function unlessAborted(grant: Grant, signal: AbortSignal | undefined): Promise<Grant> {
+  if (signal?.aborted) {
+    await grant.release();
+    throw new LockAbortedError(signal.reason);
+  }
+  return grant;
+}
+
+/**
+ * One acquire: one round trip, retried after a conflict. An attempt whose reply was lost is
+ * withdrawn (see `withdrawAcquire`): that tells whether it was granted without needing to see the
+ * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
+ */
+export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<Grant | null> {
+  let token = newToken();
+  return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
+    token = newToken();
+    const id = await withConnection(ctx.knex, (conn) => callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs));
+    return id === null ? null : new Grant(ctx, id, t.resourceId, t.resource, t.mode, token);
+  }, async (err) => {
+    const lostToken = token;
+    const reply = await askDatabase(ctx.knex, ctx.policy.resolveTimeoutMs, async (conn) => {
+      try {
+        await withdrawAcquire(conn, t.resource, t.mode, lostToken);
+        return null;
+      } catch (e) {
+        if (errnoOf(e) === ER_DUP_ENTRY) return findGrantByToken(conn, lostToken);
+        throw e;
+      }
+    });
+    if (reply === undefined) throw new LockOutcomeUnknownError('acquire', lostToken.toString('hex'), null, err);
+    const row = reply.answer;
+    // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
+    if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
+    const grant = new Grant(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
+    if (row.status === STATUS.released) {
+      grant.committed(); // granted, and released since (reaped): nothing is held
+      return { value: null };
+    }
+    return { value: grant };
+  });
+}

@@ -1,0 +1,17 @@
+import type { Knex } from 'knex';
+import type { ResolvedManagerOptions } from './options.js';
+import type { RetryPolicy } from './retry.js';
+import type { Scopes } from './scope.js';
+import type { WaitQueues } from './wait.js';
+
+/** What a lock manager shares with its grants and its acquire and fence machinery. */
+export interface LockContext {
+  readonly knex: Knex;
+  readonly options: ResolvedManagerOptions;
+  readonly policy: RetryPolicy;
+  readonly queues: WaitQueues;
+  /** The fenced operations enclosing the current async context. */
+  readonly scopes: Scopes;
+  /** The owner as UTF-8, as the acquire sends it. */
+  readonly ownerBytes: Buffer;
+}

@@ -1,0 +1,61 @@
+import type { Knex } from 'knex';
+import type { LockContext } from './context.js';
+import { ConnectionLostError, LockLostError, LockOutcomeUnknownError } from './errors.js';
+import type { FenceExecutor, Grant } from './grant.js';
+import type { IsolationLevel } from './options.js';
+import { withRetries } from './retry.js';
+
+/** Business work run under a lock, inside the transaction the lock commits with. */
+export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;
+
+/** The fence's executor for a knex transaction. */
+export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
+  return async (sql, params) => {
+    const [result] = (await trx.raw(sql, params)) as unknown as [{ affectedRows: number }];
+    return result.affectedRows;
+  };
+}
+
+/**
+ * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
+ * writes and the release commit together or not at all. Under the library's retry policy: a
+ * conflict rolls it back whole and it runs again under the same grant; a COMMIT whose reply was
+ * lost is settled from the grant row. Any rejection of `work`, whatever its value, rolls back and
+ * is rethrown as it is.
+ */
+export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
+  let commitSent = false;
+  let value: T | undefined;
+  return withRetries(ctx.policy, 'the business transaction', async () => {
+    commitSent = false;
+    value = undefined;
+    let failure: { error: unknown } | undefined;
+    try {
+      await ctx.knex.transaction(async (trx) => {
+        try {
+          value = await ctx.scopes.run(grant.ref.resource.toString('hex'), { grant, trx }, () => work(trx, grant));
+        } catch (error) {
+          failure = { error };
+          // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+          throw error instanceof Error ? error : new Error('business work rejected');
+        }
+        await grant.fence(knexExecutor(trx));
+        commitSent = true;
+      }, isolationLevel ? { isolationLevel } : undefined);
+    } catch (caught) {
+      // The work's own rejection says what happened: when the connection died under it, knex's
+      // failed ROLLBACK would replace it.
+      throw failure ? failure.error : caught;
+    }
+    grant.committed();
+    return value as T;
+  }, async (err) => {
+    // Died before COMMIT was sent: the server rolls the transaction back; the grant is still ours.
+    if (!commitSent) throw new ConnectionLostError('the business transaction', err);
+    const outcome = await grant.settleLostCommit();
+    if (outcome === undefined) throw new LockOutcomeUnknownError('business commit', grant.token, grant.id, err);
+    if (outcome === 'committed') return { value: value as T };
+    if (outcome === 'lost') throw new LockLostError(grant.id);
+    throw new ConnectionLostError('the business transaction', err);
+  });
+}

@@ -1,0 +1,67 @@
+import type { Knex } from 'knex';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
+import { ConnectionLostError, RwLockError, TransactionConflictError } from './errors.js';
+
+export interface RetryPolicy {
+  /** Runs after the first of a transaction that a conflict rolled back, or whose connection died before it could commit. */
+  retries: number;
+  /** How long to keep asking the database for the outcome of a commit whose reply was lost. */
+  resolveTimeoutMs: number;
+}
+
+/** What the database says about an attempt whose connection died with the outcome open. */
+export type Settled<T> = { value: T } | 'retry';
+
+/**
+ * The one retry policy of the library, for its own transactions and for business transactions:
+ * - a conflict (deadlock or a cluster's certification failure) rolled the attempt back whole: run
+ *   it again, at most `retries` more times, then TransactionConflictError;
+ * - the connection died with the attempt in flight: `settle` learns from the database whether it
+ *   committed and answers its value, or 'retry' when it certainly did not and a new attempt is
+ *   safe (it throws when neither holds). Without `settle`, ConnectionLostError;
+ * - anything else is thrown as it is (schema and invariant errors typed).
+ */
+export async function withRetries<T>(
+  policy: RetryPolicy, what: string, attempt: () => Promise<T>, settle: ((err: unknown) => Promise<Settled<T>>) | null,
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (isConflict(err)) {
+        if (n <= policy.retries) continue;
+        throw new TransactionConflictError(what, n, err);
+      }
+      if (!isConnectionLost(err)) throw err;
+      if (settle === null) throw new ConnectionLostError(what, err);
+      const outcome = await settle(err);
+      if (outcome !== 'retry') return outcome.value;
+      if (n > policy.retries) throw new ConnectionLostError(what, err);
+    }
+  }
+}
+
+const PROBE_LOCK_WAIT_SEC = 1;
+const PROBE_PAUSE_MS = 50;
+
+/**
+ * Asks the database, on a fresh connection, until it answers or `timeoutMs` passes (then
+ * undefined). A probe may wait on a row that the lost transaction still holds while its server
+ * thread finishes, so it runs with a short lock wait timeout and is repeated. Any other failure to
+ * get an answer (a server restarting or failing over refuses, times out, or has no free
+ * connection) is retried the same way: until the deadline, not knowing is the only honest answer.
+ * Only the library's own typed errors (a missing schema, counts changed by hand) end it at once.
+ */
+export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: RawConnection) => Promise<T>): Promise<{ answer: T } | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return { answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))) };
+    } catch (err) {
+      if (err instanceof RwLockError) throw err;
+    }
+    if (Date.now() >= deadline) return undefined;
+    await sleep(PROBE_PAUSE_MS);
+  }
+}

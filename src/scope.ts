@@ -1,0 +1,37 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Knex } from 'knex';
+import type { Grant } from './grant.js';
+
+/** A fenced operation open in the current async context: its grant and its transaction. */
+export interface Held {
+  grant: Grant;
+  trx: Knex.Transaction;
+}
+
+/**
+ * The fenced operations of one lock manager that enclose the current async context (Node's unit
+ * of "the same caller"): a nested call on a resource held here joins the enclosing grant instead
+ * of waiting for it, and the count of open transactions tells how many pool connections a nested
+ * call on another resource needs.
+ */
+export class Scopes {
+  readonly #als = new AsyncLocalStorage<ReadonlyMap<string, Held>>();
+
+  /** The enclosing operation on this resource (by hex id), if any. */
+  held(resourceHex: string): Held | undefined {
+    return this.#als.getStore()?.get(resourceHex);
+  }
+
+  /** Fenced transactions open around the current async context, each holding a connection. */
+  get depth(): number {
+    return this.#als.getStore()?.size ?? 0;
+  }
+
+  /** Runs `work` with `held` added to the enclosing operations. */
+  run<T>(resourceHex: string, held: Held, work: () => Promise<T>): Promise<T> {
+    const outer = this.#als.getStore();
+    const inner = new Map(outer);
+    inner.set(resourceHex, held);
+    return this.#als.run(inner, work);
+  }
+}

@@ -1,0 +1,37 @@
+import { hex, query, type RawConnection } from '../connection.js';
+import { LOCK_TYPE, STATUS } from '../types.js';
+import type { GrantRef } from './release.js';
+
+/**
+ * Turns a live write grant into a read grant in place, in one statement: the grant row changes
+ * its type and the resource gives up its writer for one reader, both or neither, so no writer can
+ * get in between. True when the grant was a live write grant and now is a read grant.
+ */
+export async function downgradeGrant(conn: RawConnection, grant: GrantRef): Promise<boolean> {
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+        SET l.lock_type = ${LOCK_TYPE.read}, l.mode_changed_at = NOW(6), l.version = l.version + 1,
+            r.w_count = r.w_count - 1, r.r_count = r.r_count + 1, r.version = r.version + 1
+      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.write} AND l.status = ${STATUS.live}`,
+    [grant.id, hex(grant.resource)],
+  );
+  return result.affectedRows === 2;
+}
+
+/**
+ * Turns a live read grant into a write grant in place, only while it is the resource's one
+ * holder (no writer, one reader: this one). True when it did; false at once otherwise.
+ */
+export async function upgradeGrant(conn: RawConnection, grant: GrantRef): Promise<boolean> {
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+        SET l.lock_type = ${LOCK_TYPE.write}, l.mode_changed_at = NOW(6), l.version = l.version + 1,
+            r.w_count = 1, r.r_count = 0, r.version = r.version + 1
+      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.status = ${STATUS.live}
+        AND r.w_count = 0 AND r.r_count = 1`,
+    [grant.id, hex(grant.resource)],
+  );
+  return result.affectedRows === 2;
+}
