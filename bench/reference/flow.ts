@@ -1,13 +1,18 @@
 // The reference article's read-write lock, statement by statement, on its own ref_ tables, for
 // comparison only. Its outright bugs are fixed so it can run under load without corrupting itself
-// (defects 1 and 3 in DESIGN.md: resource_id and w_count = 0 in the acquire UPDATE, one primary
+// (defects 1 and 3 listed in docs/design.md: resource_id and w_count = 0 in the acquire UPDATE, one primary
 // key), but the sequence of statements, transactions and commits is the article's:
 //   acquire: SELECT pre-check -> INSERT if absent -> BEGIN, conditional UPDATE, INSERT log, COMMIT
 //   release: BEGIN, UPDATE counts, UPDATE log status = 2, COMMIT
 //   fenced business: acquire -> BEGIN, business, UPDATE log SET status = 1 WHERE id AND status = 0, COMMIT -> release
 // It runs on the same knex pool path as the library (raw mysql2 connections from knex's pool).
 import type { Knex } from 'knex';
-import { query, withConnection, type RawConnection } from '../../src/connection.js';
+import { query as libraryQuery, withConnection, type RawConnection, type SqlValue } from '../../src/connection.js';
+
+/** The reference sends its VARCHAR ids as strings, escaped by mysql2 as the article's code would. */
+function query<T = unknown>(conn: RawConnection, sql: string, values: unknown[] = []): Promise<T> {
+  return libraryQuery<T>(conn, sql, values as SqlValue[]);
+}
 
 export const REF_TABLES = [
   `CREATE TABLE IF NOT EXISTS ref_read_write_lock (

@@ -170,8 +170,8 @@ describe('checker', () => {
 
   it('fails liveness when resources stay held past the bound or never free up', () => {
     const { events, db } = clean();
-    expect(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: 2000, boundMs: 3000 } }).violations).toEqual([]);
-    expect(checksOf(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual(['liveness']);
-    expect(checksOf(check({ events, db, liveness: { faultsStoppedAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual(['liveness']);
+    expect(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 2000, boundMs: 3000 } }).violations).toEqual([]);
+    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual(['liveness']);
+    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual(['liveness']);
   });
 });

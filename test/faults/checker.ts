@@ -59,8 +59,12 @@ export interface Sample {
   live: Array<{ resource: string; type: 0 | 1; n: number }>;
 }
 
+/**
+ * Once the last holder process has exited, every grant still live was created before that, so the
+ * reaper must release it within the cutoff, one reaper period and a reaper round's run time.
+ */
 export interface Liveness {
-  faultsStoppedAt: number;
+  holdersGoneAt: number;
   /** When every resource was first seen free (no counts, no live grants); null if never. */
   freeAt: number | null;
   boundMs: number;
@@ -116,8 +120,8 @@ export function check(input: CheckInput): CheckResult {
   const l = input.liveness;
   if (l) {
     if (l.freeAt === null) add({ check: 'liveness', detail: 'resources never became free after the faults stopped' });
-    else if (l.freeAt - l.faultsStoppedAt > l.boundMs) {
-      add({ check: 'liveness', detail: `resources free ${Math.round(l.freeAt - l.faultsStoppedAt)} ms after the faults stopped; bound ${l.boundMs} ms` });
+    else if (l.freeAt - l.holdersGoneAt > l.boundMs) {
+      add({ check: 'liveness', detail: `resources free ${Math.round(l.freeAt - l.holdersGoneAt)} ms after the last holder exited; bound ${l.boundMs} ms` });
     }
   }
   const releases = db.grants.filter((g) => g.status === 2).length;
@@ -248,6 +252,8 @@ interface OpSummary {
   outcome: Outcome;
   committed: boolean;
   grants: number[];
+  /** The error a failed operation reported. */
+  err?: string;
 }
 
 export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
@@ -257,6 +263,7 @@ export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
     if (e.ev === 'granted' && e.grant !== undefined) o.grants.push(e.grant);
     if (e.ev === 'commit-ok') o.committed = true;
     if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') o.outcome = e.ev;
+    if (e.ev === 'fail' && e.err !== undefined) o.err = e.err;
     ops.set(e.op, o);
   }
   return ops;
@@ -276,7 +283,7 @@ export function ackViolations(events: OpEvent[], db: DbState): { violations: Vio
     const rows = rowsByOp.get(op) ?? [];
     if (rows.length > 1) out.push({ check: 'ack', detail: `${op}: ${rows.length} business rows for one operation` });
     if (outcome === 'ok' && rows.length === 0) out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
-    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed but its business row (grant ${rows[0]!.grant}) committed` });
+    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed` });
     if (rows.length === 1 && s.grants.length > 0 && !s.grants.includes(rows[0]!.grant)) {
       out.push({ check: 'ack', detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}` });
     }

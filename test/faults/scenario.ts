@@ -8,6 +8,7 @@ import mysql from 'mysql2/promise';
 import { connectKnex, parseMysqlUrl } from '../../harness/database.js';
 import type { FaultProxy } from '../../harness/proxy.js';
 import { createLockManager } from '../../src/index.js';
+import { RELEASED_BY } from '../../src/types.js';
 import { check, type CheckResult, type DbState, type Sample } from './checker.js';
 import { appendJsonl, now, readJsonl, type FaultEvent, type FaultKind, type OpEvent, type ReaperRun } from './history.js';
 import type { FromWorker, Phase, ToWorker, WorkerConfig, WorkerVariant } from './worker.js';
@@ -82,7 +83,10 @@ export interface ScenarioResult {
   faults: Record<string, { injected: number; proven: number }>;
   notes: string[];
   durationMs: number;
+  /** From the last holder's exit to the moment no grant was live. */
   freeAfterMs: number | null;
+  /** From the end of the faults to the last holder's exit. */
+  holdersGoneAfterMs: number;
   livenessBoundMs: number;
   liveAgain: boolean;
 }
@@ -142,7 +146,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const rows = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; by: number | null; owner: string }>(
       o.main,
       `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
-              UNIX_TIMESTAMP(released_at) AS r, released_by AS \`by\`, owner FROM t_lock_log`,
+              UNIX_TIMESTAMP(released_at) AS r, released_by AS \`by\`, owner FROM t_lock_log
+        WHERE released_by IS NULL OR released_by <> ${RELEASED_BY.withdrawn}`, // a withdrawn acquire's row was never a grant
     );
     return rows.map((g) => ({
       id: Number(g.id), resource: g.resource, type: Number(g.t) as 0 | 1, status: Number(g.status), createdMs: ts(g.c),
@@ -411,9 +416,13 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   for (const s of slots) send(s, { type: 'stop' });
   await Promise.race([Promise.all(slots.map((s) => s.exited)), sleep(30_000)]);
   for (const s of slots) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+  await Promise.all(slots.map((s) => s.exited));
+  // Workers finish the operation in hand when told to stop, so grants are still made after the
+  // faults stop; from here on no holder is left, and the reaper's promise applies to what remains.
+  const holdersGoneAt = now();
   const livenessBoundMs = o.staleAfterMs + o.reaperPeriodMs + o.livenessSlackMs;
   let freeAt: number | null = null;
-  const freeDeadline = faultsStoppedAt + livenessBoundMs + 30_000;
+  const freeDeadline = holdersGoneAt + livenessBoundMs + 30_000;
   while (now() < freeDeadline) {
     try {
       const rows = await q<{ busy: number }>(
@@ -468,7 +477,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   }, 30_000);
   const events = histories.flatMap((h) => readJsonl<OpEvent>(h));
   const runs = reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f));
-  const result = check({ events, db: state, samples, liveness: { faultsStoppedAt, freeAt, boundMs: livenessBoundMs } });
+  const result = check({ events, db: state, samples, liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs } });
   if (!liveAgain) result.violations.push({ check: 'liveness', detail: 'a resource could not be write-locked after the faults stopped' });
 
   // --- evidence from the record: reapers contending, and reapers racing a holder's final commit ---
@@ -493,7 +502,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   }
   return {
     name: o.name, check: result, faults: summary, notes, durationMs: now() - started,
-    freeAfterMs: freeAt === null ? null : freeAt - faultsStoppedAt, livenessBoundMs, liveAgain,
+    freeAfterMs: freeAt === null ? null : freeAt - holdersGoneAt, holdersGoneAfterMs: holdersGoneAt - faultsStoppedAt, livenessBoundMs, liveAgain,
   };
 }
 

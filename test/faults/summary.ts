@@ -1,5 +1,6 @@
 // The end-of-run summary: operations, faults proven, violations, negative controls caught.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { ScenarioResult } from './scenario.js';
 
 export interface NegativeControl {
@@ -31,7 +32,7 @@ export function formatSummary(s: SuiteSummary): string {
   for (const r of s.runs) {
     lines.push(`## ${r.name}`, '');
     lines.push(`Duration ${(r.durationMs / 1000).toFixed(0)} s; lock operations checked ${r.check.lockOps}; invariant samples ${r.check.samples}; ` +
-      `resources free ${r.freeAfterMs === null ? 'never' : `${Math.round(r.freeAfterMs)} ms`} after the faults stopped (bound ${r.livenessBoundMs} ms); lock live again: ${r.liveAgain ? 'yes' : 'NO'}.`, '');
+      `last holder exited ${Math.round(r.holdersGoneAfterMs)} ms after the faults stopped; resources free ${r.freeAfterMs === null ? 'never' : `${Math.round(r.freeAfterMs)} ms`} after that (bound ${r.livenessBoundMs} ms); lock live again: ${r.liveAgain ? 'yes' : 'NO'}.`, '');
     lines.push('| business operations | count |', '|---|---|');
     for (const [k, n] of Object.entries(r.check.ops).sort()) lines.push(`| ${k} | ${n} |`);
     lines.push('', '| fault | injected | proven |', '|---|---|---|');
@@ -49,6 +50,7 @@ export function formatSummary(s: SuiteSummary): string {
 
 export function writeSummary(file: string, s: SuiteSummary): string {
   const text = formatSummary(s);
+  mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, text);
   return text;
 }

@@ -9,6 +9,7 @@
 import type { Knex } from 'knex';
 import { connectKnex } from '../../harness/database.js';
 import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant } from '../../src/index.js';
+import { isConnectionLost } from '../../src/connection.js';
 import { referenceFence, unguardedRelease } from './broken.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
@@ -84,12 +85,20 @@ async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<number> {
   return Number(rows[0]?.id);
 }
 
+/** The unfenced read's own business COMMIT lost its connection: whether it committed is not known here. */
+class OwnCommitUnknown extends Error {
+  constructor(cause: unknown) {
+    super('business commit outcome unknown', { cause });
+    this.name = 'OwnCommitUnknown';
+  }
+}
+
 function classify(err: unknown): { outcome: Outcome; err: string } {
   const e = err as { code?: string; name?: string; message?: string; fatal?: boolean };
   // knex prefixes the failing SQL ("UPDATE ... - reason"): group by the reason alone.
   const reason = (e?.message ?? String(err)).split(' - ').pop()!.slice(0, 60);
   const name = e?.code ?? (e?.name && e.name !== 'Error' ? e.name : `${e?.fatal ? 'fatal ' : ''}Error(${reason})`);
-  return { outcome: err instanceof LockOutcomeUnknownError ? 'unknown' : 'fail', err: name };
+  return { outcome: err instanceof LockOutcomeUnknownError || err instanceof OwnCommitUnknown ? 'unknown' : 'fail', err: name };
 }
 
 async function writeOp(op: string, resource: string, slow: boolean, active: { token?: number }): Promise<void> {
@@ -150,9 +159,13 @@ async function readOp(op: string, resource: string, manual: boolean, active: { t
   let seen = -1;
   try {
     await checkpoint('before', grant, () => connectionIdOf(db), active);
+    let stepDone = false;
     await db.transaction(async (trx) => {
       seen = await readStep(trx, op, resource, grant.id, pause, false);
-    }, { isolationLevel: 'read committed' });
+      stepDone = true;
+    }, { isolationLevel: 'read committed' }).catch((err: unknown) => {
+      throw stepDone && isConnectionLost(err) ? new OwnCommitUnknown(err) : err;
+    });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
   } finally {
