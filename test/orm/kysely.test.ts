@@ -1,0 +1,83 @@
+// The fence on a Kysely transaction (MysqlDialect on a mysql2 pool).
+import { CompiledQuery, Kysely, MysqlDialect, sql, type Generated, type Transaction } from 'kysely';
+import { createPool } from 'mysql2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseMysqlUrl } from '../../harness/database.js';
+import { createLockManager, LockInvariantError, type FenceExecutor, type Grant, type ReleaseParams } from '../../src/index.js';
+import { useTestDatabase } from '../support/db.js';
+import { grantRow, invariantViolations } from '../support/state.js';
+import { fenceSuite } from './support/suite.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+// docs/orms.md recipe: begin
+interface Database {
+  loans: { id: string; repaid: number };
+  payments: { id: Generated<number>; loan_id: string; amount: number };
+}
+
+/** The fence's executor for a Kysely transaction: numAffectedRows is a bigint, the fence wants a number. */
+function kyselyExecutor<DB>(trx: Transaction<DB>): FenceExecutor {
+  return async (text, params) => Number((await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows);
+}
+
+async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amount: number): Promise<void> {
+  try {
+    await kysely.transaction().execute(async (trx) => {
+      await trx.insertInto('loans').values({ id: loanId, repaid: amount }).onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` }).execute();
+      await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
+      await grant.fence(kyselyExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+    });
+    grant.committed(); // that commit released the grant
+  } finally {
+    await grant.release(); // no-op after committed(); releases the grant after a rollback
+  }
+}
+// docs/orms.md recipe: end
+
+function connect(foundRows: boolean): Kysely<Database> {
+  const pool = createPool({ ...parseMysqlUrl(db.url), database: db.name, connectionLimit: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+  return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+}
+
+fenceSuite({
+  name: 'Kysely',
+  db,
+  recipes: [import.meta.filename],
+  packages: ['kysely', 'mysql2'],
+  async connect({ foundRows }) {
+    const kysely = connect(foundRows);
+    return {
+      repay: (grant, loanId, amount) => repay(kysely, grant, loanId, amount),
+      inTransaction: (body) => kysely.transaction().execute((trx) => body(kyselyExecutor(trx))),
+      close: () => kysely.destroy(),
+    };
+  },
+});
+
+describe('an executor that does not resolve to the affected-row count', () => {
+  let kysely: Kysely<Database>;
+
+  beforeAll(() => {
+    kysely = connect(true);
+  });
+
+  afterAll(async () => {
+    await kysely?.destroy();
+  });
+
+  it('makes fence() throw LockInvariantError, and the transaction rolls the release back', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const grant = await locks.acquireWrite('bigint-executor');
+    // The easy mistake with Kysely: handing on numAffectedRows, a bigint (2n), as it is.
+    const bigintExecutor = (trx: Transaction<Database>) =>
+      (async (text: string, params: ReleaseParams) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows) as unknown as FenceExecutor;
+    const err = await kysely.transaction().execute((trx) => grant.fence(bigintExecutor(trx))).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(LockInvariantError);
+    expect(String((err as Error).message)).toMatch(/resolved to 2 \(a bigint\)/);
+    // The fence's UPDATE did run; the rejected transaction rolled it back.
+    expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
+    expect(await grant.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});

@@ -1,0 +1,96 @@
+// The fence on a Prisma 7 interactive transaction, through the driver adapter @prisma/adapter-mariadb
+// (the mariadb connector, which speaks to MySQL and MariaDB alike). The client is generated from
+// prisma/schema.prisma before the tests, into a temporary directory.
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { PrismaMariaDb } from '@prisma/adapter-mariadb';
+import { beforeAll, afterAll } from 'vitest';
+import { parseMysqlUrl } from '../../harness/database.js';
+import type { FenceExecutor, Grant } from '../../src/index.js';
+import { useTestDatabase } from '../support/db.js';
+import { fenceSuite } from './support/suite.js';
+
+const db = useTestDatabase(import.meta.filename);
+const ROOT = join(import.meta.dirname, '..', '..');
+const SCHEMA = join(import.meta.dirname, 'prisma', 'schema.prisma');
+
+// What the recipe uses of the generated client, declared here so that this file type-checks
+// without it (it exists only once beforeAll has run `prisma generate`).
+declare namespace Prisma {
+  interface TransactionClient {
+    loan: { upsert(args: { where: { id: string }; create: { id: string; repaid: number }; update: { repaid: { increment: number } } }): Promise<unknown> };
+    payment: { create(args: { data: { loanId: string; amount: number } }): Promise<unknown> };
+    $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
+  }
+}
+interface PrismaClient {
+  $transaction<T>(fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T>;
+  $disconnect(): Promise<void>;
+}
+type PrismaClientClass = new (options: { adapter: PrismaMariaDb }) => PrismaClient;
+
+// docs/orms.md recipe: begin
+/** The fence's executor for a Prisma interactive transaction: $executeRawUnsafe resolves to the affected-row count. */
+function prismaExecutor(tx: Prisma.TransactionClient): FenceExecutor {
+  return (sql, params) => tx.$executeRawUnsafe(sql, ...params);
+}
+
+async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount: number): Promise<void> {
+  try {
+    await prisma.$transaction(async (tx) => {
+      await tx.loan.upsert({ where: { id: loanId }, create: { id: loanId, repaid: amount }, update: { repaid: { increment: amount } } });
+      await tx.payment.create({ data: { loanId, amount } });
+      await grant.fence(prismaExecutor(tx)); // last statement: LockLostError (and a rollback) if the grant was lost
+    });
+    grant.committed(); // that commit released the grant
+  } finally {
+    await grant.release(); // no-op after committed(); releases the grant after a rollback
+  }
+}
+// docs/orms.md recipe: end
+
+
+let workDir: string;
+let PrismaClientOf: PrismaClientClass;
+
+beforeAll(async () => {
+  mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+  workDir = mkdtempSync(join(ROOT, '.tmp', 'prisma-'));
+  copyFileSync(SCHEMA, join(workDir, 'schema.prisma'));
+  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'prisma', 'build', 'index.js'), 'generate', '--schema', join(workDir, 'schema.prisma')], {
+    cwd: workDir,
+    env: {
+      ...process.env,
+      // Every prisma command first makes sure the native schema engine is installed, and downloads it
+      // when it is not (npm did not run install scripts here, and the machine may be offline).
+      // `generate` never runs it: any existing file satisfies the check.
+      PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? SCHEMA,
+      CHECKPOINT_DISABLE: '1',
+      PRISMA_HIDE_UPDATE_MESSAGE: '1',
+    },
+  });
+  ({ PrismaClient: PrismaClientOf } = (await import(pathToFileURL(join(workDir, 'generated', 'client.ts')).href)) as { PrismaClient: PrismaClientClass });
+}, 120_000);
+
+afterAll(() => {
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+fenceSuite({
+  name: 'Prisma',
+  db,
+  recipes: [import.meta.filename, SCHEMA],
+  packages: ['prisma', '@prisma/client', '@prisma/adapter-mariadb', 'mariadb'],
+  async connect({ foundRows }) {
+    const { host, port, user, password } = parseMysqlUrl(db.url);
+    const prisma = new PrismaClientOf({ adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }) });
+    return {
+      repay: (grant, loanId, amount) => repay(prisma, grant, loanId, amount),
+      inTransaction: (body) => prisma.$transaction((tx) => body(prismaExecutor(tx))),
+      close: () => prisma.$disconnect(),
+    };
+  },
+});
