@@ -1,38 +1,89 @@
 #!/usr/bin/env node
-// The scheduled reaper process: `npm run reaper` (or `mysql-rwlock-reaper` when installed).
-// Config from the environment: MYSQL_URL (required), REAPER_CRON (default every minute),
-// STALE_AFTER_MS (default 600000), REAPER_BATCH_SIZE (500), RETENTION_MS (7 days; 0 = keep all).
-// `--once` runs a single round and exits. Logs one JSON line per run and per reaped grant.
+// The scheduled reaper process: `mysql-rwlock-reaper` when installed, `npm run reaper` in a checkout.
+// Configured by environment variables (see `--help`, or JOB_ENV in src/reaper-job.ts). Logs one JSON
+// line per run and per reaped grant on stdout. Exit codes: 0 stopped by SIGTERM/SIGINT or a `--once`
+// run that succeeded; 1 a `--once` run that failed, or an unexpected error; 2 bad configuration or usage.
 import knexFactory from 'knex';
-import { jobConfigFromEnv, runReaperOnce, scheduleReaper, type LogLine } from '../src/reaper-job.js';
+import { parseArgs } from 'node:util';
+import { JOB_ENV, jobConfigFromEnv, runReaperOnce, scheduleReaper, type LogLine } from '../src/reaper-job.js';
+
+const USAGE = `Usage: mysql-rwlock-reaper [--once]
+
+Releases lock grants whose holders died (older than STALE_AFTER_MS) and purges old released grants.
+Runs as a daemon on REAPER_CRON until SIGTERM or SIGINT, finishing the run in progress; --once runs one
+round and exits, for an external scheduler (a Kubernetes CronJob, a systemd timer, cron).
+
+Options:
+  --once        run one round and exit
+  -h, --help    print this help and exit
+
+Environment:
+${JOB_ENV.map((v) => `  ${v.name.padEnd(20)} ${v.default === 'required' ? 'required' : `default ${v.default}`}\n  ${''.padEnd(20)} ${v.meaning}`).join('\n')}
+
+Output: one JSON line per run ({"event":"reaper.run","ok":true,"reaped":0,...}) and per reaped grant.
+
+Exit codes:
+  0  stopped by SIGTERM/SIGINT, or a --once run that succeeded
+  1  a --once run failed (database unreachable, schema missing, a grant that could not be reaped)
+  2  bad configuration or usage (the line names the variable or option)
+
+Run it so that signals reach it: node node_modules/.bin/mysql-rwlock-reaper, or exec it from a shell
+wrapper. npx and npm run do not forward SIGTERM to it.`;
 
 function log(line: LogLine): void {
   process.stdout.write(`${JSON.stringify({ ts: new Date().toISOString(), ...line })}\n`);
 }
 
+function refuse(error: string): never {
+  log({ event: 'reaper.config', ok: false, error });
+  process.exit(2);
+}
+
 async function main(): Promise<void> {
-  const url = process.env.MYSQL_URL;
-  if (!url) {
-    log({ event: 'reaper.config', ok: false, error: 'MYSQL_URL is required, e.g. mysql://user:pass@host:3306/db' });
-    process.exit(2);
+  let once = false;
+  try {
+    const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { once: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    if (values.help) {
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    }
+    once = values.once ?? false;
+  } catch (err) {
+    refuse(`${(err as Error).message}; see --help`);
   }
-  const config = jobConfigFromEnv(process.env);
-  const db = knexFactory({ client: 'mysql2', connection: url, pool: { min: 0, max: 2 } });
-  if (process.argv.includes('--once')) {
-    await runReaperOnce(db, config, log);
+  let config;
+  try {
+    config = jobConfigFromEnv(process.env);
+  } catch (err) {
+    refuse((err as Error).message);
+  }
+  // knex's own warnings (a refused connection, say) as JSON lines too, so stdout stays parseable.
+  const knexLog = (level: string) => (message: unknown) => log({ event: 'reaper.driver', level, message: (message instanceof Error ? message.message : String(message)).split('\n')[0] });
+  const db = knexFactory({
+    client: 'mysql2',
+    connection: config.url,
+    pool: { min: 0, max: 2 },
+    log: { warn: knexLog('warn'), error: knexLog('error'), deprecate: knexLog('deprecate'), debug: () => undefined },
+  });
+  if (once) {
+    const ok = await runReaperOnce(db, config, log);
     await db.destroy();
+    process.exitCode = ok ? 0 : 1;
     return;
   }
-  log({ event: 'reaper.start', cron: config.cron, staleAfterMs: config.staleAfterMs, retentionMs: config.retentionMs, pid: process.pid });
-  const job = scheduleReaper(db, config, log);
+  const { cron, runAtStart, staleAfterMs, batchSize, retentionMs, target } = config;
+  // Signal handlers first, the start line last: whoever waits for that line may signal at once.
+  let job: { stop(): Promise<void> } | undefined;
   const shutdown = async (signal: string): Promise<void> => {
     log({ event: 'reaper.stop', signal });
-    await job.stop();
+    await job?.stop();
     await db.destroy();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+  job = scheduleReaper(db, config, log);
+  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, pid: process.pid });
 }
 
 main().catch((err: unknown) => {

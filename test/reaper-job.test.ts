@@ -1,60 +1,242 @@
-// The scheduled reaper process: structured log lines per run and per reaped grant, clean exit on SIGTERM.
-import { spawn, spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
-import { databaseUrl } from '../harness/database.js';
+// The scheduled reaper process (jobs/reaper.ts, installed as mysql-rwlock-reaper): structured log
+// lines per run and per reaped grant, a first run at start, exit codes a scheduler can act on,
+// configuration refused at startup, and SIGTERM reaching it through the documented commands.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
+import { freePort } from '../harness/server.js';
 import { createLockManager } from '../src/index.js';
+import { JOB_ENV } from '../src/reaper-job.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
+const REPO = join(import.meta.dirname, '..');
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+type Line = Record<string, unknown>;
+
+/** A running job: its parsed stdout lines, a way to await one, and its exit. */
+function startJob(command: string, args: string[], env: Record<string, string>, cwd = REPO) {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const lines: Line[] = [];
+  const waiters: Array<() => void> = [];
+  let buffer = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    buffer += d.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const p of parts) lines.push(JSON.parse(p) as Line);
+    for (const wake of waiters.splice(0)) wake();
+  });
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  /** Resolves with the first line matching; rejects if the job exits first. */
+  const lineWhere = (match: (l: Line) => boolean): Promise<Line> =>
+    new Promise((resolve, reject) => {
+      const look = (): void => {
+        const found = lines.find(match);
+        if (found) resolve(found);
+        else waiters.push(look);
+      };
+      look();
+      void exited.then(() => {
+        const found = lines.find(match);
+        if (found) resolve(found);
+        else reject(new Error(`the job exited without that line; stdout ${JSON.stringify(lines)} stderr ${stderr}`));
+      });
+    });
+  return { child, lines, exited, lineWhere, stderr: () => stderr };
+}
+
+const tsxJob = (args: string[], env: Record<string, string>) => startJob(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', ...args], env);
+
+/** One run of the job to its exit, with its stdout parsed as JSON lines. */
+function runOnce(env: Record<string, string>, args: string[] = ['--once']): Promise<{ status: number | null; stdout: string; stderr: string; lines: Line[] }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', ...args], {
+      cwd: REPO,
+      env: { ...process.env, MYSQL_URL: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => {
+      const lines = args.includes('--help') ? [] : stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+      resolve({ status, stdout, stderr, lines });
+    });
+  });
+}
+
+/** One stop line; after it only the lines of the run that was in progress (it is finished, not cut). */
+function expectStoppedBySigterm(lines: Line[]): void {
+  const stops = lines.filter((l) => l.event === 'reaper.stop');
+  expect(stops).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
+  const after = lines.slice(lines.indexOf(stops[0]!) + 1).map((l) => l.event);
+  expect(after.every((e) => e === 'reaper.grant' || e === 'reaper.problem' || e === 'reaper.run')).toBe(true);
+  expect(after.filter((e) => e === 'reaper.run').length).toBeLessThanOrEqual(1);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw err;
+  }
+}
 
 describe('jobs/reaper.ts', () => {
-  it('reaps on schedule, logs one line per grant and per run, and exits 0 on SIGTERM', async () => {
+  it('reaps at start and on schedule, logs one line per grant and per run, and exits 0 on SIGTERM', async () => {
     const locks = createLockManager({ knex: db.knex });
     const stale = await locks.tryAcquireWrite('job-stale');
     const fresh = await locks.tryAcquireRead('job-fresh');
     await backdate(db.knex, stale!.id, 120_000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts'], {
-      env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: '* * * * * *', STALE_AFTER_MS: '60000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const lines: Array<Record<string, unknown>> = [];
-    let buffer = '';
-    child.stdout.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      const parts = buffer.split('\n');
-      buffer = parts.pop()!;
-      for (const p of parts) lines.push(JSON.parse(p) as Record<string, unknown>);
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await expect.poll(() => lines.filter((l) => l.event === 'reaper.run').length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
+    const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: '* * * * * *', STALE_AFTER_MS: '60000' });
+    await expect.poll(() => job.lines.filter((l) => l.event === 'reaper.run').length, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    job.child.kill('SIGTERM');
+    expect(await job.exited).toBe(0);
+    const lines = job.lines;
+    expect(lines[0]).toMatchObject({ event: 'reaper.start', runAtStart: true, batchSize: 500, target: expect.stringContaining(`/${db.name}`) });
     const grantLines = lines.filter((l) => l.event === 'reaper.grant');
     expect(grantLines).toEqual([expect.objectContaining({ id: stale!.id, resourceId: 'job-stale', mode: 'write' })]);
     const runs = lines.filter((l) => l.event === 'reaper.run');
     expect(runs[0]).toMatchObject({ ok: true, reaped: 1, skipped: 0 });
     expect(runs.slice(1).every((r) => r.reaped === 0 && r.ok === true)).toBe(true);
-    expect(lines.at(-1)).toMatchObject({ event: 'reaper.stop', signal: 'SIGTERM' });
+    expectStoppedBySigterm(lines);
     expect(lines.every((l) => typeof l.ts === 'string')).toBe(true);
     expect(await grantRow(db.knex, stale!.id)).toMatchObject({ status: 2, released_by: 2 });
     expect(await grantRow(db.knex, fresh!.id)).toMatchObject({ status: 0 });
     await fresh!.release();
   });
 
-  it('refuses bad configuration with a structured line and a non-zero exit', () => {
-    const run = (env: Record<string, string>) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', '--once'], {
-        env: { ...process.env, MYSQL_URL: '', ...env },
-        encoding: 'utf8',
-      });
-    const noUrl = run({});
-    expect(noUrl.status).toBe(2);
-    expect(JSON.parse(noUrl.stdout)).toMatchObject({ event: 'reaper.config', ok: false, error: expect.stringMatching(/MYSQL_URL/) });
-    const badCron = run({ MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: 'every minute' });
-    expect(badCron.status).toBe(1);
-    expect(JSON.parse(badCron.stdout)).toMatchObject({ event: 'reaper.fatal', error: expect.stringMatching(/^REAPER_CRON/) });
-    const badStale = run({ MYSQL_URL: databaseUrl(db.url, db.name), STALE_AFTER_MS: '-5' });
-    expect(JSON.parse(badStale.stdout)).toMatchObject({ event: 'reaper.fatal', error: expect.stringMatching(/^STALE_AFTER_MS/) });
+  it('runs once at start without waiting for the schedule, unless REAPER_RUN_AT_START=0', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const stale = await locks.tryAcquireWrite('job-at-start');
+    await backdate(db.knex, stale!.id, 120_000);
+    const url = databaseUrl(db.url, db.name);
+    const yearly = '0 0 1 1 *'; // next run months away at most: any run seen here is the one at start
+    const job = tsxJob([], { MYSQL_URL: url, REAPER_CRON: yearly, STALE_AFTER_MS: '60000' });
+    expect(await job.lineWhere((l) => l.event === 'reaper.run')).toMatchObject({ ok: true, reaped: 1 });
+    job.child.kill('SIGTERM');
+    expect(await job.exited).toBe(0);
+
+    const waiting = tsxJob([], { MYSQL_URL: url, REAPER_CRON: yearly, REAPER_RUN_AT_START: '0' });
+    expect(await waiting.lineWhere((l) => l.event === 'reaper.start')).toMatchObject({ runAtStart: false });
+    waiting.child.kill('SIGTERM');
+    expect(await waiting.exited).toBe(0);
+    expect(waiting.lines.map((l) => l.event)).toEqual(['reaper.start', 'reaper.stop']);
+  });
+
+  it('--once exits 0 after a good run and 1 when the run failed', async () => {
+    const ok = await runOnce({ MYSQL_URL: databaseUrl(db.url, db.name) });
+    expect(ok.status).toBe(0);
+    expect(ok.lines).toEqual([expect.objectContaining({ event: 'reaper.run', ok: true })]);
+
+    const bare = `rwl_reaper_job_bare_${process.pid}`;
+    await createDatabase(db.url, bare);
+    try {
+      const noSchema = await runOnce({ MYSQL_URL: databaseUrl(db.url, bare) });
+      expect(noSchema.status).toBe(1);
+      expect(noSchema.lines.at(-1)).toMatchObject({ event: 'reaper.run', ok: false, code: 'ERR_RWLOCK_SCHEMA_MISSING' });
+    } finally {
+      await dropDatabase(db.url, bare);
+    }
+
+    const closedPort = await freePort(); // free a moment ago: nothing listens there
+    const refused = await runOnce({ MYSQL_URL: `mysql://nobody:pw@127.0.0.1:${closedPort}/app` });
+    expect(refused.status).toBe(1);
+    expect(refused.lines.at(-1)).toMatchObject({ event: 'reaper.run', ok: false, code: 'ECONNREFUSED' });
+  });
+
+  it('--help prints usage with every variable, its default and the exit codes, and starts nothing', async () => {
+    const help = await runOnce({}, ['--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: mysql-rwlock-reaper/);
+    for (const v of JOB_ENV) {
+      expect(help.stdout).toContain(v.name);
+      expect(help.stdout).toContain(v.default === 'required' ? 'required' : `default ${v.default}`);
+    }
+    expect(help.stdout).toMatch(/Exit codes:\n  0 .*\n  1 .*\n  2 /);
+  });
+
+  it('the README table lists every variable with the default --help gives', () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const section = readme.split(/^## Deploying the reaper\n/m)[1]!.split(/^## /m)[0]!;
+    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| `?([^`|]+?)`? \|/gm)].map((m) => ({ name: m[1], default: m[2] }));
+    expect(rows).toEqual(JOB_ENV.map((v) => ({ name: v.name, default: v.default })));
+  });
+
+  it('refuses bad configuration and usage at startup: exit 2, one line naming the variable, no password', async () => {
+    const url = databaseUrl(db.url, db.name);
+    const cases: Array<[Record<string, string>, string[], RegExp]> = [
+      [{}, ['--once'], /^MYSQL_URL is required/],
+      [{ MYSQL_URL: 'mysql://u:s3cr3t@127.0.0.1:99999/db' }, ['--once'], /^MYSQL_URL has port "99999"/],
+      [{ MYSQL_URL: 'mysql://u:s3cr3t@:3306/db' }, ['--once'], /^MYSQL_URL/],
+      [{ MYSQL_URL: 'postgres://u:s3cr3t@db:5432/app' }, ['--once'], /^MYSQL_URL must start with mysql:\/\//],
+      [{ MYSQL_URL: 'mysql://u:s3cr3t@db:3306/' }, ['--once'], /^MYSQL_URL names no database/],
+      [{ MYSQL_URL: 'u:s3cr3t@db:3306/app' }, ['--once'], /^MYSQL_URL must start with/],
+      [{ MYSQL_URL: 'mysql://u:s3cr3t%@db/app' }, ['--once'], /^MYSQL_URL has a user or password that is not valid percent-encoding/],
+      [{ MYSQL_URL: url, REAPER_CRON: 'every minute' }, ['--once'], /^REAPER_CRON/],
+      [{ MYSQL_URL: url, STALE_AFTER_MS: '-5' }, ['--once'], /^STALE_AFTER_MS/],
+      [{ MYSQL_URL: url, REAPER_BATCH_SIZE: '20000' }, [], /^REAPER_BATCH_SIZE must be an integer from 1 to 10000, got 20000/],
+      [{ MYSQL_URL: url, REAPER_BATCH_SIZE: '0' }, ['--once'], /^REAPER_BATCH_SIZE/],
+      [{ MYSQL_URL: url, RETENTION_MS: 'a week' }, ['--once'], /^RETENTION_MS/],
+      [{ MYSQL_URL: url, REAPER_RUN_AT_START: 'yes' }, [], /^REAPER_RUN_AT_START must be 0 or 1/],
+      [{ MYSQL_URL: url }, ['--bogus'], /^Unknown option '--bogus'/],
+    ];
+    const runs = await Promise.all(cases.map(([env, args]) => runOnce(env, args)));
+    for (const [i, [env, args, error]] of cases.entries()) {
+      const run = runs[i]!;
+      const what = `${JSON.stringify(env)} ${args.join(' ')}`;
+      expect(run.status, what).toBe(2);
+      expect(run.lines, what).toEqual([expect.objectContaining({ event: 'reaper.config', ok: false, error: expect.stringMatching(error) })]);
+      expect(run.stdout + run.stderr, what).not.toContain('s3cr3t');
+    }
+  });
+
+  // The documented commands, as a scheduler runs them: `node node_modules/.bin/mysql-rwlock-reaper`
+  // (systemd ExecStart, a container's exec-form CMD) and a shell wrapper that `exec`s the bin. An
+  // app directory whose .bin entry links to this checkout's job stands in for an install; tsx is
+  // loaded through NODE_OPTIONS, as dist/ would not need. The reaper must be the process that
+  // receives the signal: its logged pid is the spawned pid, and that pid is gone after SIGTERM.
+  it('SIGTERM through the documented commands ends the reaper itself, leaving no orphan', async () => {
+    mkdirSync(join(REPO, '.tmp'), { recursive: true });
+    const app = mkdtempSync(join(REPO, '.tmp', 'reaper-app-'));
+    try {
+      mkdirSync(join(app, 'node_modules', '.bin'), { recursive: true });
+      symlinkSync(join(REPO, 'jobs', 'reaper.ts'), join(app, 'node_modules', '.bin', 'mysql-rwlock-reaper'));
+      const env = { MYSQL_URL: databaseUrl(db.url, db.name), NODE_OPTIONS: `--import=${TSX}` };
+      const forms: Array<[string, string[]]> = [
+        ['node', ['node_modules/.bin/mysql-rwlock-reaper']],
+        ['sh', ['-c', 'exec node_modules/.bin/mysql-rwlock-reaper']],
+      ];
+      for (const [command, args] of forms) {
+        const job = startJob(command, args, env, app);
+        const start = await job.lineWhere((l) => l.event === 'reaper.start');
+        expect(start.pid, `${command} ${args.join(' ')}`).toBe(job.child.pid);
+        job.child.kill('SIGTERM');
+        expect(await job.exited, job.stderr()).toBe(0);
+        expectStoppedBySigterm(job.lines);
+        expect(isAlive(start.pid as number)).toBe(false);
+      }
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
   });
 });

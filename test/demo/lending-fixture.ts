@@ -5,10 +5,10 @@
 import type { Knex } from 'knex';
 import { expect } from 'vitest';
 import { createLockManager, LockLostError, reapStaleGrants } from '../../src/index.js';
-import { repay, transfer } from '../../examples/demo/lending/operations.js';
-import { createLendingTables } from '../../examples/demo/lending/schema.js';
-import { seedBook } from '../../examples/demo/lending/seed.js';
-import { seededRandom } from '../../examples/demo/random.js';
+import { repay, transfer } from '../../demo/lending/operations.js';
+import { createLendingTables } from '../../demo/lending/schema.js';
+import { seedBook } from '../../demo/lending/seed.js';
+import { seededRandom } from '../../demo/random.js';
 
 export const INVESTORS = 12;
 /** Claims are dealt to loans round robin: claims 1, 5, 9, ... fund loan-0001 of 4. */

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLockManager } from '../../src/index.js';
-import { verifyLending } from '../../examples/demo/verify/lending-verifier.js';
+import { verifyLending } from '../../demo/verify/lending-verifier.js';
 import { useTestDatabase } from '../support/db.js';
 import { buildFixture, CHAINED_CLAIM, failing, UNTOUCHED_CLAIM, type Fixture } from './lending-fixture.js';
 
@@ -28,8 +28,11 @@ describe('lending verifier', () => {
     expect(verdict.pass).toBe(true);
     expect(verdict.checks.map((c) => c.name)).toEqual([MONEY, OUTSTANDING, CLAIMS, EXCLUSION, FENCING, LOCKS]);
     const fencing = verdict.checks.find((c) => c.name === FENCING)!;
-    expect(fencing.figures).toContain(`grant ${fx.pausedGrantId}`);
-    expect(fencing.figures).toContain('released_by=2');
+    expect(fencing.summary).toContain(`grant ${fx.pausedGrantId}`);
+    expect(fencing.summary).toContain('released_by=2');
+    expect(fencing.figures).toMatchObject({ reapedWithBusinessRows: 0, faultsAsExpected: fencing.figures.faults });
+    for (const c of verdict.checks) expect(Object.values(c.figures).every(Number.isFinite), c.name).toBe(true);
+    expect(verdict.checks.find((c) => c.name === LOCKS)!.figures).toMatchObject({ live: 0, countLogMismatches: 0 });
   });
 
   it('fails money conservation when a cent is created', async () => {

@@ -2,10 +2,10 @@
 // stock FAIL; and the deliberately unsafe sale (lock inside the transaction) is caught losing a deduction.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLockManager } from '../../src/index.js';
-import { sellSafely, sellUnsafely } from '../../examples/demo/stock/operations.js';
-import { createStockTables } from '../../examples/demo/stock/schema.js';
-import { seededRandom } from '../../examples/demo/random.js';
-import { verifyStock } from '../../examples/demo/verify/stock-verifier.js';
+import { sellSafely, sellUnsafely } from '../../demo/stock/operations.js';
+import { createStockTables } from '../../demo/stock/schema.js';
+import { seededRandom } from '../../demo/random.js';
+import { verifyStock } from '../../demo/verify/stock-verifier.js';
 import { useTestDatabase } from '../support/db.js';
 import { failing } from './lending-fixture.js';
 
@@ -39,7 +39,14 @@ describe('stock verifier', () => {
     await sellAllSafely();
     const verdict = await verifyStock(db.knex);
     expect(failing(verdict)).toEqual([]);
-    expect(verdict.checks.map((c) => c.figures).join('\n')).toContain(`${UNITS} deductions for ${UNITS} units`);
+    expect(verdict.checks.map((c) => c.summary).join('\n')).toContain(`${UNITS} deductions for ${UNITS} units`);
+    expect(verdict.checks.map((c) => c.figures)).toEqual([
+      { initial: UNITS, final: 0 },
+      { lowest: 0 },
+      { deductions: UNITS, units: UNITS },
+      { levelsSold: UNITS, lostDeductions: 0, levelsNeverSold: 0 },
+      expect.objectContaining({ live: 0, countLogMismatches: 0 }),
+    ]);
   });
 
   it('fails on a sale recorded from a level already sold (oversell behind a final stock of 0)', async () => {
@@ -51,6 +58,8 @@ describe('stock verifier', () => {
     const verdict = await verifyStock(db.knex);
     expect(failing(verdict)).toEqual([`Exactly ${UNITS} successful deductions`, 'Each unit sold once (no lost deduction)']);
     expect(verdict.checks.map((c) => c.problems.join('\n')).join('\n')).toContain('2 sales all read stock 3 and wrote 2');
+    expect(verdict.checks[2]!.figures).toEqual({ deductions: UNITS + 1, units: UNITS });
+    expect(verdict.checks[3]!.figures).toEqual({ levelsSold: UNITS, lostDeductions: 1, levelsNeverSold: 0 });
   });
 
   it('fails on a negative stock', async () => {

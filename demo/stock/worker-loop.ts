@@ -1,6 +1,6 @@
 // One worker process's share of the stock sale: sell until the stock reads empty.
 import type { Knex } from 'knex';
-import type { LockManager } from '../../../src/index.js';
+import type { LockManager } from '../../src/index.js';
 import type { FromWorker, OpCounts } from '../messages.js';
 import type { Random } from '../random.js';
 import { sellSafely, sellUnsafely } from './operations.js';

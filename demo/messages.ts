@@ -19,8 +19,8 @@ export interface OpCounts {
   transfers: number;
   deductions: number;
   declined: number;
-  /** Operations that waited more than CONFLICT_WAIT_MS for their lock: another holder was in the way. */
-  conflicts: number;
+  /** Operations that waited more than WAITED_MS for their lock: another holder was in the way. */
+  waited: number;
   noops: number;
   timeouts: number;
   lost: number;
@@ -28,10 +28,10 @@ export interface OpCounts {
 }
 
 /** An acquire is one round trip of a millisecond or two; a longer wait means the lock was held. */
-export const CONFLICT_WAIT_MS = 25;
+export const WAITED_MS = 25;
 
 export const ZERO_COUNTS: Readonly<OpCounts> = Object.freeze({
-  repayments: 0, transfers: 0, deductions: 0, declined: 0, conflicts: 0, noops: 0, timeouts: 0, lost: 0, errors: 0,
+  repayments: 0, transfers: 0, deductions: 0, declined: 0, waited: 0, noops: 0, timeouts: 0, lost: 0, errors: 0,
 });
 
 export type FaultKind = 'kill' | 'pause';

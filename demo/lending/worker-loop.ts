@@ -2,8 +2,8 @@
 // repayment (write lock) or a debt transfer (read lock) on it until told to stop.
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockLostError, LockTimeoutError, type LockManager } from '../../../src/index.js';
-import { CONFLICT_WAIT_MS, type FaultKind, type FromWorker, type OpCounts } from '../messages.js';
+import { LockLostError, LockTimeoutError, type LockManager } from '../../src/index.js';
+import { WAITED_MS, type FaultKind, type FromWorker, type OpCounts } from '../messages.js';
 import { randomInt, type Random } from '../random.js';
 import { loanId } from './seed.js';
 import { repay, transfer, type OpResult } from './operations.js';
@@ -47,7 +47,7 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
   const asked = performance.now();
   let waited = false;
   const granted = (): void => {
-    waited ||= performance.now() - asked > CONFLICT_WAIT_MS;
+    waited ||= performance.now() - asked > WAITED_MS;
   };
   try {
     let result: OpResult;
@@ -82,7 +82,7 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
       ctx.send({ type: 'error', message: `${isRepayment ? 'repayment' : 'transfer'} on ${loan}: ${(err as Error).message}` });
     }
   } finally {
-    if (waited) ctx.counts.conflicts += 1;
+    if (waited) ctx.counts.waited += 1;
   }
 }
 

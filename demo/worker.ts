@@ -1,7 +1,7 @@
 // A worker OS process, forked by the supervisor with its settings as JSON in argv[2]. It runs the
 // scenario's load until told to stop, reports counters every 250 ms, and exits 0 when done.
 import knexFactory from 'knex';
-import { createLockManager } from '../../src/index.js';
+import { createLockManager } from '../src/index.js';
 import { runLendingLoops } from './lending/worker-loop.js';
 import { ZERO_COUNTS, type FaultKind, type FromWorker, type OpCounts, type ToWorker, type WorkerSettings } from './messages.js';
 import { seededRandom } from './random.js';

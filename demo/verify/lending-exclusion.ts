@@ -74,9 +74,14 @@ export async function checkNoTransferDuringRepayment(db: Knex): Promise<Check> {
     }
   }
   const writes = grants.filter((g) => g.mode === 'W').length;
-  const figures =
-    `${count(grants.length)} grants (${count(writes)} W, ${count(grants.length - writes)} R) on ${count(new Set(grants.map((g) => g.resource)).size)} resources: ` +
-    `${count(pairs.length)} overlaps involving a writer; ${count(rows.length - transfers.length)} repayments + ${count(transfers.length)} transfers checked: ` +
+  const figures = {
+    grants: grants.length, writeGrants: writes, readGrants: grants.length - writes, resources: new Set(grants.map((g) => g.resource)).size,
+    overlapsWithWriter: pairs.length, repayments: rows.length - transfers.length, transfers: transfers.length,
+    outsideOwnGrant: misplaced, transfersInWriteInterval: during,
+  };
+  const summary =
+    `${count(grants.length)} grants (${count(writes)} W, ${count(figures.readGrants)} R) on ${count(figures.resources)} resources: ` +
+    `${count(pairs.length)} overlaps involving a writer; ${count(figures.repayments)} repayments + ${count(transfers.length)} transfers checked: ` +
     `${count(misplaced)} outside their own grant, ${count(during)} transfers inside a write interval`;
-  return check('No transfer committed while a repayment held the loan', figures, problems);
+  return check('No transfer committed while a repayment held the loan', figures, summary, problems);
 }

@@ -3,8 +3,10 @@
 export interface Check {
   name: string;
   pass: boolean;
-  /** The numbers the check compared, in one line. */
-  figures: string;
+  /** The numbers the check compared, by name; amounts of money in cents. */
+  figures: Record<string, number>;
+  /** The same figures in one line, as the text report prints them. */
+  summary: string;
   /** Up to a few concrete violations, for a FAIL. */
   problems: string[];
 }
@@ -17,10 +19,10 @@ export interface Verdict {
 const MAX_PROBLEMS = 5;
 
 /** Builds a Check; `problems` may be long, only the first few are kept, with a count of the rest. */
-export function check(name: string, figures: string, problems: string[], extraFailure = false): Check {
+export function check(name: string, figures: Record<string, number>, summary: string, problems: string[], extraFailure = false): Check {
   const shown = problems.slice(0, MAX_PROBLEMS);
   if (problems.length > MAX_PROBLEMS) shown.push(`... and ${problems.length - MAX_PROBLEMS} more`);
-  return { name, pass: problems.length === 0 && !extraFailure, figures, problems: shown };
+  return { name, pass: problems.length === 0 && !extraFailure, figures, summary, problems: shown };
 }
 
 export function verdictOf(checks: Check[]): Verdict {
@@ -33,6 +35,11 @@ export function money(cents: bigint): string {
   const abs = negative ? -cents : cents;
   const whole = (abs / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   return `${negative ? '-' : ''}${whole}.${(abs % 100n).toString().padStart(2, '0')}`;
+}
+
+/** Cents as a JSON number: exact below 2^53 cents (90 trillion), far beyond any book the demo seeds. */
+export function cents(value: bigint): number {
+  return Number(value);
 }
 
 export function count(n: number): string {

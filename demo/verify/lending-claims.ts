@@ -65,8 +65,12 @@ export async function checkClaimChains(db: Knex): Promise<Check> {
       problems.push(`payment ${p.id} on claim ${p.claim_id} went to investor ${p.investor_id}, but investor ${owner} owned the claim then`);
     }
   }
-  const figures =
+  const figures = {
+    claims: claims.length, claimsTransferred: chains.size, transfers: transfers.length, brokenLinks: resold,
+    payments: payments.length, paymentsToNonOwner: misdirected,
+  };
+  const summary =
     `${count(claims.length)} claims, ${count(chains.size)} changed hands in ${count(transfers.length)} transfers; ` +
     `${count(resold)} broken links (claim sold by a non-owner), ${count(misdirected)} of ${count(payments.length)} payments to a non-owner`;
-  return check('Every claim has one owner, none sold twice', figures, problems);
+  return check('Every claim has one owner, none sold twice', figures, summary, problems);
 }

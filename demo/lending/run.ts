@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { DemoConfig } from '../config.js';
 import { Crew } from '../crew.js';
+import { opsOf } from '../progress.js';
 import { seededRandom } from '../random.js';
 import type { DemoReport } from '../report.js';
 import { count, money } from '../verify/check.js';
@@ -33,12 +34,12 @@ export async function runLending(config: DemoConfig, db: Knex, dbUrl: string, lo
   // Committed work from the database: a killed worker's last counters never reach the supervisor.
   const [[done]] = (await db.raw('SELECT (SELECT COUNT(*) FROM repayments) AS repayments, (SELECT COUNT(*) FROM transfers) AS transfers')) as [Array<{ repayments: number; transfers: number }>, unknown];
   const counts = { ...crew.pool.totals, repayments: Number(done?.repayments ?? 0), transfers: Number(done?.transfers ?? 0) };
-  const ops = counts.repayments + counts.transfers + counts.declined + counts.noops;
+  const ops = opsOf(counts);
   return {
     scenario: 'lending',
     config: { ...config, json: undefined } as DemoReport['config'],
     seeding,
-    load: { ms: loadMs, counts, opsPerSec: ops / (loadMs / 1000), grants: Number(g?.n ?? 0) },
+    load: { ms: loadMs, operations: ops, counts, opsPerSec: ops / (loadMs / 1000), grants: Number(g?.n ?? 0) },
     crew: summary,
     faults: crew.faults.records,
     verdict,

@@ -5,7 +5,7 @@
 //   and per investor: final = initial + payments received + sale proceeds - purchase prices.
 // Claims: principal - principal repaid = outstanding, per claim, never negative.
 import type { Knex } from 'knex';
-import { big, check, count, money, type Check } from './check.js';
+import { big, cents, check, count, money, type Check } from './check.js';
 
 type Rows<T> = [T[], unknown];
 
@@ -39,11 +39,15 @@ export async function checkMoneyConserved(db: Knex): Promise<Check> {
     ...badRepayments.map((x) => `repayment ${x.id}: amount ${money(big(x.amount_cents))} but its payments sum to ${money(big(x.paid))}`),
     ...badLedgers.map((x) => `investor ${x.id}: balance ${money(big(x.balance_cents))} but the ledger says ${money(big(x.expected))}`),
   ];
-  const figures =
-    `initial ${money(initial)} + repaid ${money(paidIn)} (${count(Number(r?.n ?? 0))} repayments) = ${money(initial + paidIn)}; ` +
-    `final balances ${money(final)}; ${count(Number(t?.n ?? 0))} transfers moved ${money(big(t?.traded))} between investors; ` +
+  const figures = {
+    initialCents: cents(initial), repaidCents: cents(paidIn), repayments: Number(r?.n ?? 0), finalCents: cents(final),
+    transfers: Number(t?.n ?? 0), tradedCents: cents(big(t?.traded)), repaymentsOff: badRepayments.length, ledgersOff: badLedgers.length,
+  };
+  const summary =
+    `initial ${money(initial)} + repaid ${money(paidIn)} (${count(figures.repayments)} repayments) = ${money(initial + paidIn)}; ` +
+    `final balances ${money(final)}; ${count(figures.transfers)} transfers moved ${money(big(t?.traded))} between investors; ` +
     `${count(badRepayments.length)} repayments ≠ their payments, ${count(badLedgers.length)} investor ledgers off`;
-  return check('Money conserved to the cent', figures, problems);
+  return check('Money conserved to the cent', figures, summary, problems);
 }
 
 export async function checkOutstanding(db: Knex): Promise<Check> {
@@ -61,6 +65,7 @@ export async function checkOutstanding(db: Knex): Promise<Check> {
     ...(principal - repaid !== outstanding ? [`principal ${money(principal)} - repaid ${money(repaid)} ≠ outstanding ${money(outstanding)}`] : []),
     ...bad.map((x) => `claim ${x.id}: principal ${money(big(x.principal_cents))} - repaid ${money(big(x.repaid))} ≠ outstanding ${money(big(x.outstanding_cents))}`),
   ];
-  const figures = `principal ${money(principal)} - principal repaid ${money(repaid)} = ${money(principal - repaid)}; outstanding ${money(outstanding)}; ${count(bad.length)} claims off`;
-  return check('Outstanding principal reconciles', figures, problems);
+  const figures = { principalCents: cents(principal), principalRepaidCents: cents(repaid), outstandingCents: cents(outstanding), claimsOff: bad.length };
+  const summary = `principal ${money(principal)} - principal repaid ${money(repaid)} = ${money(principal - repaid)}; outstanding ${money(outstanding)}; ${count(bad.length)} claims off`;
+  return check('Outstanding principal reconciles', figures, summary, problems);
 }

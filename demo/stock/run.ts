@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import type { DemoConfig } from '../config.js';
 import { Crew } from '../crew.js';
+import { opsOf } from '../progress.js';
 import type { DemoReport } from '../report.js';
 import { verifyStock } from '../verify/stock-verifier.js';
 import { createStockTables } from './schema.js';
@@ -12,8 +13,8 @@ const UNSAFE_NOTE = [
   'Why --unsafe fails: each sale reads the stock in its transaction, then takes the write lock only',
   'around its UPDATE and releases it before COMMIT. The lock orders the writes but not the decisions:',
   'sales that read the same level all sell, each writes level-1 over the other, and the lost deductions',
-  'turn into units sold that never existed. The rule from DESIGN.md: the lock must contain the transaction',
-  '(withWriteLock runs the transaction inside the grant and releases it in the COMMIT).',
+  'turn into units sold that never existed. The rule: the lock must contain the transaction, not the other way',
+  'round; withWriteLock runs the transaction inside the grant and releases the grant in the same COMMIT.',
   'This run exits non-zero on purpose.',
 ].join('\n');
 
@@ -34,7 +35,7 @@ export async function runStock(config: DemoConfig, db: Knex, dbUrl: string, log:
     scenario: 'stock',
     config: { ...config, json: undefined } as DemoReport['config'],
     seeding,
-    load: { ms: loadMs, counts, opsPerSec: counts.deductions / Math.max(0.001, loadMs / 1000), grants: Number(g?.n ?? 0) },
+    load: { ms: loadMs, operations: opsOf(counts), counts, opsPerSec: counts.deductions / Math.max(0.001, loadMs / 1000), grants: Number(g?.n ?? 0) },
     crew: summary,
     faults: [],
     verdict,

@@ -28,10 +28,15 @@ export async function checkLocksClean(db: Knex): Promise<Check> {
     ...mismatches.map((m) => `${m.resource}: w_count=${m.w_count} r_count=${m.r_count} but the log has ${m.live_w} W / ${m.live_r} R live`),
     ...(Number(held?.n ?? 0) > 0 && mismatches.length === 0 ? [`${held?.n} resources still hold counts`] : []),
   ];
-  const figures =
-    `${count(Number(totals?.grants ?? 0))} grants: ${count(Number(totals?.live ?? 0))} live, ` +
-    `released by holder ${count(Number(totals?.by_holder ?? 0))}, by reaper ${count(Number(totals?.by_reaper ?? 0))}, ` +
-    `by operator ${count(Number(totals?.by_operator ?? 0))}; ${count(Number(held?.n ?? 0))} resources with non-zero counts, ` +
+  const figures = {
+    grants: Number(totals?.grants ?? 0), live: Number(totals?.live ?? 0), releasedByHolder: Number(totals?.by_holder ?? 0),
+    releasedByReaper: Number(totals?.by_reaper ?? 0), releasedByOperator: Number(totals?.by_operator ?? 0),
+    resourcesWithCounts: Number(held?.n ?? 0), countLogMismatches: mismatches.length,
+  };
+  const summary =
+    `${count(figures.grants)} grants: ${count(figures.live)} live, ` +
+    `released by holder ${count(figures.releasedByHolder)}, by reaper ${count(figures.releasedByReaper)}, ` +
+    `by operator ${count(figures.releasedByOperator)}; ${count(figures.resourcesWithCounts)} resources with non-zero counts, ` +
     `${count(mismatches.length)} count/log mismatches`;
-  return check('All grants released, lock counts match the log', figures, problems);
+  return check('All grants released, lock counts match the log', figures, summary, problems);
 }

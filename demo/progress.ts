@@ -22,7 +22,7 @@ function line(s: ProgressSnapshot, rate: number): string {
   const work = c.deductions > 0 || (c.repayments === 0 && c.transfers === 0)
     ? `sold ${c.deductions}`
     : `repay ${c.repayments} xfer ${c.transfers} declined ${c.declined}`;
-  return `[${time}] ${s.workers} workers | ops ${opsOf(c)} (${Math.round(rate)}/s) ${work} | grants ${s.grants} waited ${c.conflicts} timeouts ${c.timeouts} lost ${c.lost} errors ${c.errors} | reaped ${s.reaped} | faults ${s.faults || '-'}`;
+  return `[${time}] ${s.workers} workers | ops ${opsOf(c)} (${Math.round(rate)}/s) ${work} | grants ${s.grants} waited ${c.waited} timeouts ${c.timeouts} lost ${c.lost} errors ${c.errors} | reaped ${s.reaped} | faults ${s.faults || '-'}`;
 }
 
 export class Progress {

@@ -3,7 +3,7 @@
 // so a stale read becomes a lost deduction instead of being hidden by `qty = qty - 1`.
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { LockManager } from '../../../src/index.js';
+import type { LockManager } from '../../src/index.js';
 import { randomInt, type Random } from '../random.js';
 import { SKU } from './schema.js';
 

@@ -1,5 +1,4 @@
-// Command-line flags of `npm run demo`, validated once, with the defaults that make a full run
-// (seeding included) take about a minute on a 2-core machine.
+// Command-line flags of `npm run demo`, validated once. Bad flags are a UsageError: one line, exit 2.
 import { parseArgs } from 'node:util';
 
 export type Scenario = 'lending' | 'stock';
@@ -29,7 +28,24 @@ export interface DemoConfig {
   seed: number;
 }
 
+/** A bad flag or flag value; main prints its message as one line and exits 2. */
+export class UsageError extends Error {}
+
+export const EXIT = Object.freeze({ pass: 0, fail: 1, usage: 2, error: 3 });
+
 const HELP = `npm run demo -- [flags]
+
+Runs the lending scenario (or the stock one) with worker processes, the reaper job and injected faults
+on a fresh database, then checks the outcome from the database alone.
+
+Server: the first of
+  1. MYSQL_URL, e.g. mysql://root:password@127.0.0.1:3306/ (a user that may create and drop databases;
+     the demo creates a database of its own and drops it unless the run FAILs or --keep is given);
+  2. a MySQL 8.4 container through testcontainers, when a Docker engine answers;
+  3. a throwaway mariadbd or mysqld from PATH or /usr/sbin in a temporary data directory
+     (apt-get install mariadb-server gives you one).
+
+Flags:
   --scenario lending|stock   what to run (default lending)
   --workers N                worker processes (default 4)
   --concurrency N            operations in flight per worker (default 2)
@@ -43,12 +59,15 @@ const HELP = `npm run demo -- [flags]
                              (default: kill at 25% and pause at 50% of the duration)
   --json FILE                write the full report as JSON
   --keep                     keep the demo database afterwards (it is kept anyway on FAIL)
-  --seed N                   random seed of the book (default 42)`;
+  --seed N                   random seed of the book (default 42)
+  -h, --help                 print this help
+
+Exit codes: ${EXIT.pass} PASS, ${EXIT.fail} FAIL (a check failed), ${EXIT.usage} bad flags, ${EXIT.error} the demo could not run.`;
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -62,32 +81,35 @@ export function parseFaults(raw: string | undefined, durationSec: number): Fault
   if (raw === 'none' || raw === '') return [];
   return raw.split(',').map((part) => {
     const m = /^(kill|pause)@(\d+(?:\.\d+)?)s?$/.exec(part.trim());
-    if (!m) throw new Error(`--faults: expected kill@SECONDS or pause@SECONDS, got ${JSON.stringify(part)}`);
+    if (!m) throw new UsageError(`--faults: expected kill@SECONDS or pause@SECONDS, got ${JSON.stringify(part)}`);
     const atSec = Number(m[2]);
-    if (atSec >= durationSec) throw new Error(`--faults: ${part} is not before the end of the run (${durationSec} s)`);
+    if (atSec >= durationSec) throw new UsageError(`--faults: ${part} is not before the end of the run (${durationSec} s)`);
     return { kind: m[1] as FaultPlan['kind'], atSec };
   });
 }
 
-/** Parses argv; prints help and exits on --help. Throws with a message naming the flag on bad input. */
+const OPTIONS = {
+  scenario: { type: 'string' }, workers: { type: 'string' }, concurrency: { type: 'string' },
+  duration: { type: 'string' }, loans: { type: 'string' }, investors: { type: 'string' },
+  claims: { type: 'string' }, stock: { type: 'string' }, unsafe: { type: 'boolean' },
+  'reaper-cutoff': { type: 'string' }, 'reaper-period': { type: 'string' }, faults: { type: 'string' },
+  json: { type: 'string' }, keep: { type: 'boolean' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Parses argv; prints help and exits on --help. Throws UsageError, naming the flag, on bad input. */
 export function parseConfig(argv: string[]): DemoConfig {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      scenario: { type: 'string' }, workers: { type: 'string' }, concurrency: { type: 'string' },
-      duration: { type: 'string' }, loans: { type: 'string' }, investors: { type: 'string' },
-      claims: { type: 'string' }, stock: { type: 'string' }, unsafe: { type: 'boolean' },
-      'reaper-cutoff': { type: 'string' }, 'reaper-period': { type: 'string' }, faults: { type: 'string' },
-      json: { type: 'string' }, keep: { type: 'boolean' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    },
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: OPTIONS }));
+  } catch (err) {
+    throw new UsageError((err as Error).message); // node:util's message names the flag: "Unknown option '--bogus'"
+  }
   if (values.help) {
     console.log(HELP);
-    process.exit(0);
+    process.exit(EXIT.pass);
   }
   const scenario = values.scenario ?? 'lending';
-  if (scenario !== 'lending' && scenario !== 'stock') throw new Error(`--scenario must be lending or stock, got ${JSON.stringify(scenario)}`);
+  if (scenario !== 'lending' && scenario !== 'stock') throw new UsageError(`--scenario must be lending or stock, got ${JSON.stringify(scenario)}`);
   const durationSec = int('duration', values.duration, 40, 2);
   const loans = int('loans', values.loans, 50, 1);
   const claims = int('claims', values.claims, 5000, loans);
@@ -108,7 +130,7 @@ export function parseConfig(argv: string[]): DemoConfig {
     keep: values.keep ?? false,
     seed: int('seed', values.seed, 42, 0),
   };
-  if (config.unsafe && scenario !== 'stock') throw new Error('--unsafe applies to --scenario stock only');
-  if (config.faults.length > 0 && config.workers < 2) throw new Error('--faults need at least 2 workers (one keeps working while another is faulted)');
+  if (config.unsafe && scenario !== 'stock') throw new UsageError('--unsafe applies to --scenario stock only');
+  if (config.faults.length > 0 && config.workers < 2) throw new UsageError('--faults need at least 2 workers (one keeps working while another is faulted)');
   return config;
 }

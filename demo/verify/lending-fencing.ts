@@ -43,8 +43,12 @@ export async function checkReapedWorkDidNotCommit(db: Knex): Promise<Check> {
     const rows = leaks.filter((l) => l.id === f.grant_id).reduce((s, l) => s + Number(l.n), 0);
     described.push(`${who}: released_by=${f.released_by ?? '-'}, ${f.outcome}, ${rows} business rows`);
   }
-  const figures =
-    `${count(Number(reaped?.n ?? 0))} grants reaped, ${count(leaks.length)} of them with business rows` +
+  const figures = {
+    reaped: Number(reaped?.n ?? 0), reapedWithBusinessRows: new Set(leaks.map((l) => l.id)).size,
+    faults: faults.length, faultsAsExpected: faults.filter((f) => f.grant_id !== null && f.released_by === 2 && f.outcome === EXPECTED_OUTCOME[f.kind]).length,
+  };
+  const summary =
+    `${count(figures.reaped)} grants reaped, ${count(figures.reapedWithBusinessRows)} of them with business rows` +
     (described.length > 0 ? `; ${described.join('; ')}` : '; no faults were injected');
-  return check('Reaped grants left no business behind (fencing)', figures, problems);
+  return check('Reaped grants left no business behind (fencing)', figures, summary, problems);
 }

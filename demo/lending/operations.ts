@@ -1,7 +1,7 @@
 // The two kinds of work on a loan. Both run inside the transaction withWriteLock/withReadLock
 // commits with; the grant id and NOW(6) go on every business row for the verifier.
 import type { Knex } from 'knex';
-import type { Grant } from '../../../src/index.js';
+import type { Grant } from '../../src/index.js';
 
 type Rows<T> = [T[], unknown];
 

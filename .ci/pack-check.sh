@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The package as a new user gets it: `npm pack`, then a scratch app in a temporary directory that
+# installs the tarball as the README says, typechecks the README's quick start
+# (examples/quickstart.ts) under moduleResolution nodenext, node16 and bundler, compiles and runs it
+# against a real server, loads the package through require(), and runs the installed reaper bin.
+# The server is MYSQL_URL if set (a user that may create databases), else one found the way the
+# tests find one (scripts/scratch-database.ts). Needs the checkout's devDependencies (npm ci) and
+# access to the npm registry. Usage: bash .ci/pack-check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+work=$(mktemp -d "${TMPDIR:-/tmp}/mysql-rwlock-pack.XXXXXX")
+server_pid=
+reaper_pid=
+cleanup() {
+  [ -z "$reaper_pid" ] || kill -KILL "$reaper_pid" 2>/dev/null || true
+  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+started=$SECONDS
+step() { printf '\n=== pack-check: %s (%ss)\n' "$1" "$((SECONDS - started))"; }
+fail() { echo "pack-check FAILED: $*" >&2; exit 1; }
+# Waits up to $2 seconds for file $1 to contain a line matching $3 (a condition, not a fixed sleep).
+await_line() {
+  local deadline=$((SECONDS + $2))
+  until grep -q -- "$3" "$1" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || return 1
+    sleep 0.2
+  done
+}
+pkg() { node -p "require('$repo/package.json').$1"; }
+
+step "a server"
+node --import tsx scripts/scratch-database.ts > "$work/db-url" 2> "$work/server.log" &
+server_pid=$!
+await_line "$work/db-url" 300 '^mysql://' || { cat "$work/server.log" >&2; fail "no database URL from scripts/scratch-database.ts"; }
+db_url=$(head -1 "$work/db-url")
+tail -1 "$work/server.log"
+
+step "npm pack"
+# npm pack alone must build: prepack compiles a clean dist/ (its output is shown only if it fails).
+npm pack --pack-destination "$work" > "$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; fail "npm pack failed"; }
+tarball=$(ls "$work"/mysql-rwlock-*.tgz)
+echo "$(basename "$tarball"):"
+tar -tzvf "$tarball" | awk '{ print "  " $1 "  " $NF }' | sort -k2
+files=$(tar -tzf "$tarball")
+for required in package/package.json package/README.md package/LICENSE package/sql/schema.sql \
+  package/dist/src/index.js package/dist/src/index.d.ts package/dist/migrations/index.js package/dist/jobs/reaper.js; do
+  grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
+done
+if grep -Ev '^package/(package\.json|README\.md|LICENSE|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
+  fail "the tarball holds files beyond what runs (listed above)"
+fi
+
+step "a scratch app installs it"
+app="$work/app"
+mkdir "$app"
+cd "$app"
+npm init -y >/dev/null
+npm pkg set type=module
+# As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges from package.json.
+npm install --no-audit --no-fund "$tarball" "knex@$(pkg peerDependencies.knex)" "mysql2@$(pkg peerDependencies.mysql2)"
+ts_major=$(node -p "require('$repo/node_modules/typescript/package.json').version.split('.')[0]")
+types_major=$(node -p "require('$repo/node_modules/@types/node/package.json').version.split('.')[0]")
+npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@$types_major"
+npm ls --depth=0
+[ -x node_modules/mysql-rwlock/dist/jobs/reaper.js ] || fail "the reaper bin is not executable after install"
+[ "$(head -1 node_modules/mysql-rwlock/dist/jobs/reaper.js)" = '#!/usr/bin/env node' ] || fail "the reaper bin has no #!/usr/bin/env node line"
+if grep -rn 'settleLostCommit\|markHead' node_modules/mysql-rwlock/dist --include='*.d.ts'; then
+  fail "@internal members are in the published declarations"
+fi
+
+step "the quick start typechecks (nodenext, node16, bundler)"
+cp "$repo/examples/quickstart.ts" quickstart.ts
+# The example imports the package by its name, as this app does: nothing to rewrite. Check that.
+grep -q "^import { .* } from 'mysql-rwlock';$" quickstart.ts || fail "examples/quickstart.ts does not import from 'mysql-rwlock'"
+tsc=(npx --no-install tsc --strict --noEmit --target es2022 --types node)
+for mode in "nodenext nodenext" "node16 node16" "esnext bundler" "preserve bundler"; do
+  set -- $mode
+  echo "module $1, moduleResolution $2"
+  "${tsc[@]}" --module "$1" --moduleResolution "$2" quickstart.ts
+done
+
+step "the quick start runs (compiled with tsc, run with node)"
+npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node --outDir out quickstart.ts
+out=$(MYSQL_URL=$db_url node out/quickstart.js)
+echo "$out"
+grep -Eqx 'payment of 125\.00 on loan-42 committed under write grant [0-9]+' <<<"$out" || fail "unexpected quick start output"
+if missing=$(env -u MYSQL_URL node out/quickstart.js 2>&1); then fail "the quick start ran without MYSQL_URL"; fi
+echo "without MYSQL_URL: $missing"
+[ "$(wc -l <<<"$missing")" -eq 1 ] || fail "without MYSQL_URL the quick start printed more than one line"
+
+step "require() from CommonJS"
+cat > check.cjs <<'EOF'
+const knex = require('knex');
+const { createLockManager, LockLostError } = require('mysql-rwlock');
+const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+(async () => {
+  const grant = await createLockManager({ knex: db }).tryAcquireWrite('cjs-check');
+  console.log(`require('mysql-rwlock'): write grant ${grant.id} on cjs-check, released ${await grant.release()}; LockLostError is ${typeof LockLostError}`);
+  await db.destroy();
+})().catch((err) => { console.error(err); process.exit(1); });
+EOF
+MYSQL_URL=$db_url node check.cjs
+node --input-type=module -e "
+  import { LockLostError } from 'mysql-rwlock';
+  import { createRequire } from 'node:module';
+  const required = createRequire(import.meta.url)('mysql-rwlock');
+  if (required.LockLostError !== LockLostError) { console.error('require() and import gave two copies'); process.exit(1); }
+  console.log('import and require() give the same module: one copy of every class');"
+
+step "the installed reaper bin"
+node_modules/.bin/mysql-rwlock-reaper --help > help.txt
+head -1 help.txt
+grep -q '^Exit codes:' help.txt || fail "--help prints no exit codes"
+MYSQL_URL=$db_url node_modules/.bin/mysql-rwlock-reaper --once
+status=0; MYSQL_URL=$db_url REAPER_BATCH_SIZE=20000 node_modules/.bin/mysql-rwlock-reaper --once || status=$?
+[ "$status" -eq 2 ] || fail "REAPER_BATCH_SIZE=20000 exited $status, not 2"
+# The documented daemon command; SIGTERM must reach the reaper itself and end it.
+MYSQL_URL=$db_url node node_modules/.bin/mysql-rwlock-reaper > reaper.log &
+reaper_pid=$!
+await_line reaper.log 60 '"event":"reaper.start"' || { cat reaper.log >&2; fail "the reaper logged no start line"; }
+logged_pid=$(grep -o '"event":"reaper.start".*"pid":[0-9]*' reaper.log | grep -o '[0-9]*$')
+[ "$logged_pid" = "$reaper_pid" ] || fail "the reaper runs as pid $logged_pid, not the started pid $reaper_pid"
+kill -TERM "$reaper_pid"
+status=0; wait "$reaper_pid" || status=$?
+reaper_pid=
+[ "$status" -eq 0 ] || fail "the reaper exited $status on SIGTERM"
+! kill -0 "$logged_pid" 2>/dev/null || fail "the reaper (pid $logged_pid) still runs after SIGTERM"
+grep -q '"event":"reaper.stop","signal":"SIGTERM"' reaper.log || fail "no stop line"
+echo "node node_modules/.bin/mysql-rwlock-reaper: started as pid $logged_pid, SIGTERM ended it (exit 0)"
+
+step "pack-check passed"
