@@ -87,6 +87,7 @@ export function translate(err: unknown): unknown {
 export const ER_LOCK_WAIT_TIMEOUT = 1205;
 export const ER_LOCK_DEADLOCK = 1213;
 export const ER_DUP_ENTRY = 1062;
+export const ER_CHECKREAD = 1020;
 
 /**
  * The server's or driver's error inside what was thrown: the error itself, or what an ORM wrapped
@@ -119,12 +120,15 @@ export function isLockWaitTimeout(err: unknown): boolean {
 /**
  * True when the server rolled the whole transaction back because it conflicted with another, so
  * running it again is safe and may succeed: a deadlock (1213, also Galera's certification failure),
- * Group Replication's certification failure at commit (3101), or a commit that failed with the
- * storage engine's deadlock error (1180 with engine error 149, seen on Group Replication).
+ * Group Replication's certification failure at commit (3101), MariaDB's snapshot-isolation refusal
+ * (1020: a locking read met a row changed after the transaction's snapshot; under
+ * innodb_snapshot_isolation, on by default from 11.6, it rolls the whole transaction back), or a
+ * commit that failed with the storage engine's deadlock error (1180 with engine error 149, seen on
+ * Group Replication).
  */
 export function isConflict(err: unknown): boolean {
   const e = driverErrorOf(err);
-  if (e?.errno === ER_LOCK_DEADLOCK || e?.errno === 3101) return true;
+  if (e?.errno === ER_LOCK_DEADLOCK || e?.errno === 3101 || e?.errno === ER_CHECKREAD) return true;
   return e?.errno === 1180 && /\b149\b|deadlock/i.test(e.message ?? '');
 }
 

@@ -97,8 +97,9 @@ export class ConnectionLostError extends RwLockError {
 }
 
 /**
- * A transaction was rolled back by a deadlock or a cluster's certification conflict (Galera 1213,
- * Group Replication 3101 or 1180) on every one of its attempts. Nothing was committed.
+ * A transaction was rolled back by a deadlock, MariaDB's snapshot-isolation check (1020) or a
+ * cluster's certification conflict (Galera 1213, Group Replication 3101 or 1180) on every one of
+ * its attempts. Nothing was committed.
  */
 export class TransactionConflictError extends RwLockError {
   readonly attempts: number;

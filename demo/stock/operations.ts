@@ -38,6 +38,8 @@ export function sellSafely(locks: LockManager, worker: string, rnd: Random): Pro
  * Wrong, on purpose (--unsafe): the transaction reads first and takes the lock only around the
  * write, released before COMMIT. The lock serialises the UPDATEs but not the decisions: two
  * sales that read the same quantity both sell, and the second write overwrites the first.
+ * It runs at READ COMMITTED, as many applications do: at REPEATABLE READ, MariaDB 11.6 and later
+ * (innodb_snapshot_isolation) refuse the stale write with error 1020 rather than lose it.
  */
 export async function sellUnsafely(db: Knex, locks: LockManager, worker: string, rnd: Random): Promise<SaleResult> {
   return db.transaction(async (trx) => {
@@ -51,5 +53,5 @@ export async function sellUnsafely(db: Knex, locks: LockManager, worker: string,
       await grant.release();
     }
     return 'sold';
-  });
+  }, { isolationLevel: 'read committed' });
 }
