@@ -8,8 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // The JSON report lets .ci/run print a plain "N passed, N failed" line.
+    // The JSON report lets .ci/run print a plain "N passed, N failed" line, one report per server flavour.
     reporters: ['default', 'json'],
-    outputFile: { json: '.tmp/vitest-report.json' },
+    outputFile: { json: `.tmp/vitest-report${process.env.RWLOCK_TEST_SERVER ? `-${process.env.RWLOCK_TEST_SERVER}` : ''}.json` },
   },
 });

@@ -1,18 +1,38 @@
 // Finds a MySQL-compatible server for tests, the demo and the benchmarks, in this order:
-//   1. MYSQL_URL;  2. a testcontainers MySQL when a Docker engine answers;
-//   3. a throwaway mariadbd/mysqld from PATH in a temporary data directory on a free port.
+//   1. MYSQL_URL;
+//   2. RWLOCK_TEST_SERVER=mariadb-10.11 | mysql-9.7 | mariadb-11.8: a throwaway server of that
+//      flavour (10.11 from the host, the others from a cached Debian sid chroot, see chroot.ts);
+//   3. a testcontainers MySQL when a Docker engine answers;
+//   4. a throwaway mariadbd/mysqld from PATH in a temporary data directory on a free port.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
+import { CHROOTS, ensureChroot } from './chroot.js';
+
+/** The server flavours RWLOCK_TEST_SERVER chooses from, with the version each must report. */
+export const FLAVOURS = Object.freeze({
+  'mariadb-10.11': { version: /^10\.11\./, chroot: undefined },
+  'mysql-9.7': { version: /^9\.7\./, chroot: CHROOTS.mysql },
+  'mariadb-11.8': { version: /^11\.8\./, chroot: CHROOTS.mariadb },
+});
+export type Flavour = keyof typeof FLAVOURS;
+
+/** RWLOCK_TEST_SERVER, checked; undefined when unset. */
+export function chosenFlavour(): Flavour | undefined {
+  const value = process.env.RWLOCK_TEST_SERVER;
+  if (!value) return undefined;
+  if (!(value in FLAVOURS)) throw new Error(`RWLOCK_TEST_SERVER=${value}: choose one of ${Object.keys(FLAVOURS).join(', ')}`);
+  return value as Flavour;
+}
 
 export interface FoundServer {
   /** mysql://user:password@host:port/ with privileges to create databases. */
   url: string;
-  kind: 'MYSQL_URL' | 'testcontainers' | 'local';
+  kind: 'MYSQL_URL' | 'testcontainers' | 'local' | 'chroot';
   description: string;
   stop(): Promise<void>;
 }
@@ -34,6 +54,8 @@ export async function findServer(options: LocalServerOptions = {}): Promise<Foun
   const log = options.log ?? (() => undefined);
   const fromEnv = process.env.MYSQL_URL;
   if (fromEnv) return { url: fromEnv, kind: 'MYSQL_URL', description: `MYSQL_URL (${redact(fromEnv)})`, stop: async () => undefined };
+  const flavour = chosenFlavour();
+  if (flavour) return startFlavour(flavour, options);
   if (await dockerAnswers()) {
     log('starting a MySQL container through testcontainers');
     const { MySqlContainer } = await import('@testcontainers/mysql');
@@ -95,17 +117,23 @@ export function freePort(): Promise<number> {
 
 const isRoot = process.getuid?.() === 0;
 
-/** Creates a data directory for `binary` (mariadbd or mysqld) with a passwordless root. */
-export function initDataDir(binary: string, datadir: string): void {
-  const version = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout ?? '';
+/**
+ * Creates a data directory for `binary` (mariadbd or mysqld) with a passwordless root. With
+ * `chroot`, both are paths inside that root and the initialisation runs there.
+ */
+export function initDataDir(binary: string, datadir: string, chroot?: string): void {
+  const exec = (cmd: string, args: string[]): ReturnType<typeof spawnSync> =>
+    chroot ? spawnSync('chroot', [chroot, cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
+  const version = String(exec(binary, ['--version']).stdout ?? '');
   const userArgs = isRoot ? ['--user=root'] : [];
   let result;
   if (/mariadb/i.test(version)) {
-    const installer = findBinary(['mariadb-install-db', 'mysql_install_db']);
+    const installer = chroot ? '/usr/bin/mariadb-install-db' : findBinary(['mariadb-install-db', 'mysql_install_db']);
     if (!installer) throw new Error(`found ${binary} but not mariadb-install-db to initialise a data directory`);
-    result = spawnSync(installer, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...userArgs], { encoding: 'utf8' });
+    // A minimal chroot cannot resolve its host name; grant tables then name hosts by address.
+    result = exec(installer, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...(chroot ? ['--skip-name-resolve'] : []), ...userArgs]);
   } else {
-    result = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, ...userArgs], { encoding: 'utf8' });
+    result = exec(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, ...userArgs]);
   }
   if (result.status !== 0) throw new Error(`initialising ${datadir} failed:\n${result.stdout}\n${result.stderr}`);
 }
@@ -117,13 +145,22 @@ export interface RunningServer {
 }
 
 /** Starts `binary` on `datadir` and resolves once it accepts connections. */
-export async function runServer(binary: string, datadir: string, port: number, extraArgs: string[] = []): Promise<RunningServer> {
+/**
+ * Starts `binary` on `datadir` and resolves once it accepts connections. With `chroot`, both are
+ * paths inside that root, and the server runs there (it shares the host's network).
+ */
+export async function runServer(binary: string, datadir: string, port: number, extraArgs: string[] = [], chroot?: string): Promise<RunningServer> {
+  const isMysql = /mysqld$/.test(binary);
   const args = [
     '--no-defaults', `--datadir=${datadir}`, `--socket=${join(datadir, 'server.sock')}`, `--port=${port}`,
     '--bind-address=127.0.0.1', `--pid-file=${join(datadir, 'server.pid')}`, '--max-connections=1000',
-    '--innodb-buffer-pool-size=512M', '--skip-name-resolve', ...(isRoot ? ['--user=root'] : []), ...extraArgs,
+    '--innodb-buffer-pool-size=512M', ...(isRoot ? ['--user=root'] : []),
+    // MySQL's initialised root is root@localhost only: without name resolution a TCP client from 127.0.0.1 is not it.
+    ...(isMysql ? [] : ['--skip-name-resolve']),
+    // A minimal chroot lacks the packaged secure-file-priv directory; MySQL's X plugin would take a second port.
+    ...(chroot ? ['--secure-file-priv='] : []), ...(chroot && isMysql ? ['--mysqlx=OFF'] : []), ...extraArgs,
   ];
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = chroot ? spawn('chroot', [chroot, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -152,6 +189,51 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
   const escalate = setTimeout(() => child.kill('SIGKILL'), 30_000);
   await exited;
   clearTimeout(escalate);
+}
+
+/** A throwaway server of the chosen flavour; fails unless it reports that flavour's version. */
+async function startFlavour(flavour: Flavour, options: LocalServerOptions): Promise<FoundServer> {
+  const spec = FLAVOURS[flavour];
+  const log = options.log ?? (() => undefined);
+  let found: FoundServer;
+  if (spec.chroot) {
+    const root = await ensureChroot(spec.chroot, log);
+    const inside = `/srv/rwlock-${process.pid}-${Date.now().toString(36)}`;
+    const hostDir = join(root, inside);
+    mkdirSync(hostDir, { recursive: true });
+    try {
+      log(`initialising a throwaway ${flavour} in ${hostDir}`);
+      initDataDir(spec.chroot.server, join(inside, 'data'), root);
+      const port = await freePort();
+      const server = await runServer(spec.chroot.server, join(inside, 'data'), port, ['--innodb-buffer-pool-size=256M', ...(options.extraArgs ?? [])], root);
+      found = {
+        url: `mysql://root@127.0.0.1:${port}/`,
+        kind: 'chroot',
+        description: `throwaway ${flavour} (${spec.chroot.name} chroot) on 127.0.0.1:${port}`,
+        stop: async () => {
+          await stopProcess(server.process);
+          rmSync(hostDir, { recursive: true, force: true });
+        },
+      };
+    } catch (err) {
+      rmSync(hostDir, { recursive: true, force: true });
+      throw err;
+    }
+  } else {
+    const binary = findBinary(['mariadbd']);
+    if (!binary) throw new Error(`RWLOCK_TEST_SERVER=${flavour} needs the host's mariadbd: apt-get install mariadb-server`);
+    found = await startLocalServer(binary, options);
+  }
+  const conn = await mysql.createConnection(found.url);
+  const [rows] = await conn.query('SELECT VERSION() AS v');
+  await conn.end();
+  const version = (rows as Array<{ v: string }>)[0]?.v ?? '';
+  if (!spec.version.test(version)) {
+    await found.stop();
+    throw new Error(`RWLOCK_TEST_SERVER=${flavour} started a server that reports version ${version}`);
+  }
+  log(`${flavour}: ${version}`);
+  return { ...found, description: `${found.description}, ${version}` };
 }
 
 async function startLocalServer(binary: string, options: LocalServerOptions): Promise<FoundServer> {
