@@ -130,6 +130,19 @@ export class Grant {
     return false;
   }
 
+  /**
+   * Reads the grant row: true while it is live; otherwise the grant is marked lost. Used before a
+   * business transaction runs again after a conflict, so work is not redone under a lost grant.
+   * @internal
+   */
+  async confirmLive(): Promise<boolean> {
+    if (this.#done) return false;
+    const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    if (row?.status === STATUS.live) return true;
+    this.#markLost();
+    return false;
+  }
+
   /** Records that the transaction that ran `fence()` committed: the grant is released. No round trip. */
   committed(): void {
     this.#settle();
