@@ -28,8 +28,16 @@ export class Grant {
   #mode: LockMode;
   #done = false;
 
-  /** @internal Grants come from a LockManager. */
-  constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
+  /**
+   * Grants come from a LockManager. Private, so the published declarations show no constructor a
+   * user could call; `create` is the library's way in, and is left out of them.
+   * @internal
+   */
+  static create(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer): Grant {
+    return new Grant(ctx, id, resourceId, resource, mode, token);
+  }
+
+  private constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
     this.#ctx = ctx;
     this.id = id;
     this.resourceId = resourceId;
