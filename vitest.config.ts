@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+const server = process.env.RWLOCK_TEST_SERVER;
+const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES === 'off' ? '-no-procedures' : ''}`;
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -8,8 +11,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    // The JSON report lets .ci/run print a plain "N passed, N failed" line, one report per server flavour.
+    // The JSON report lets .ci/run print a plain "N passed, N failed" line, one report per server
+    // flavour and acquire path.
     reporters: ['default', 'json'],
-    outputFile: { json: `.tmp/vitest-report${process.env.RWLOCK_TEST_SERVER ? `-${process.env.RWLOCK_TEST_SERVER}` : ''}.json` },
+    outputFile: { json: `.tmp/vitest-report${lane}.json` },
   },
 });

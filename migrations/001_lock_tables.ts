@@ -120,8 +120,9 @@ BEGIN
 END`,
 };
 
-export async function up(knex: Knex): Promise<void> {
+export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
   for (const ddl of TABLES) await knex.raw(ddl);
+  if (!options.procedures) return;
   for (const [name, ddl] of Object.entries(PROCEDURES)) {
     await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
     await knex.raw(ddl);

@@ -69,7 +69,8 @@ BEGIN
 END`,
 };
 
-export async function up(knex: Knex): Promise<void> {
+export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
+  if (!options.procedures) return;
   for (const [name, ddl] of Object.entries(PROCEDURES)) {
     await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
     await knex.raw(ddl);

@@ -3,9 +3,14 @@ import * as m001 from './001_lock_tables.js';
 import * as m002 from './002_acquire_v2.js';
 import * as m003 from './003_mode_changes.js';
 
+/** What a migration creates: `procedures: false` leaves stored routines out (see `migrate`). */
+export interface MigrationOptions {
+  procedures: boolean;
+}
+
 export interface Migration {
   name: string;
-  up(knex: Knex): Promise<void>;
+  up(knex: Knex, options?: MigrationOptions): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 

@@ -1,9 +1,9 @@
-import { errnoOf, ER_DUP_ENTRY, withConnection } from './connection.js';
+import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from './connection.js';
 import type { LockContext } from './context.js';
-import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError } from './errors.js';
+import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from './errors.js';
 import { Grant } from './grant.js';
 import { askDatabase, withRetries } from './retry.js';
-import { callAcquire } from './sql/acquire.js';
+import { acquireWithStatements, callAcquire } from './sql/acquire.js';
 import { findGrantByToken } from './sql/lookup.js';
 import { withdrawAcquire } from './sql/withdraw.js';
 import { newToken } from './token.js';
@@ -75,8 +75,22 @@ async function unlessAborted(grant: Grant, signal: AbortSignal | undefined): Pro
   return grant;
 }
 
+/** One acquire attempt, through the procedure or as plain statements (see `ProceduresMode`). */
+async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, token: Buffer, intentMs: number): Promise<number | null> {
+  if (!ctx.acquirePath.statements) {
+    try {
+      return await callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
+    } catch (err) {
+      // A CALL of a missing procedure fails before running anything: nothing to undo.
+      if (ctx.options.procedures !== 'auto' || !(err instanceof SchemaMissingError) || errnoOf(err.cause) !== ER_SP_DOES_NOT_EXIST) throw err;
+      ctx.acquirePath.statements = true;
+    }
+  }
+  return acquireWithStatements(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
+}
+
 /**
- * One acquire: one round trip, retried after a conflict. An attempt whose reply was lost is
+ * One acquire, retried after a conflict. An attempt whose reply was lost is
  * withdrawn (see `withdrawAcquire`): that tells whether it was granted without needing to see the
  * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
  */
@@ -84,7 +98,7 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
   let token = newToken();
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();
-    const id = await withConnection(ctx.knex, (conn) => callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs));
+    const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs));
     return id === null ? null : Grant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
   }, async (err) => {
     const lostToken = token;

@@ -63,7 +63,8 @@ export function firstRow<T>(callResult: unknown, what: string): T {
   return row as T;
 }
 
-const SCHEMA_MISSING = new Set([1146, 1305]); // no such table, no such procedure
+export const ER_SP_DOES_NOT_EXIST = 1305;
+const SCHEMA_MISSING = new Set([1146, ER_SP_DOES_NOT_EXIST]); // no such table, no such procedure
 
 const ER_DATA_OUT_OF_RANGE = 1690;
 const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB

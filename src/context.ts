@@ -14,4 +14,6 @@ export interface LockContext {
   readonly scopes: Scopes;
   /** The owner as UTF-8, as the acquire sends it. */
   readonly ownerBytes: Buffer;
+  /** Whether acquires run as plain statements: set at start, or once 'auto' finds no procedure. */
+  readonly acquirePath: { statements: boolean };
 }

@@ -2,7 +2,7 @@ export { createLockManager, LockManager, type LockedWork } from './manager.js';
 export { Grant, type FenceExecutor } from './grant.js';
 export { migrate, MIGRATION_TABLE, MIGRATE_DEFAULTS, type MigrateOptions, type MigrateResult } from './migrate.js';
 export { reapStaleGrants, purgeReleasedGrants, REAP_DEFAULTS, type ReapOptions, type ReapResult, type PurgeOptions } from './reaper.js';
-export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel } from './options.js';
+export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel, type ProceduresMode } from './options.js';
 export { MAX_RESOURCE_ID_BYTES } from './resource-id.js';
 export type { LockState, Holder } from './sql/inspect.js';
 export type { ReapedGrant } from './sql/reap.js';

@@ -29,6 +29,7 @@ export class LockManager {
       queues: new WaitQueues(),
       scopes: new Scopes(),
       ownerBytes: Buffer.from(o.owner, 'utf8'),
+      acquirePath: { statements: o.procedures === false },
     };
   }
 

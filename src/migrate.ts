@@ -1,18 +1,24 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS } from '../migrations/index.js';
-import { MigrationLockedError } from './errors.js';
+import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../migrations/index.js';
+import { InvalidOptionsError, MigrationLockedError } from './errors.js';
 import { integerOption, knexOption, LIMITS, optionsObject } from './options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
 export const MIGRATION_TABLE = 'rwlock_migrations';
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
 
-export const MIGRATE_DEFAULTS = Object.freeze({ waitMs: 60_000 });
+export const MIGRATE_DEFAULTS = Object.freeze({ waitMs: 60_000, procedures: true });
 
 export interface MigrateOptions {
   /** How long to wait for another process that holds the migration lock. @defaultValue 60000 */
   waitMs?: number;
+  /**
+   * false: create the tables only, no stored procedures (TiDB, Vitess, PlanetScale, or a policy
+   * against routines); lock managers then acquire with plain statements. Procedures an earlier
+   * migrate() created are left as they are. @defaultValue true
+   */
+  procedures?: boolean;
 }
 
 export interface MigrateResult {
@@ -49,28 +55,29 @@ async function unlock(db: Knex): Promise<void> {
   await db.raw(`UPDATE ${LOCK_TABLE} SET is_locked = 0 WHERE \`index\` = 1`);
 }
 
-/** Names of the schema's tables and procedures that this database lacks. */
-async function missingObjects(db: Knex): Promise<string[]> {
+/** Names of the schema's tables and (when asked for) procedures that this database lacks. */
+async function missingObjects(db: Knex, options: MigrationOptions): Promise<string[]> {
   const tables = new Set((await rows<{ name: string }>(db, 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()')).map((r) => r.name));
   const procedures = new Set((await rows<{ name: string }>(
     db, "SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'",
   )).map((r) => r.name));
   const expectedTables = CURRENT_TABLES.map((ddl) => /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)![1]!);
-  return [...expectedTables.filter((t) => !tables.has(t)), ...Object.keys(CURRENT_PROCEDURES).filter((p) => !procedures.has(p))];
+  const expectedProcedures = options.procedures ? Object.keys(CURRENT_PROCEDURES) : [];
+  return [...expectedTables.filter((t) => !tables.has(t)), ...expectedProcedures.filter((p) => !procedures.has(p))];
 }
 
 /** Under the lock: applies what has not run, and rebuilds objects dropped since. */
-async function migrateLocked(db: Knex): Promise<MigrateResult> {
+async function migrateLocked(db: Knex, options: MigrationOptions): Promise<MigrateResult> {
   const done = new Set((await rows<{ name: string }>(db, `SELECT name FROM ${MIGRATION_TABLE}`)).map((r) => r.name));
   const pending = MIGRATIONS.filter((m) => !done.has(m.name));
   const [{ batch } = { batch: 0 }] = await rows<{ batch: number | null }>(db, `SELECT COALESCE(MAX(batch), 0) AS batch FROM ${MIGRATION_TABLE}`);
   for (const m of pending) {
-    await m.up(db);
+    await m.up(db, options);
     await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [m.name, Number(batch) + 1]);
   }
-  const missing = await missingObjects(db);
+  const missing = await missingObjects(db, options);
   // Every migration's `up` is idempotent, so running them all in order rebuilds exactly what is missing.
-  if (missing.length > 0) for (const m of MIGRATIONS) await m.up(db);
+  if (missing.length > 0) for (const m of MIGRATIONS) await m.up(db, options);
   return { applied: pending.map((m) => m.name), repaired: missing };
 }
 
@@ -81,14 +88,18 @@ async function migrateLocked(db: Knex): Promise<MigrateResult> {
  */
 export async function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   knexOption('db', db);
-  const o = optionsObject('migrate', options, ['waitMs']);
+  const o = optionsObject('migrate', options, ['waitMs', 'procedures']);
   const waitMs = integerOption('waitMs', o.waitMs ?? MIGRATE_DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
+  if (o.procedures !== undefined && typeof o.procedures !== 'boolean') {
+    throw new InvalidOptionsError(`procedures must be true or false, got ${typeof o.procedures}`);
+  }
+  const what: MigrationOptions = { procedures: o.procedures ?? MIGRATE_DEFAULTS.procedures };
   const deadline = Date.now() + waitMs;
   await ensureBookkeeping(db);
   for (let n = 0; ; n++) {
     if (await tryLock(db)) {
       try {
-        return await migrateLocked(db);
+        return await migrateLocked(db, what);
       } finally {
         await unlock(db);
       }

@@ -12,7 +12,15 @@ export const DEFAULTS = Object.freeze({
   writerIntentMs: 1_000,
   deadlockRetries: 5,
   resolveTimeoutMs: 30_000,
+  procedures: 'auto' as ProceduresMode,
 });
+
+/**
+ * How an acquire runs: 'auto' calls the `rwlock_acquire` procedure and, if the database has none
+ * (migrated with `procedures: false`), uses plain statements from then on; `false` never calls a
+ * procedure (TiDB, Vitess, PlanetScale, or a policy against stored routines); `true` requires it.
+ */
+export type ProceduresMode = 'auto' | boolean;
 
 /** Defaults of the reaper and the retention purge (`reapStaleGrants`, `purgeReleasedGrants`, the reaper job). */
 export const REAP_DEFAULTS = Object.freeze({
@@ -61,6 +69,11 @@ export interface LockManagerOptions {
   deadlockRetries?: number;
   /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue 30000 */
   resolveTimeoutMs?: number;
+  /**
+   * Whether acquire calls the `rwlock_acquire` procedure (one round trip) or runs plain statements
+   * (four): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue 'auto'
+   */
+  procedures?: ProceduresMode;
 }
 
 export interface ResolvedManagerOptions {
@@ -72,6 +85,7 @@ export interface ResolvedManagerOptions {
   writerIntentMs: number;
   deadlockRetries: number;
   resolveTimeoutMs: number;
+  procedures: ProceduresMode;
 }
 
 export interface AcquireOptions {
@@ -149,7 +163,7 @@ function ownerOption(value: unknown): string {
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   if (typeof input !== 'object' || input === null) throw new InvalidOptionsError('options must be an object with a knex instance');
   const o = optionsObject('createLockManager', input, [
-    'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs',
+    'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs', 'procedures',
   ]);
   const resolved: ResolvedManagerOptions = {
     knex: knexOption('knex', o.knex),
@@ -160,11 +174,18 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     writerIntentMs: integerOption('writerIntentMs', o.writerIntentMs ?? DEFAULTS.writerIntentMs, 0, LIMITS.maxWriterIntentMs),
     deadlockRetries: integerOption('deadlockRetries', o.deadlockRetries ?? DEFAULTS.deadlockRetries, 0, LIMITS.maxRetries),
     resolveTimeoutMs: integerOption('resolveTimeoutMs', o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs, 0, LIMITS.maxTimerMs),
+    procedures: proceduresOption(o.procedures),
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
     throw new InvalidOptionsError(`backoffMinMs (${resolved.backoffMinMs}) must not exceed backoffMaxMs (${resolved.backoffMaxMs})`);
   }
   return resolved;
+}
+
+export function proceduresOption(value: unknown): ProceduresMode {
+  if (value === undefined) return DEFAULTS.procedures;
+  if (value === 'auto' || value === true || value === false) return value;
+  throw new InvalidOptionsError(`procedures must be 'auto', true or false, got ${describe(value)}`);
 }
 
 export interface ResolvedAcquireOptions {

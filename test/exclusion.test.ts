@@ -9,7 +9,8 @@ import { createEffectTables, judgeEffects } from './support/effects.js';
 import { invariantViolations } from './support/state.js';
 
 const good = useTestDatabase(`${import.meta.filename}-good`);
-const broken = useTestDatabase(`${import.meta.filename}-broken`);
+// The broken variant is a procedure: this database has them whatever the lane.
+const broken = useTestDatabase(`${import.meta.filename}-broken`, { procedures: true });
 const RESOURCES = ['hot-a', 'hot-b', 'hot-c'];
 
 interface Tally {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { FaultProxy } from '../harness/proxy.js';
 import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError } from '../src/index.js';
-import { useTestDatabase } from './support/db.js';
+import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
 
@@ -131,8 +131,11 @@ describe('connection lost during COMMIT', () => {
   it('reply lost after the server committed: the outcome is looked up and reported as committed, once', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
     let id = 0;
-    const cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
+    let cut: Promise<string> | undefined;
     const value = await locks.withWriteLock('cl-1', async (trx, grant) => {
+      // Armed once the lock is held, so it is the business COMMIT that is cut (the plain-statement
+      // acquire commits too).
+      cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-1', grant.id]);
       return 'paid';
@@ -147,8 +150,8 @@ describe('connection lost during COMMIT', () => {
   it('COMMIT never reached the server: ConnectionLostError, nothing committed, the grant is released', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
     let id = 0;
-    proxy.armOnce(/^COMMIT/i, 'before-forward');
     const err = await locks.withWriteLock('cl-2', async (trx, grant) => {
+      void proxy.armOnce(/^COMMIT/i, 'before-forward');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
     }).catch((e: unknown) => e);
@@ -160,8 +163,10 @@ describe('connection lost during COMMIT', () => {
 
   it('acquire reply lost: the grant is found by its token, so it is neither doubled nor leaked', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
-    proxy.armOnce(/CALL rwlock_acquire/, 'before-reply');
+    // The reply that carries the acquire's outcome: the CALL's, or the plain statements' COMMIT's.
+    const cut = proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
     const g = await locks.tryAcquireWrite('cl-3');
+    await cut;
     expect(g).not.toBeNull();
     const state = await locks.inspect('cl-3');
     expect(state.wCount).toBe(1);
@@ -181,10 +186,10 @@ describe('connection lost during COMMIT', () => {
 
   it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 0 });
-    // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
-    void proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
     let grantId = 0;
     const pending = locks.withWriteLock('cl-5', async (trx, grant) => {
+      // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
+      void proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
       grantId = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
     }).catch((e: unknown) => e);

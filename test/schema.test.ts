@@ -9,7 +9,7 @@ import { schemaSql } from '../scripts/schema-sql.js';
 import { migrate } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
 
-const migrated = useTestDatabase(`${import.meta.filename}-migrated`);
+const migrated = useTestDatabase(`${import.meta.filename}-migrated`, { procedures: true });
 const plain = useTestDatabase(`${import.meta.filename}-plain`, { migrate: false });
 const racing = useTestDatabase(`${import.meta.filename}-racing`, { migrate: false });
 

@@ -1,5 +1,5 @@
 import { firstRow, query, type RawConnection } from '../connection.js';
-import { LOCK_TYPE, type LockMode } from '../types.js';
+import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
 
 /**
  * One acquire attempt: one round trip, one commit (procedure `rwlock_acquire`). The procedure
@@ -15,4 +15,61 @@ export async function callAcquire(
   const result = await query(conn, 'CALL rwlock_acquire(?, ?, CONVERT(? USING utf8mb4), ?, ?)', [resource, LOCK_TYPE[mode], owner, token, intentMs]);
   const { id } = firstRow<{ id: number | string | null }>(result, 'rwlock_acquire');
   return id === null ? null : Number(id);
+}
+
+/*
+ * The same decision as plain statements, for databases without stored routines. The procedure's
+ * body lives in an applied migration and cannot change; these statements must decide exactly as it
+ * does (test/procedures.test.ts runs the exclusion check on both paths).
+ */
+const GUARDED_UPDATE: Readonly<Record<LockMode, string>> = {
+  write: `UPDATE t_read_write_lock SET w_count = 1, w_wait_until = NULL, version = version + 1
+ WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
+  read: `UPDATE t_read_write_lock SET r_count = r_count + 1, version = version + 1
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6))`,
+};
+/** First use of a resource: the row is created already holding the lock. IGNORE: 0 rows when it exists. */
+const FIRST_USE = 'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
+const WRITER_INTENT = `UPDATE t_read_write_lock
+   SET w_wait_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
+ WHERE resource_id = ? AND (w_wait_until IS NULL OR w_wait_until < NOW(6) + INTERVAL ? MICROSECOND)`;
+const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
+VALUES (?, ?, ${STATUS.live}, NOW(6), 0, CONVERT(? USING utf8mb4), ?)`;
+
+/**
+ * One acquire attempt as plain statements in one transaction: four round trips and one commit when
+ * granted; a refused attempt also tries the first-use insert and decides again (six). The guarded
+ * UPDATE is a locking read, so it decides on the latest committed row at any isolation level. Two
+ * first users of a resource can deadlock on the new row's gap; the loser is rolled back and retried
+ * like any conflict. Every changed row also changes `version`, so the counts read the same with and
+ * without CLIENT_FOUND_ROWS.
+ */
+export async function acquireWithStatements(
+  conn: RawConnection, resource: Buffer, mode: LockMode, owner: Buffer, token: Buffer, intentMs: number,
+): Promise<number | null> {
+  await query(conn, 'START TRANSACTION');
+  try {
+    const guarded = async (): Promise<boolean> => (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode], [resource])).affectedRows === 1;
+    let granted = await guarded();
+    if (!granted) {
+      const write = mode === 'write' ? 1 : 0;
+      granted = (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
+      // The row exists, and may have been committed by another first user only since the UPDATE
+      // above looked: decide on it again, as the procedure does.
+      if (!granted) granted = await guarded();
+    }
+    let id: number | null = null;
+    if (granted) {
+      id = Number((await query<{ insertId: number | string }>(conn, LOG_GRANT, [resource, LOCK_TYPE[mode], owner, token])).insertId);
+    } else if (mode === 'write' && intentMs > 0) {
+      await query(conn, WRITER_INTENT, [intentMs * 1000, resource, intentMs * 500]);
+    }
+    await query(conn, 'COMMIT');
+    return id;
+  } catch (err) {
+    // A dead connection rolls back on the server; on a live one, end the transaction before the
+    // connection goes back to the pool.
+    await query(conn, 'ROLLBACK').catch(() => undefined);
+    throw err;
+  }
 }

@@ -15,11 +15,18 @@ export interface TestDatabase {
   connect(settings?: KnexSettings): Knex;
 }
 
+/**
+ * RWLOCK_TEST_PROCEDURES=off migrates every test database without stored procedures, so the whole
+ * suite runs the plain-statement acquire ('auto' managers find no procedure).
+ */
+export const TEST_PROCEDURES = process.env.RWLOCK_TEST_PROCEDURES !== 'off';
+
 export function serverUrl(): string {
   return inject('mysqlUrl');
 }
 
-export function useTestDatabase(file: string, options: { migrate?: boolean } = {}): TestDatabase {
+/** `procedures` overrides the lane's choice, for tests of the procedure itself. */
+export function useTestDatabase(file: string, options: { migrate?: boolean; procedures?: boolean } = {}): TestDatabase {
   const name = `rwl_${basename(file).replace(/\.test\.ts$/, '').replace(/[^A-Za-z0-9]/g, '_').slice(0, 40)}_${randomBytes(3).toString('hex')}`;
   const extra: Knex[] = [];
   let main: Knex | undefined;
@@ -27,7 +34,7 @@ export function useTestDatabase(file: string, options: { migrate?: boolean } = {
   beforeAll(async () => {
     await createDatabase(url, name);
     main = connectKnex(url, name, { poolMax: 20 });
-    if (options.migrate !== false) await migrate(main);
+    if (options.migrate !== false) await migrate(main, { procedures: options.procedures ?? TEST_PROCEDURES });
   });
   afterAll(async () => {
     await Promise.all([main, ...extra].map((k) => k?.destroy()));
