@@ -6,7 +6,9 @@ const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/faults/**', 'node_modules/**'],
+    // The reliability suite has its own config (vitest.faults.config.ts); its checker and evidence
+    // tests need no database and run here too.
+    exclude: ['test/faults/**/!(checker|evidence).test.ts', 'node_modules/**'],
     globalSetup: ['test/support/global-server.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -18,8 +18,11 @@ export interface Sample {
 }
 
 let serverPid: number | undefined;
-/** Lets runFor also measure the server process's CPU (a server on this machine, found by port). */
-export function watchServerCpu(port: number): boolean {
+/**
+ * Lets runFor (and serverCpuUs) measure the server process's CPU: a server on this machine, found
+ * by port. Returns its pid, or undefined when it is not local (or not Linux).
+ */
+export function watchServerCpu(port: number): number | undefined {
   try {
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
@@ -31,17 +34,17 @@ export function watchServerCpu(port: number): boolean {
       }
       if (/(mariadbd|mysqld)/.test(cmd) && (cmd.includes(`--port=${port}\0`) || (port === 3306 && !cmd.includes('--port=')))) {
         serverPid = Number(entry);
-        return true;
+        return serverPid;
       }
     }
   } catch {
     // not Linux: no server CPU figures
   }
-  return false;
+  return undefined;
 }
 
-/** utime + stime of the server process, µs (Linux, USER_HZ = 100). */
-function serverCpu(): number | undefined {
+/** utime + stime of the watched server process so far, µs (Linux, USER_HZ = 100). */
+export function serverCpuUs(): number | undefined {
   if (serverPid === undefined) return undefined;
   try {
     const fields = readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -93,12 +96,12 @@ export async function runFor(
   measuring = true;
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const s0 = serverCpu();
+  const s0 = serverCpuUs();
   await sleep(ms);
   measuring = false;
   const t1 = performance.now();
   const c1 = process.cpuUsage(c0);
-  const s1 = serverCpu();
+  const s1 = serverCpuUs();
   const seconds = (t1 - t0) / 1000;
   stop = true;
   await Promise.all(loops);

@@ -2,8 +2,8 @@
 // writer-starvation case: every `everyMs` it waits for a write lock on the resource, holds it 1 ms,
 // releases, and reports every wait to the parent over IPC.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectKnex } from '../harness/database.js';
-import { createLockManager } from '../src/index.js';
+import { connectKnex } from '../../harness/database.js';
+import { createLockManager } from '../../src/index.js';
 
 const [url, database, resourceId, durationMs, everyMs, intentMs, waitMs] = process.argv.slice(2);
 if (!url || !database || !resourceId || !durationMs || !everyMs || !intentMs || !waitMs) {
