@@ -25,6 +25,7 @@ import { contention } from './cases/contention.js';
 import { fenced } from './cases/fenced.js';
 import { handover } from './cases/handover.js';
 import { peers } from './cases/peers.js';
+import { procedures } from './cases/procedures.js';
 import { reaper } from './cases/reaper.js';
 import { reference } from './cases/reference.js';
 import { scale } from './cases/scale.js';
@@ -36,7 +37,7 @@ import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js
 import { evaluate, targetTable } from './lib/targets.js';
 
 /** In the order they run; round cases of all of them are interleaved first. */
-const FAMILIES: Family[] = [throughput, fenced, reference, peers, contention, handover, writers, reaper, scale];
+const FAMILIES: Family[] = [throughput, fenced, procedures, reference, peers, contention, handover, writers, reaper, scale];
 
 const argv = process.argv.slice(2);
 const flag = (name: string): boolean => argv.includes(`--${name}`);

@@ -71,7 +71,7 @@ export interface LockManagerOptions {
   resolveTimeoutMs?: number;
   /**
    * Whether acquire calls the `rwlock_acquire` procedure (one round trip) or runs plain statements
-   * (four): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue 'auto'
+   * (five): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue 'auto'
    */
   procedures?: ProceduresMode;
 }

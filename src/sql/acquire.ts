@@ -37,16 +37,17 @@ const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, creat
 VALUES (?, ?, ${STATUS.live}, NOW(6), 0, CONVERT(? USING utf8mb4), ?)`;
 
 /**
- * One acquire attempt as plain statements in one transaction: four round trips and one commit when
- * granted; a refused attempt also tries the first-use insert and decides again (six). The guarded
- * UPDATE is a locking read, so it decides on the latest committed row at any isolation level. Two
- * first users of a resource can deadlock on the new row's gap; the loser is rolled back and retried
- * like any conflict. Every changed row also changes `version`, so the counts read the same with and
- * without CLIENT_FOUND_ROWS.
+ * One acquire attempt as plain statements in one transaction: five round trips and one commit when
+ * granted; a refused attempt also tries the first-use insert and decides again. The guarded UPDATE
+ * is a locking read, so it decides on the latest committed row. Every changed row also changes
+ * `version`, so the counts read the same with and without CLIENT_FOUND_ROWS.
  */
 export async function acquireWithStatements(
   conn: RawConnection, resource: Buffer, mode: LockMode, owner: Buffer, token: Buffer, intentMs: number,
 ): Promise<number | null> {
+  // READ COMMITTED, as in the procedure: the UPDATE of a resource not yet used would otherwise take
+  // a gap lock, and first users of neighbouring new ids would deadlock on each other's inserts.
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
     const guarded = async (): Promise<boolean> => (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode], [resource])).affectedRows === 1;
