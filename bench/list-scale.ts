@@ -74,7 +74,7 @@ async function main(): Promise<void> {
       stale: (await locks.list({ staleOnly: true, limit: 10_000 })).grants.length,
     };
     const plan = async (sql: string, params: unknown[]): Promise<unknown[]> =>
-      ((await db.raw(`EXPLAIN ${sql}`, params as Knex.RawBinding[])) as unknown as [Array<Record<string, unknown>>])[0].map((r) => ({ table: r.table, type: r.type, key: r.key, rows: r.rows, Extra: r.Extra }));
+      ((await db.raw(`EXPLAIN ${sql}`, params as Knex.RawBinding[])) as unknown as [Array<Record<string, unknown>>])[0] // MariaDB's tabular plan; on MySQL set explain_format=TRADITIONAL.map((r) => ({ table: r.table, type: r.type, key: r.key, rows: r.rows, Extra: r.Extra }));
     const q = listQuery({ mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined }, 3_600_000);
     const report = {
       server: server.description,
