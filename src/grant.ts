@@ -1,7 +1,7 @@
 import { translate, withConnection, type RawConnection } from './connection.js';
 import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from './errors.js';
-import { integerOption, LIMITS } from './options.js';
+import { integerOption, LIMITS, type LockLostInfo } from './options.js';
 import { askDatabase, withRetries } from './retry.js';
 import { extendLease } from './sql/extend.js';
 import { findGrantById } from './sql/lookup.js';
@@ -91,7 +91,7 @@ export class Grant {
     }
     if (changed === RELEASED_ROWS) return;
     if (changed === 0) {
-      this.#markLost();
+      this.#markLost('fence', 'look up');
       throw new LockLostError(this.id);
     }
     throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
@@ -132,7 +132,7 @@ export class Grant {
     const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row === null || row.status !== STATUS.live) {
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost();
+      else this.#markLost('mode-change', row?.releasedBy ?? null);
       throw new LockLostError(this.id, 'it is no longer live');
     }
     return false;
@@ -147,7 +147,7 @@ export class Grant {
     if (this.#done) return false;
     const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row?.status === STATUS.live) return true;
-    this.#markLost();
+    this.#markLost('fence', row?.releasedBy ?? null);
     return false;
   }
 
@@ -169,7 +169,7 @@ export class Grant {
       // Not live: lost, unless it was this holder's own release (an extension racing the commit).
       const row = await findGrantById(conn, this.id);
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost();
+      else this.#markLost('extend', row?.releasedBy ?? null);
       return false;
     });
   }
@@ -190,7 +190,7 @@ export class Grant {
     if (!released) {
       // Released before: by this holder's fenced commit, or by someone else (then it was lost).
       const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
-      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost();
+      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost('release', row.releasedBy);
     }
     this.#settle();
     return released;
@@ -207,7 +207,7 @@ export class Grant {
     this.#settle();
     if (answer.releasedNow) return 'rolled-back';
     if (answer.releasedBy === RELEASED_BY.holder) return 'committed';
-    this.#markLost();
+    this.#markLost('fence', answer.releasedBy);
     return 'lost';
   }
 
@@ -226,9 +226,40 @@ export class Grant {
     this.#ctx.queues.wake(this.#resource.toString('hex'));
   }
 
-  /** The grant was found released by someone else. */
-  #markLost(): void {
+  /**
+   * The grant was found released by someone else: `signal` aborts and `onLockLost` is called, once.
+   * `releasedBy` is what the log says, or 'look up' when the finder could not read it (the fence
+   * runs on the caller's transaction): then it is read on a pool connection of its own, which may
+   * have to wait for the one the caller's transaction holds, so the hook is not awaited here.
+   */
+  #markLost(detectedBy: LockLostInfo['detectedBy'], releasedBy: number | null | 'look up'): void {
     this.#settle();
-    if (!this.#lost.signal.aborted) this.#lost.abort(new LockLostError(this.id));
+    if (this.#lost.signal.aborted) return;
+    this.#lost.abort(new LockLostError(this.id));
+    const hook = this.#ctx.options.onLockLost;
+    if (!hook) return;
+    const call = (by: number | null): void => {
+      const info: LockLostInfo = { releasedBy: by === RELEASED_BY.reaper ? 'reaper' : by === RELEASED_BY.operator ? 'operator' : 'unknown', detectedBy };
+      try {
+        void Promise.resolve(hook(this, info)).catch((err: unknown) => this.#reportHookError(err));
+      } catch (err) {
+        this.#reportHookError(err);
+      }
+    };
+    if (releasedBy !== 'look up') return call(releasedBy);
+    void withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id)).then((row) => call(row?.releasedBy ?? null), () => call(null));
+  }
+
+  #reportHookError(err: unknown): void {
+    process.emitWarning(`onLockLost threw for grant ${this.id}: ${err instanceof Error ? err.message : String(err)}`, { type: 'MysqlRwlockWarning', detail: err instanceof Error ? err.stack : undefined });
+  }
+
+  /**
+   * `await using grant = await locks.acquireWrite(id)` releases the grant when the scope ends.
+   * Idempotent (a grant already released, by this holder or anyone else, is left as it is); a
+   * release that fails rejects, so the failure is reported rather than lost.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 }

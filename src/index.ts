@@ -3,10 +3,12 @@ export { Grant, type FenceExecutor } from './grant.js';
 export { migrate, MIGRATION_TABLE, MIGRATE_DEFAULTS, type MigrateOptions, type MigrateResult } from './migrate.js';
 export { reapStaleGrants, purgeReleasedGrants, REAP_DEFAULTS, type ReapOptions, type ReapResult, type PurgeOptions } from './reaper.js';
 export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel, type ProceduresMode } from './options.js';
+export { OPERATE_DEFAULTS, type ListOptions, type HistoryOptions, type ForceReleaseOptions, type LockLostHandler, type LockLostInfo } from './options.js';
+export type { ListedGrant, GrantHistoryEntry, LockStats } from './sql/operate.js';
 export { MAX_RESOURCE_ID_BYTES } from './resource-id.js';
 export type { LockState, Holder } from './sql/inspect.js';
 export type { ReapedGrant } from './sql/reap.js';
-export type { LockMode } from './types.js';
+export type { LockMode, ReleasedBy } from './types.js';
 export { isConflict } from './connection.js';
 export { RELEASE_SQL, type ReleaseParams } from './sql/release.js';
 export {
