@@ -44,7 +44,7 @@ describe('without stored procedures', () => {
     expect(await routines(without.knex)).toEqual([]);
     expect(await migrate(without.knex, { procedures: false })).toEqual({ applied: [], repaired: [] });
     const tables = await rows<{ name: string }>(without.knex, "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_%' ORDER BY 1");
-    expect(tables.map((t) => t.name)).toEqual(['t_lock_log', 't_read_write_lock']);
+    expect(tables.map((t) => t.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
   });
 
   it("'auto' acquires with plain statements: readers share, a writer excludes, a fenced write commits", async () => {
