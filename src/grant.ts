@@ -7,6 +7,7 @@ import { extendLease } from './sql/extend.js';
 import { findGrantById } from './sql/lookup.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
 import { downgradeGrant, upgradeGrant } from './sql/mode.js';
+import { fenceChannel, lostChannel, releaseChannel, traced, type LostMessage } from './tracing.js';
 import { RELEASED_BY, STATUS, type LockMode } from './types.js';
 
 /**
@@ -73,7 +74,11 @@ export class Grant {
    * still held and `release()` releases it. After a commit, call `committed()` (no round trip) or
    * `release()` (one round trip; it then returns false).
    */
-  async fence(execute: FenceExecutor): Promise<void> {
+  fence(execute: FenceExecutor): Promise<void> {
+    return traced(fenceChannel, () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }), () => this.#fence(execute));
+  }
+
+  async #fence(execute: FenceExecutor): Promise<void> {
     if (this.#done) throw new LockLostError(this.id, 'it was already released');
     let changed: unknown;
     try {
@@ -83,7 +88,7 @@ export class Grant {
     }
     if (changed === RELEASED_ROWS) return;
     if (changed === 0) {
-      this.#markLost();
+      this.#markLost(undefined);
       throw new LockLostError(this.id);
     }
     throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
@@ -124,7 +129,7 @@ export class Grant {
     const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row === null || row.status !== STATUS.live) {
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost();
+      else this.#markLost(row?.releasedBy ?? null);
       throw new LockLostError(this.id, 'it is no longer live');
     }
     return false;
@@ -148,7 +153,7 @@ export class Grant {
       // Not live: lost, unless it was this holder's own release (an extension racing the commit).
       const row = await findGrantById(conn, this.id);
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost();
+      else this.#markLost(row?.releasedBy ?? null);
       return false;
     });
   }
@@ -158,7 +163,11 @@ export class Grant {
    * been released (by this holder earlier, the reaper or an operator), in which case nothing changes.
    * A lost reply is settled by running the same guarded statement again.
    */
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
+    return traced(releaseChannel, () => ({ grant: this, grantId: this.id, by: 'holder' as const }), () => this.#release());
+  }
+
+  async #release(): Promise<boolean> {
     if (this.#done) return false;
     const ref = this.ref;
     const released = await withRetries(this.#ctx.policy, 'release', () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')), async (err) => {
@@ -169,7 +178,7 @@ export class Grant {
     if (!released) {
       // Released before: by this holder's fenced commit, or by someone else (then it was lost).
       const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
-      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost();
+      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost(row.releasedBy);
     }
     this.#settle();
     return released;
@@ -186,7 +195,7 @@ export class Grant {
     this.#settle();
     if (answer.releasedNow) return 'rolled-back';
     if (answer.releasedBy === RELEASED_BY.holder) return 'committed';
-    this.#markLost();
+    this.#markLost(answer.releasedBy);
     return 'lost';
   }
 
@@ -205,9 +214,24 @@ export class Grant {
     this.#ctx.queues.wake(this.#resource.toString('hex'));
   }
 
-  /** The grant was found released by someone else. */
-  #markLost(): void {
+  /**
+   * The grant was found released by someone else: `releasedBy` from its row, null when the row
+   * was not found, undefined when it was not read (the fence learns only that it is not live).
+   */
+  #markLost(releasedBy?: number | null): void {
     this.#settle();
-    if (!this.#lost.signal.aborted) this.#lost.abort(new LockLostError(this.id));
+    if (this.#lost.signal.aborted) return;
+    this.#lost.abort(new LockLostError(this.id));
+    if (lostChannel.hasSubscribers) void this.#publishLost(releasedBy);
+  }
+
+  /** Reads who released it only when the caller did not know and someone listens. */
+  async #publishLost(releasedBy: number | null | undefined): Promise<void> {
+    if (releasedBy === undefined) {
+      // Not awaited by the fence: this waits for a pool connection until its transaction has ended.
+      releasedBy = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id)).then((row) => row?.releasedBy ?? null, () => null);
+    }
+    const by: LostMessage['releasedBy'] = releasedBy === RELEASED_BY.reaper ? 'reaper' : releasedBy === RELEASED_BY.operator ? 'operator' : 'unknown';
+    lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, releasedBy: by });
   }
 }
