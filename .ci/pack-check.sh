@@ -67,9 +67,13 @@ npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@
 npm ls --depth=0
 [ -x node_modules/mysql-rwlock/dist/jobs/reaper.js ] || fail "the reaper bin is not executable after install"
 [ "$(head -1 node_modules/mysql-rwlock/dist/jobs/reaper.js)" = '#!/usr/bin/env node' ] || fail "the reaper bin has no #!/usr/bin/env node line"
-if grep -rn 'settleLostCommit\|markHead' node_modules/mysql-rwlock/dist --include='*.d.ts'; then
+if grep -rn 'settleLostCommit\|markHead\|confirmLive\|static create' node_modules/mysql-rwlock/dist --include='*.d.ts'; then
   fail "@internal members are in the published declarations"
 fi
+
+step "a Grant cannot be constructed by hand (the declarations show a private constructor)"
+printf "import { Grant } from 'mysql-rwlock';\n// @ts-expect-error grants come from a LockManager\nnew Grant();\n" > construct.ts
+npx --no-install tsc --strict --noEmit --target es2022 --types node --module nodenext --moduleResolution nodenext construct.ts
 
 step "the quick start typechecks (nodenext, node16, bundler)"
 cp "$repo/examples/quickstart.ts" quickstart.ts

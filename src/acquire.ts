@@ -85,7 +85,7 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();
     const id = await withConnection(ctx.knex, (conn) => callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs));
-    return id === null ? null : new Grant(ctx, id, t.resourceId, t.resource, t.mode, token);
+    return id === null ? null : Grant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
   }, async (err) => {
     const lostToken = token;
     const reply = await askDatabase(ctx.knex, ctx.policy.resolveTimeoutMs, async (conn) => {
@@ -101,7 +101,7 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
     const row = reply.answer;
     // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
     if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
-    const grant = new Grant(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
+    const grant = Grant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
     if (row.status === STATUS.released) {
       grant.committed(); // granted, and released since (reaped): nothing is held
       return { value: null };

@@ -19,8 +19,8 @@ export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
 /**
  * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
  * writes and the release commit together or not at all. Under the library's retry policy: a
- * conflict rolls it back whole and it runs again under the same grant; a COMMIT whose reply was
- * lost is settled from the grant row. Any rejection of `work`, whatever its value, rolls back and
+ * conflict rolls it back whole and it runs again under the same grant, if that is still live; a
+ * COMMIT whose reply was lost is settled from the grant row. Any rejection of `work`, whatever its value, rolls back and
  * is rethrown as it is.
  */
 export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
@@ -57,5 +57,9 @@ export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedW
     if (outcome === 'committed') return { value: value as T };
     if (outcome === 'lost') throw new LockLostError(grant.id);
     throw new ConnectionLostError('the business transaction', err);
+  }, async () => {
+    // A conflict rolled the work back: run it again only while the grant is live. A paused holder
+    // whose grant was reaped learns so now, instead of redoing work that cannot commit.
+    if (!(await grant.confirmLive())) throw new LockLostError(grant.id);
   });
 }

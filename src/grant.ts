@@ -29,8 +29,16 @@ export class Grant {
   #mode: LockMode;
   #done = false;
 
-  /** @internal Grants come from a LockManager. */
-  constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
+  /**
+   * Grants come from a LockManager. Private, so the published declarations show no constructor a
+   * user could call; `create` is the library's way in, and is left out of them.
+   * @internal
+   */
+  static create(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer): Grant {
+    return new Grant(ctx, id, resourceId, resource, mode, token);
+  }
+
+  private constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
     this.#ctx = ctx;
     this.id = id;
     this.resourceId = resourceId;
@@ -132,6 +140,19 @@ export class Grant {
       else this.#markLost(row?.releasedBy ?? null);
       throw new LockLostError(this.id, 'it is no longer live');
     }
+    return false;
+  }
+
+  /**
+   * Reads the grant row: true while it is live; otherwise the grant is marked lost. Used before a
+   * business transaction runs again after a conflict, so work is not redone under a lost grant.
+   * @internal
+   */
+  async confirmLive(): Promise<boolean> {
+    if (this.#done) return false;
+    const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    if (row?.status === STATUS.live) return true;
+    this.#markLost();
     return false;
   }
 

@@ -21,17 +21,20 @@ export type Settled<T> = { value: T } | 'retry';
  *   committed and answers its value, or 'retry' when it certainly did not and a new attempt is
  *   safe (it throws when neither holds). Without `settle`, ConnectionLostError;
  * - anything else is thrown as it is (schema and invariant errors typed).
+ * `beforeRerun` runs before a conflict's rerun and may end the loop by throwing.
  */
 export async function withRetries<T>(
   policy: RetryPolicy, what: string, attempt: () => Promise<T>, settle: ((err: unknown) => Promise<Settled<T>>) | null,
+  beforeRerun?: () => Promise<void>,
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await attempt();
     } catch (err) {
       if (isConflict(err)) {
-        if (n <= policy.retries) continue;
-        throw new TransactionConflictError(what, n, err);
+        if (n > policy.retries) throw new TransactionConflictError(what, n, err);
+        await beforeRerun?.();
+        continue;
       }
       if (!isConnectionLost(err)) throw err;
       if (settle === null) throw new ConnectionLostError(what, err);

@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { FaultProxy } from '../harness/proxy.js';
-import { ConnectionLostError, createLockManager, LockOutcomeUnknownError } from '../src/index.js';
+import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
@@ -37,6 +37,24 @@ async function ledgerCount(tag: string): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** Makes `trx` the victim of a real deadlock with `other` (1213 on its last statement). */
+async function loseDeadlock(trx: Knex.Transaction, other: Knex.Transaction): Promise<void> {
+  await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1');
+  // The other transaction takes row 2, then wants row 1; this one then wants row 2: a cycle.
+  // The other has written more rows, so InnoDB rolls this one back (1213).
+  // One row per statement: on a 4-row table an IN list is a full scan that would lock row 1 too.
+  for (const id of [2, 3, 4]) await other.raw('UPDATE acct SET balance = balance + 1 WHERE id = ?', [id]);
+  // .then() sends it: a knex query runs only when consumed.
+  const blocked = other.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1').then(() => undefined);
+  await expect.poll(() => lockWaitCount(db.knex), { timeout: 20_000 }).toBeGreaterThan(0);
+  try {
+    await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 2');
+  } finally {
+    await blocked;
+    await other.commit();
+  }
+}
+
 describe('deadlock (1213)', () => {
   it('a business transaction chosen as deadlock victim is retried under the same grant and commits once', async () => {
     const locks = createLockManager({ knex: db.knex });
@@ -47,22 +65,7 @@ describe('deadlock (1213)', () => {
       attempts += 1;
       grantIds.add(grant.id);
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl', grant.id]);
-      if (attempts === 1) {
-        await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1');
-        // The other transaction takes row 2, then wants row 1; this one then wants row 2: a cycle.
-        // The other has written more rows, so InnoDB rolls this one back (1213).
-        // One row per statement: on a 4-row table an IN list is a full scan that would lock row 1 too.
-        for (const id of [2, 3, 4]) await other.raw('UPDATE acct SET balance = balance + 1 WHERE id = ?', [id]);
-        // .then() sends it: a knex query runs only when consumed.
-        const blocked = other.raw('UPDATE acct SET balance = balance + 1 WHERE id = 1').then(() => undefined);
-        await expect.poll(() => lockWaitCount(db.knex), { timeout: 20_000 }).toBeGreaterThan(0);
-        try {
-          await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 2');
-        } finally {
-          await blocked;
-          await other.commit();
-        }
-      }
+      if (attempts === 1) await loseDeadlock(trx, other);
       return 'ok';
     }).finally(() => (other.isCompleted() ? undefined : other.rollback()));
     expect(result).toBe('ok');
@@ -70,6 +73,22 @@ describe('deadlock (1213)', () => {
     expect(grantIds.size).toBe(1);
     expect(await ledgerCount('dl')).toBe(1);
     expect((await locks.inspect('dl')).holders).toEqual([]);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('is not run again when its grant was released meanwhile: LockLostError, nothing committed', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    let attempts = 0;
+    const other = await db.knex.transaction();
+    const err = await locks.withWriteLock('dl-lost', async (trx, grant) => {
+      attempts += 1;
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl-lost', grant.id]);
+      expect(await locks.forceRelease(grant.id)).toBe(true);
+      await loseDeadlock(trx, other);
+    }).then(() => undefined, (e: unknown) => e).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+    expect(err).toBeInstanceOf(LockLostError);
+    expect(attempts).toBe(1);
+    expect(await ledgerCount('dl-lost')).toBe(0);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 });

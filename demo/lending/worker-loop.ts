@@ -12,6 +12,13 @@ import { repay, transfer, type OpResult } from './operations.js';
 const REPAYMENT_SHARE = 0.25;
 const REPAY_WAIT_MS = 3000;
 const TRANSFER_WAIT_MS = 2000;
+/**
+ * The loan's lock, not a snapshot, is what isolates its work; investor rows are shared by every
+ * loan and changed by transfers all the time. At REPEATABLE READ, MariaDB 11.6+ refuses a locking
+ * read of a row changed after the transaction's snapshot (1020), so a repayment that reads, waits
+ * for the bank, then locks its investors would be rolled back again and again.
+ */
+const ISOLATION = 'read committed';
 /** An armed bank call waits this long at most for the supervisor's answer. */
 const ARMED_BANK_CALL_MS = 15_000;
 
@@ -55,7 +62,7 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
       result = await ctx.locks.withWriteLock(loan, (trx, grant) => {
         granted();
         return repay(trx, grant, loan, ctx.name, () => bankCall(ctx, grant.id, loan));
-      }, { waitMs: REPAY_WAIT_MS });
+      }, { waitMs: REPAY_WAIT_MS, isolationLevel: ISOLATION });
     } else {
       const claims = claimsByLoan.get(loan) ?? [];
       const claimId = claims[randomInt(ctx.rnd, 0, claims.length - 1)];
@@ -65,7 +72,7 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
       result = await ctx.locks.withReadLock(loan, (trx, grant) => {
         granted();
         return transfer(trx, grant, claimId, buyer, discount, ctx.name);
-      }, { waitMs: TRANSFER_WAIT_MS });
+      }, { waitMs: TRANSFER_WAIT_MS, isolationLevel: ISOLATION });
     }
     if (result.outcome === 'done') ctx.counts[isRepayment ? 'repayments' : 'transfers'] += 1;
     else if (result.outcome === 'declined') ctx.counts.declined += 1;
