@@ -1,13 +1,13 @@
 import { translate, withConnection, type RawConnection } from './connection.js';
 import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from './errors.js';
-import { integerOption, LIMITS } from './options.js';
+import { integerOption, LIMITS, type LockLostInfo } from './options.js';
 import { askDatabase, withRetries } from './retry.js';
 import { extendLease } from './sql/extend.js';
 import { findGrantById } from './sql/lookup.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
 import { downgradeGrant, upgradeGrant } from './sql/mode.js';
-import { fenceChannel, lostChannel, releaseChannel, traced, type LostMessage } from './tracing.js';
+import { fenceChannel, lostChannel, releaseChannel, traced } from './tracing.js';
 import { RELEASED_BY, STATUS, type LockMode } from './types.js';
 
 /**
@@ -96,7 +96,7 @@ export class Grant {
     }
     if (changed === RELEASED_ROWS) return;
     if (changed === 0) {
-      this.#markLost(undefined);
+      this.#markLost('fence', 'look up');
       throw new LockLostError(this.id);
     }
     throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
@@ -137,7 +137,7 @@ export class Grant {
     const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row === null || row.status !== STATUS.live) {
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost(row?.releasedBy ?? null);
+      else this.#markLost('mode-change', row?.releasedBy ?? null);
       throw new LockLostError(this.id, 'it is no longer live');
     }
     return false;
@@ -152,7 +152,7 @@ export class Grant {
     if (this.#done) return false;
     const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row?.status === STATUS.live) return true;
-    this.#markLost();
+    this.#markLost('fence', row?.releasedBy ?? null);
     return false;
   }
 
@@ -174,7 +174,7 @@ export class Grant {
       // Not live: lost, unless it was this holder's own release (an extension racing the commit).
       const row = await findGrantById(conn, this.id);
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
-      else this.#markLost(row?.releasedBy ?? null);
+      else this.#markLost('extend', row?.releasedBy ?? null);
       return false;
     });
   }
@@ -199,7 +199,7 @@ export class Grant {
     if (!released) {
       // Released before: by this holder's fenced commit, or by someone else (then it was lost).
       const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
-      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost(row.releasedBy);
+      if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost('release', row.releasedBy);
     }
     this.#settle();
     return released;
@@ -216,7 +216,7 @@ export class Grant {
     this.#settle();
     if (answer.releasedNow) return 'rolled-back';
     if (answer.releasedBy === RELEASED_BY.holder) return 'committed';
-    this.#markLost(answer.releasedBy);
+    this.#markLost('fence', answer.releasedBy);
     return 'lost';
   }
 
@@ -236,23 +236,42 @@ export class Grant {
   }
 
   /**
-   * The grant was found released by someone else: `releasedBy` from its row, null when the row
-   * was not found, undefined when it was not read (the fence learns only that it is not live).
+   * The grant was found released by someone else: `signal` aborts, and `onLockLost` is called and
+   * `mysql-rwlock:lost` published, once. `releasedBy` is what the log says, or 'look up' when the
+   * finder could not read it (the fence runs on the caller's transaction): then, if anyone listens,
+   * it is read on a pool connection of its own, which may have to wait for the one the caller's
+   * transaction holds, so neither is awaited here.
    */
-  #markLost(releasedBy?: number | null): void {
+  #markLost(detectedBy: LockLostInfo['detectedBy'], releasedBy: number | null | 'look up'): void {
     this.#settle();
     if (this.#lost.signal.aborted) return;
     this.#lost.abort(new LockLostError(this.id));
-    if (lostChannel.hasSubscribers) void this.#publishLost(releasedBy);
+    const hook = this.#ctx.options.onLockLost;
+    if (!hook && !lostChannel.hasSubscribers) return;
+    const call = (by: number | null): void => {
+      const info: LockLostInfo = { releasedBy: by === RELEASED_BY.reaper ? 'reaper' : by === RELEASED_BY.operator ? 'operator' : 'unknown', detectedBy };
+      if (lostChannel.hasSubscribers) lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, ...info });
+      if (!hook) return;
+      try {
+        void Promise.resolve(hook(this, info)).catch((err: unknown) => this.#reportHookError(err));
+      } catch (err) {
+        this.#reportHookError(err);
+      }
+    };
+    if (releasedBy !== 'look up') return call(releasedBy);
+    void withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id)).then((row) => call(row?.releasedBy ?? null), () => call(null));
   }
 
-  /** Reads who released it only when the caller did not know and someone listens. */
-  async #publishLost(releasedBy: number | null | undefined): Promise<void> {
-    if (releasedBy === undefined) {
-      // Not awaited by the fence: this waits for a pool connection until its transaction has ended.
-      releasedBy = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id)).then((row) => row?.releasedBy ?? null, () => null);
-    }
-    const by: LostMessage['releasedBy'] = releasedBy === RELEASED_BY.reaper ? 'reaper' : releasedBy === RELEASED_BY.operator ? 'operator' : 'unknown';
-    lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, releasedBy: by });
+  #reportHookError(err: unknown): void {
+    process.emitWarning(`onLockLost threw for grant ${this.id}: ${err instanceof Error ? err.message : String(err)}`, { type: 'MysqlRwlockWarning', detail: err instanceof Error ? err.stack : undefined });
+  }
+
+  /**
+   * `await using grant = await locks.acquireWrite(id)` releases the grant when the scope ends.
+   * Idempotent (a grant already released, by this holder or anyone else, is left as it is); a
+   * release that fails rejects, so the failure is reported rather than lost.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 }

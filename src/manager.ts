@@ -5,11 +5,15 @@ import { InvalidOptionsError, LockUpgradeError, PoolTooSmallError } from './erro
 import { runFenced, type LockedWork } from './fenced.js';
 import type { Grant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
-import { integerOption, resolveCallOptions, resolveManagerOptions, type AcquireOptions, type LockManagerOptions, type WithLockOptions } from './options.js';
+import {
+  booleanOption, integerOption, LIMITS, OPERATE_DEFAULTS, optionsObject, resolveCallOptions, resolveManagerOptions, textOption,
+  type AcquireOptions, type ForceReleaseOptions, type HistoryOptions, type ListOptions, type LockManagerOptions, type WithLockOptions,
+} from './options.js';
 import { resourceKey } from './resource-id.js';
 import { inspectResource, type LockState } from './sql/inspect.js';
 import { findGrantRef } from './sql/lookup.js';
-import { releaseGrant } from './sql/release.js';
+import { lockStats, listLive, resourceHistory, type GrantHistoryEntry, type ListedGrant, type ListFilter, type LockStats } from './sql/operate.js';
+import { operatorRelease } from './sql/release-note.js';
 import type { LockMode } from './types.js';
 import { Scopes } from './scope.js';
 import { acquireChannel, releaseChannel, traced } from './tracing.js';
@@ -80,13 +84,56 @@ export class LockManager {
     return withConnection(this.#ctx.knex, (conn) => inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs));
   }
 
-  /** Releases any live grant by id as an operator. True when it was live and is now released. */
-  async forceRelease(grantId: number): Promise<boolean> {
+  /**
+   * Releases any live grant by id as an operator, and notes who (this manager's owner) and why
+   * (`reason`) in `t_lock_release_note`, in the same transaction. True when it was live and is now
+   * released; false, with nothing written, when it was not. Its holder's commit will be refused.
+   */
+  async forceRelease(grantId: number, options?: ForceReleaseOptions): Promise<boolean> {
     integerOption('grantId', grantId, 1);
+    const o = optionsObject('forceRelease', options, ['reason']);
+    const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
     return traced(releaseChannel, () => ({ grantId, by: 'operator' as const }), () => withConnection(this.#ctx.knex, async (conn) => {
       const ref = await findGrantRef(conn, grantId);
-      return ref !== null && releaseGrant(conn, ref, 'operator');
+      return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
     }));
+  }
+
+  /**
+   * Live grants across all resources, oldest first, a page at a time: `next` is the `after` of the
+   * next page, null on the last. Ages and `stale` are on the database clock, with this manager's
+   * `staleAfterMs` (the reaper's test).
+   */
+  async list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
+    const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
+    if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read') throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
+    const filter: ListFilter = {
+      mode: o.mode as LockMode | undefined,
+      owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
+      staleOnly: booleanOption('staleOnly', o.staleOnly, false),
+      resourcePrefix: o.resourcePrefix === undefined ? undefined : resourceKey(o.resourcePrefix),
+      limit: integerOption('limit', o.limit ?? OPERATE_DEFAULTS.listLimit, 1, LIMITS.maxPageSize),
+      after: o.after === undefined ? undefined : integerOption('after', o.after, 1),
+    };
+    return withConnection(this.#ctx.knex, (conn) => listLive(conn, filter, this.#ctx.options.staleAfterMs));
+  }
+
+  /**
+   * A resource's grants, newest first, with how each ended (holder, reaper, operator, withdrawn, or
+   * still live), when, how long it was held and an operator's reason. `next` is the `before` of
+   * the next page, null on the last.
+   */
+  async history(resourceId: string, options?: HistoryOptions): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
+    const resource = resourceKey(resourceId);
+    const o = optionsObject('history', options, ['limit', 'before']);
+    const limit = integerOption('limit', o.limit ?? OPERATE_DEFAULTS.historyLimit, 1, LIMITS.maxPageSize);
+    const before = o.before === undefined ? undefined : integerOption('before', o.before, 1);
+    return withConnection(this.#ctx.knex, (conn) => resourceHistory(conn, resource, limit, before));
+  }
+
+  /** Counts across all resources: live grants by mode, stale, leased, waiting writers, the oldest age, the last hour's forced releases. */
+  async stats(): Promise<LockStats> {
+    return withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs));
   }
 
   #target(mode: LockMode, resourceId: string): Target {

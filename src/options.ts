@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
+import type { Grant } from './grant.js';
 
 /** Defaults of every option of the lock manager; documented on the option types below. */
 export const DEFAULTS = Object.freeze({
@@ -31,6 +32,10 @@ export const LIMITS = Object.freeze({
   minLeaseMs: 30,
   /** `t_lock_log.owner` is VARCHAR(255): characters (code points), not UTF-16 units. */
   maxOwnerChars: 255,
+  /** `t_lock_release_note.reason` is VARCHAR(500): characters (code points). */
+  maxReasonChars: 500,
+  /** Rows one call of `list()` or `history()` returns; a page is read and sent at once. */
+  maxPageSize: 10_000,
   /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
   maxReapBatch: 10_000,
   maxPurgeBatch: 100_000,
@@ -61,7 +66,24 @@ export interface LockManagerOptions {
   deadlockRetries?: number;
   /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue 30000 */
   resolveTimeoutMs?: number;
+  /**
+   * Called once per grant this process learns it lost: released by the reaper or an operator while
+   * it still held it (the fence refused its commit, a lease extension or a release found it gone).
+   * Errors it throws (or a promise it rejects) are reported as a process warning, never to the lock.
+   * @defaultValue none
+   */
+  onLockLost?: LockLostHandler;
 }
+
+/** How a grant was lost, as `onLockLost` is told. */
+export interface LockLostInfo {
+  /** Who released it, from the log; `unknown` when the row could not be read (or was purged). */
+  releasedBy: 'reaper' | 'operator' | 'unknown';
+  /** What found out: the fence at commit, a lease extension, a release, or a downgrade/upgrade. */
+  detectedBy: 'fence' | 'extend' | 'release' | 'mode-change';
+}
+
+export type LockLostHandler = (grant: Grant, info: LockLostInfo) => void | Promise<void>;
 
 export interface ResolvedManagerOptions {
   knex: Knex;
@@ -72,6 +94,7 @@ export interface ResolvedManagerOptions {
   writerIntentMs: number;
   deadlockRetries: number;
   resolveTimeoutMs: number;
+  onLockLost: LockLostHandler | undefined;
 }
 
 export interface AcquireOptions {
@@ -149,8 +172,11 @@ function ownerOption(value: unknown): string {
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   if (typeof input !== 'object' || input === null) throw new InvalidOptionsError('options must be an object with a knex instance');
   const o = optionsObject('createLockManager', input, [
-    'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs',
+    'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs', 'onLockLost',
   ]);
+  if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
+    throw new InvalidOptionsError(`onLockLost must be a function (grant, { releasedBy, detectedBy }) => void, got ${describe(o.onLockLost)}`);
+  }
   const resolved: ResolvedManagerOptions = {
     knex: knexOption('knex', o.knex),
     owner: ownerOption(o.owner),
@@ -160,6 +186,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     writerIntentMs: integerOption('writerIntentMs', o.writerIntentMs ?? DEFAULTS.writerIntentMs, 0, LIMITS.maxWriterIntentMs),
     deadlockRetries: integerOption('deadlockRetries', o.deadlockRetries ?? DEFAULTS.deadlockRetries, 0, LIMITS.maxRetries),
     resolveTimeoutMs: integerOption('resolveTimeoutMs', o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs, 0, LIMITS.maxTimerMs),
+    onLockLost: o.onLockLost as LockLostHandler | undefined,
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
     throw new InvalidOptionsError(`backoffMinMs (${resolved.backoffMinMs}) must not exceed backoffMaxMs (${resolved.backoffMaxMs})`);
@@ -185,4 +212,49 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
   }
   const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
+}
+
+/** Defaults of the operator reads (`list()`, `history()`). */
+export const OPERATE_DEFAULTS = Object.freeze({ listLimit: 100, historyLimit: 50 });
+
+export interface ListOptions {
+  /** Only grants of this mode. */
+  mode?: 'write' | 'read';
+  /** Only grants whose owner is exactly this. */
+  owner?: string;
+  /** Only grants the reaper would release now. @defaultValue false */
+  staleOnly?: boolean;
+  /** Only resources whose id starts with these bytes (UTF-8). */
+  resourcePrefix?: string;
+  /** Grants per page. @defaultValue 100, at most 10000 */
+  limit?: number;
+  /** The `next` of the previous page: the id of its last grant. */
+  after?: number;
+}
+
+export interface HistoryOptions {
+  /** Grants per page. @defaultValue 50, at most 10000 */
+  limit?: number;
+  /** The `next` of the previous page: only grants with a smaller id. */
+  before?: number;
+}
+
+export interface ForceReleaseOptions {
+  /** Why: kept in `t_lock_release_note` with who released it (this manager's owner). At most 500 characters. */
+  reason?: string;
+}
+
+/** Text an operator gives: well-formed, 1 to `max` characters (code points), as UTF-8. */
+export function textOption(name: string, value: unknown, max: number): Buffer {
+  const chars = typeof value === 'string' ? [...value].length : 0;
+  if (typeof value !== 'string' || chars === 0 || chars > max || !value.isWellFormed()) {
+    throw new InvalidOptionsError(`${name} must be well-formed text of 1 to ${max} characters, got ${describe(value)}`);
+  }
+  return Buffer.from(value, 'utf8');
+}
+
+export function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidOptionsError(`${name} must be true or false, got ${describe(value)}`);
+  return value;
 }

@@ -3,7 +3,7 @@ import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLo
 import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from './options.js';
 
 export { REAP_DEFAULTS } from './options.js';
-import { purgeBatch } from './sql/purge.js';
+import { purgeBatch, purgeNotesBatch } from './sql/purge.js';
 import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from './sql/reap.js';
 import { reapChannel, traced } from './tracing.js';
 
@@ -101,7 +101,10 @@ export interface PurgeOptions {
   batchSize?: number;
 }
 
-/** Deletes released grants older than the retention period, in batches, so the log stays bounded. */
+/**
+ * Deletes released grants older than the retention period, in batches, so the log stays bounded,
+ * and release notes older than it. `purged` counts the grants.
+ */
 export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<{ purged: number }> {
   knexOption('db', db);
   const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
@@ -112,7 +115,9 @@ export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Pro
     for (;;) {
       const deleted = await purgeBatch(conn, retentionMs, batchSize);
       purged += deleted;
-      if (deleted < batchSize) return { purged };
+      if (deleted < batchSize) break;
     }
+    while ((await purgeNotesBatch(conn, retentionMs, batchSize)) === batchSize);
+    return { purged };
   });
 }

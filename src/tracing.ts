@@ -67,6 +67,8 @@ export interface LostMessage {
   mode: LockMode;
   /** Who released it; 'unknown' when the grant row could not be read (purged, or the database unreachable). */
   releasedBy: 'reaper' | 'operator' | 'unknown';
+  /** What found out: the fence at commit, a lease extension, a release, or a downgrade/upgrade. */
+  detectedBy: 'fence' | 'extend' | 'release' | 'mode-change';
 }
 
 type Tracing<C extends object> = diagnostics.TracingChannel<unknown, C>;

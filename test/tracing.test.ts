@@ -88,7 +88,7 @@ describe('tracing channels', () => {
     const grantId = fences[0]!.grantId;
     expect(recorder.finished<ReleaseContext>(CHANNELS.release)).toContainEqual(expect.objectContaining({ grantId, by: 'operator', result: true }));
     // Published after the fence's transaction has rolled back and who released it was read.
-    await expect.poll(() => recorder!.lost).toEqual([expect.objectContaining({ grantId, resourceId: 'tr-lost', mode: 'write', releasedBy: 'operator' })]);
+    await expect.poll(() => recorder!.lost).toEqual([expect.objectContaining({ grantId, resourceId: 'tr-lost', mode: 'write', releasedBy: 'operator', detectedBy: 'fence' })]);
   });
 
   it('reap reports its result, and a reaped holder learns it was the reaper', async () => {
@@ -100,7 +100,7 @@ describe('tracing channels', () => {
     expect(recorder.finished<ReapContext>(CHANNELS.reap)).toEqual([expect.objectContaining({ staleAfterMs: 60_000, batchSize: 7, result })]);
     expect(result.grants.map((g) => g.id)).toEqual([grant!.id]);
     expect(await grant!.release()).toBe(false);
-    expect(recorder.lost).toEqual([expect.objectContaining({ grantId: grant!.id, releasedBy: 'reaper', mode: 'read' })]);
+    expect(recorder.lost).toEqual([expect.objectContaining({ grantId: grant!.id, releasedBy: 'reaper', detectedBy: 'release', mode: 'read' })]);
   });
 
   it('with no subscriber nothing is built; a subscriber makes the same call traced (negative control)', async () => {

@@ -16,3 +16,16 @@ export async function purgeBatch(conn: RawConnection, retentionMs: number, limit
   );
   return result.affectedRows;
 }
+
+/**
+ * Deletes up to `limit` release notes older than `retentionMs` through their time index. A note
+ * outlives its grant's log row by at most the grant's hold time (the log is purged by grant time).
+ */
+export async function purgeNotesBatch(conn: RawConnection, retentionMs: number, limit: number): Promise<number> {
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    'DELETE FROM t_lock_release_note WHERE released_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY released_at LIMIT ?',
+    [retentionMs * 1000, limit],
+  );
+  return result.affectedRows;
+}

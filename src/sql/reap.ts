@@ -1,6 +1,7 @@
 import { query, type RawConnection } from '../connection.js';
 import { LockInvariantError } from '../errors.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type LockMode } from '../types.js';
+import { noteReleases } from './release-note.js';
 
 export interface Candidate {
   id: number;
@@ -18,6 +19,13 @@ export interface ReapedGrant {
 }
 
 /**
+ * When a live grant is stale, the reaper's own test, on the database clock: granted more than the
+ * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
+ * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper.
+ */
+export const STALE_SQL = '(create_time < NOW(6) - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < NOW(6)))';
+
+/**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose
  * lease was extended past now is not stale, however old.
  */
@@ -25,8 +33,7 @@ export async function selectStale(conn: RawConnection, staleUs: number, limit: n
   const rows = await query<Array<{ id: number | string; version: number }>>(
     conn,
     `SELECT id, version FROM t_lock_log
-      WHERE status = ${STATUS.live} AND create_time < NOW(6) - INTERVAL ? MICROSECOND
-        AND (lease_until IS NULL OR lease_until < NOW(6))
+      WHERE status = ${STATUS.live} AND ${STALE_SQL}
       ${exclude.length > 0 ? 'AND id NOT IN (?)' : ''}
       LIMIT ?`,
     exclude.length > 0 ? [staleUs, exclude, limit] : [staleUs, limit],
@@ -60,8 +67,7 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
       `SELECT id, resource_id, lock_type, version, owner, create_time,
               TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
          FROM t_lock_log
-        WHERE id IN (?) AND status = ${STATUS.live} AND create_time < NOW(6) - INTERVAL ? MICROSECOND
-          AND (lease_until IS NULL OR lease_until < NOW(6))
+        WHERE id IN (?) AND status = ${STATUS.live} AND ${STALE_SQL}
         ORDER BY id FOR UPDATE`,
       [[...expected.keys()], staleUs],
     );
@@ -74,6 +80,7 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
         [live.map((r) => Number(r.id))],
       );
       if (marked.affectedRows !== live.length) throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
+      await noteReleases(conn, live.map((r) => Number(r.id)));
       await giveCountsBack(conn, live);
     }
     await query(conn, 'COMMIT');

@@ -1,0 +1,225 @@
+import { query, type RawConnection, type SqlValue } from '../connection.js';
+import { InvalidOptionsError } from '../errors.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type LockMode, type ReleasedBy } from '../types.js';
+import { STALE_SQL } from './reap.js';
+
+/** A live grant as `list()` returns it; times and ages on the database clock. */
+export interface ListedGrant {
+  /** The grant id (fencing token); pass the last one of a page as `after` for the next. */
+  id: number;
+  resourceId: string;
+  mode: LockMode;
+  owner: string;
+  createTime: Date;
+  ageMs: number;
+  /** Set by `extend()`/`leaseMs`: the reaper leaves the grant alone until then. */
+  leaseUntil: Date | null;
+  /** The reaper's own test with the manager's `staleAfterMs`: older than it and not under a lease. */
+  stale: boolean;
+  /** A writer is waiting for this grant's resource (its writer-intent mark is current). */
+  writerWaiting: boolean;
+}
+
+export interface ListFilter {
+  mode: LockMode | undefined;
+  owner: Buffer | undefined;
+  staleOnly: boolean;
+  resourcePrefix: Buffer | undefined;
+  limit: number;
+  after: number | undefined;
+}
+
+interface ListCursor {
+  id: number;
+  days: number;
+  us: number;
+}
+
+/** The statement `listLive` runs (exported so a test can EXPLAIN it). */
+export function listQuery(f: ListFilter, staleAfterMs: number, cursor?: ListCursor): { sql: string; params: SqlValue[] } {
+  const where: string[] = [`l.status = ${STATUS.live}`];
+  const params: SqlValue[] = [staleAfterMs * 1000];
+  if (cursor !== undefined) {
+    where.push('(l.create_time > FROM_DAYS(?) + INTERVAL ? MICROSECOND OR (l.create_time = FROM_DAYS(?) + INTERVAL ? MICROSECOND AND l.id > ?))');
+    params.push(cursor.days, cursor.us, cursor.days, cursor.us, cursor.id);
+  }
+  if (f.mode !== undefined) {
+    where.push('l.lock_type = ?');
+    params.push(LOCK_TYPE[f.mode]);
+  }
+  if (f.owner !== undefined) {
+    where.push('l.owner = CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin');
+    params.push(f.owner);
+  }
+  if (f.resourcePrefix !== undefined) {
+    where.push('LEFT(l.resource_id, ?) = ?');
+    params.push(f.resourcePrefix.length, f.resourcePrefix);
+  }
+  if (f.staleOnly) {
+    where.push(STALE_SQL);
+    params.push(staleAfterMs * 1000);
+  }
+  params.push(f.limit + 1);
+  const sql = `SELECT l.id, l.resource_id, l.lock_type, l.owner, l.create_time, l.lease_until,
+            TIMESTAMPDIFF(MICROSECOND, l.create_time, NOW(6)) AS age_us, ${STALE_SQL} AS stale,
+            r.w_wait_until > NOW(6) AS writer_waiting
+       FROM t_lock_log l LEFT JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+      WHERE ${where.join(' AND ')}
+      ORDER BY l.create_time, l.id LIMIT ?`;
+  return { sql, params };
+}
+
+/**
+ * Live grants, oldest first (grant time, then id), read through the (status, create_time) index:
+ * the cost follows the number of live grants read, never the size of the log or the number of
+ * resources. Filters apply to the live grants the index yields. Keyset paging: `after` names the
+ * last grant of the previous page, whose grant time is read first, so a page never repeats or
+ * skips a grant that stayed live. `limit + 1` rows are read to know whether another page follows.
+ */
+export async function listLive(conn: RawConnection, f: ListFilter, staleAfterMs: number): Promise<{ grants: ListedGrant[]; next: number | null }> {
+  let cursor: ListCursor | undefined;
+  if (f.after !== undefined) {
+    // The cursor's grant time as whole days and microseconds of the day: exact, with no time zone
+    // or string conversion between here and the server.
+    const [row] = await query<Array<{ d: number; us: number | string }>>(
+      conn,
+      'SELECT TO_DAYS(create_time) AS d, TIMESTAMPDIFF(MICROSECOND, DATE(create_time), create_time) AS us FROM t_lock_log WHERE id = ?',
+      [f.after],
+    );
+    if (!row) throw new InvalidOptionsError(`after: there is no grant ${f.after} (a cursor is the id of the last grant of a page)`);
+    cursor = { id: f.after, days: Number(row.d), us: Number(row.us) };
+  }
+  const { sql, params } = listQuery(f, staleAfterMs, cursor);
+  const rows = await query<Array<{
+    id: number | string; resource_id: Buffer; lock_type: number; owner: string; create_time: Date; lease_until: Date | null;
+    age_us: number | string; stale: number; writer_waiting: number | null;
+  }>>(conn, sql, params);
+  const grants = rows.slice(0, f.limit).map((r) => ({
+    id: Number(r.id),
+    resourceId: r.resource_id.toString('utf8'),
+    mode: modeOf(r.lock_type),
+    owner: r.owner,
+    createTime: r.create_time,
+    ageMs: Number(r.age_us) / 1000,
+    leaseUntil: r.lease_until,
+    stale: Number(r.stale) === 1,
+    writerWaiting: Number(r.writer_waiting) === 1,
+  }));
+  return { grants, next: rows.length > f.limit ? grants.at(-1)!.id : null };
+}
+
+/** How a grant ended, or null while it is live. */
+export type EndedBy = ReleasedBy | null;
+
+/** One grant of a resource's history, as `history()` returns it. */
+export interface GrantHistoryEntry {
+  id: number;
+  /** The mode it has now (or had when it ended); `modeChangedAt` says when it was down- or upgraded. */
+  mode: LockMode;
+  owner: string;
+  createTime: Date;
+  /** When it ended; null while live. */
+  releasedAt: Date | null;
+  /**
+   * Who ended it: `holder`, `reaper`, `operator`, `withdrawn` (an acquire whose reply was lost,
+   * settled as never granted), or null: still live.
+   */
+  releasedBy: EndedBy;
+  /** From grant to release, or to now while live (database clock). */
+  heldMs: number;
+  modeChangedAt: Date | null;
+  /** Who released it, for an operator release: the releasing manager's owner. */
+  releaser: string | null;
+  /** An operator's reason. */
+  reason: string | null;
+}
+
+const ENDED_BY = new Map<number, ReleasedBy>(Object.entries(RELEASED_BY).map(([k, v]) => [v, k as ReleasedBy]));
+
+/**
+ * A resource's grants, newest first. The log has deliberately no index on resource_id (every grant
+ * would pay for it), so this reads the log backwards by primary key from `before` until it has
+ * `limit + 1` of the resource's rows: quick for a resource with recent grants, a scan of the log
+ * for one without.
+ */
+export async function resourceHistory(
+  conn: RawConnection, resource: Buffer, limit: number, before: number | undefined,
+): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
+  const rows = await query<Array<{
+    id: number | string; lock_type: number; owner: string; create_time: Date; released_at: Date | null; released_by: number | null;
+    held_us: number | string; mode_changed_at: Date | null; releaser: string | null; reason: string | null;
+  }>>(
+    conn,
+    `SELECT l.id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, l.mode_changed_at,
+            TIMESTAMPDIFF(MICROSECOND, l.create_time, COALESCE(l.released_at, NOW(6))) AS held_us, n.releaser, n.reason
+       FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
+      WHERE l.resource_id = ? ${before === undefined ? '' : 'AND l.id < ?'}
+      ORDER BY l.id DESC LIMIT ?`,
+    before === undefined ? [resource, limit + 1] : [resource, before, limit + 1],
+  );
+  const grants = rows.slice(0, limit).map((r) => ({
+    id: Number(r.id),
+    mode: modeOf(r.lock_type),
+    owner: r.owner,
+    createTime: r.create_time,
+    releasedAt: r.released_at,
+    releasedBy: r.released_by === null ? null : (ENDED_BY.get(Number(r.released_by)) ?? null),
+    heldMs: Number(r.held_us) / 1000,
+    modeChangedAt: r.mode_changed_at,
+    releaser: r.releaser === null || r.releaser === '' ? null : r.releaser,
+    reason: r.reason,
+  }));
+  return { grants, next: rows.length > limit ? grants.at(-1)!.id : null };
+}
+
+/** What `stats()` returns; counts on the database clock. */
+export interface LockStats {
+  live: { write: number; read: number };
+  /** Live grants the reaper would release now (the manager's `staleAfterMs`). */
+  stale: number;
+  /** Live grants kept from the reaper by an extended lease. */
+  leased: number;
+  /**
+   * Held resources on which a writer is waiting. The schema records a waiting writer as a mark on
+   * the resource (`w_wait_until`), not per writer: this counts resources, not writers.
+   */
+  waitingWriters: number;
+  /** Age of the oldest live grant; null when none is live. */
+  oldestAgeMs: number | null;
+  /** Grants released in the last hour by the reaper and by operators (from `t_lock_release_note`). */
+  lastHour: { reaped: number; operator: number };
+  /** The cutoff `stale` was counted with. */
+  staleAfterMs: number;
+}
+
+export async function lockStats(conn: RawConnection, staleAfterMs: number): Promise<LockStats> {
+  const [live] = await query<Array<{ w: number | string; r: number | string; stale: number | string; leased: number | string; oldest_us: number | string | null }>>(
+    conn,
+    `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r,
+            COALESCE(SUM(${STALE_SQL}), 0) AS stale, COALESCE(SUM(lease_until >= NOW(6)), 0) AS leased,
+            TIMESTAMPDIFF(MICROSECOND, MIN(create_time), NOW(6)) AS oldest_us
+       FROM t_lock_log WHERE status = ${STATUS.live}`,
+    [staleAfterMs * 1000],
+  );
+  // A writer waits only on a held resource, so the marks worth counting are on resources that have
+  // a live grant: found through the live grants, not by scanning every resource.
+  const [waiting] = await query<Array<{ n: number | string }>>(
+    conn,
+    `SELECT COUNT(DISTINCT l.resource_id) AS n FROM t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+      WHERE l.status = ${STATUS.live} AND r.w_wait_until > NOW(6)`,
+  );
+  const [hour] = await query<Array<{ reaped: number | string; operator: number | string }>>(
+    conn,
+    `SELECT COALESCE(SUM(released_by = ${RELEASED_BY.reaper}), 0) AS reaped, COALESCE(SUM(released_by = ${RELEASED_BY.operator}), 0) AS operator
+       FROM t_lock_release_note WHERE released_at > NOW(6) - INTERVAL 1 HOUR`,
+  );
+  return {
+    live: { write: Number(live!.w), read: Number(live!.r) },
+    stale: Number(live!.stale),
+    leased: Number(live!.leased),
+    waitingWriters: Number(waiting!.n),
+    oldestAgeMs: live!.oldest_us === null ? null : Number(live!.oldest_us) / 1000,
+    lastHour: { reaped: Number(hour!.reaped), operator: Number(hour!.operator) },
+    staleAfterMs,
+  };
+}
