@@ -7,7 +7,7 @@ import { withConnection } from './connection.js';
 import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from './errors.js';
 import type { Grant } from './grant.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from './options.js';
-import { readLockGauges, type LockGauges } from './sql/gauges.js';
+import { lockStats, type LockStats } from './sql/operate.js';
 import { CHANNELS, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from './tracing.js';
 
 export interface LockMetricsOptions {
@@ -78,12 +78,12 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
 
   if (knex) {
     // All gauges of one scrape share one read: prom-client collects them concurrently.
-    let inflight: Promise<LockGauges | null> | null = null;
-    const read = (): Promise<LockGauges | null> =>
-      (inflight ??= withConnection(knex, (conn) => readLockGauges(conn, staleAfterMs)).then((g) => g, () => null).finally(() => {
+    let inflight: Promise<LockStats | null> | null = null;
+    const read = (): Promise<LockStats | null> =>
+      (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs)).then((g) => g, () => null).finally(() => {
         inflight = null;
       }));
-    const gauge = (name: string, help: string, set: (g: Gauge, value: LockGauges) => void, labelNames: string[] = []): void => {
+    const gauge = (name: string, help: string, set: (g: Gauge, value: LockStats) => void, labelNames: string[] = []): void => {
       new Gauge({
         name, help, labelNames, registers,
         async collect() {
@@ -100,7 +100,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     }, ['mode']);
     gauge(METRICS.staleGrants, `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`, (g, v) => g.set(v.stale));
     gauge(METRICS.waitingWriters, 'Held resources a writer is waiting for', (g, v) => g.set(v.waitingWriters));
-    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) => g.set(v.oldestAgeMs / 1000));
+    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) => g.set((v.oldestAgeMs ?? 0) / 1000));
     new Gauge({
       name: METRICS.databaseUp, help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)', registers,
       async collect() {
