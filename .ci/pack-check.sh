@@ -46,7 +46,7 @@ echo "$(basename "$tarball"):"
 tar -tzvf "$tarball" | awk '{ print "  " $1 "  " $NF }' | sort -k2
 files=$(tar -tzf "$tarball")
 for required in package/package.json package/README.md package/LICENSE package/sql/schema.sql \
-  package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js; do
+  package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
 if grep -Ev '^package/(package\.json|README\.md|LICENSE|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
@@ -67,6 +67,7 @@ npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@
 npm ls --depth=0
 [ -x node_modules/mysql-rwlock/dist/jobs/reaper.js ] || fail "the reaper bin is not executable after install"
 [ "$(head -1 node_modules/mysql-rwlock/dist/jobs/reaper.js)" = '#!/usr/bin/env node' ] || fail "the reaper bin has no #!/usr/bin/env node line"
+[ -x node_modules/mysql-rwlock/dist/src/cli/bin.js ] || fail "the mysql-rwlock bin is not executable after install"
 if grep -rn 'settleLostCommit\|markHead\|confirmLive\|static create' node_modules/mysql-rwlock/dist --include='*.d.ts'; then
   fail "@internal members are in the published declarations"
 fi
@@ -150,5 +151,18 @@ reaper_pid=
 ! kill -0 "$logged_pid" 2>/dev/null || fail "the reaper (pid $logged_pid) still runs after SIGTERM"
 grep -q '"event":"reaper.stop","signal":"SIGTERM"' reaper.log || fail "no stop line"
 echo "node node_modules/.bin/mysql-rwlock-reaper: started as pid $logged_pid, SIGTERM ended it (exit 0)"
+
+step "the installed mysql-rwlock CLI"
+node_modules/.bin/mysql-rwlock --help > cli-help.txt
+head -1 cli-help.txt
+grep -q '^Exit codes:' cli-help.txt || fail "mysql-rwlock --help prints no exit codes"
+for command in status ls inspect history release reap purge migrate; do
+  node_modules/.bin/mysql-rwlock "$command" --help | grep -q "^Usage: mysql-rwlock $command" || fail "mysql-rwlock $command --help prints no usage"
+done
+status=0; node_modules/.bin/mysql-rwlock bogus 2>/dev/null || status=$?
+[ "$status" -eq 2 ] || fail "mysql-rwlock bogus exited $status, not 2"
+MYSQL_URL=$db_url node_modules/.bin/mysql-rwlock status --json | node -e "const s = JSON.parse(require('fs').readFileSync(0, 'utf8')); if (typeof s.live?.write !== 'number') process.exit(1)" \
+  || fail "mysql-rwlock status --json printed no stats object"
+echo "mysql-rwlock: --help for every command, exit 2 on an unknown command, status --json against the server"
 
 step "pack-check passed"

@@ -1,7 +1,9 @@
 // The operator page in a real browser (Debian's chromium driven by playwright-core) against a real
-// server: it shows a grant the test made, with stale grants and waiting writers marked, the
-// timeline draws it, and an operator release makes it leave the live table and appear as an
-// operator-released bar. Then the release endpoint's cross-site protections, over plain HTTP.
+// server, started as `mysql-rwlock dashboard`: it shows a grant the test made, with stale grants and
+// waiting writers marked, the timeline draws it, and a release through `mysql-rwlock release` makes
+// it leave the live table and appear as an operator-released bar. Then the release endpoint's
+// cross-site protections, over plain HTTP.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -9,6 +11,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveDashboard, type Dashboard } from '../src/dashboard/serve.js';
 import { createLockManager, type Grant } from '../src/index.js';
+import { databaseUrl } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -18,6 +21,25 @@ const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
 });
+
+/** `mysql-rwlock …` as a user runs it (the bin's source through tsx); resolves with its first stdout line and the process. */
+function cli(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
+    cwd: REPO, env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name) }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const firstLine = new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code} before printing a line: ${out}${err}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, firstLine, exited, output: () => out + err };
+}
 
 /** Moves a grant (and its release note) back in time: granted `agoMs` ago, held `heldMs`. */
 async function shift(knex: Knex, id: number, agoMs: number, heldMs: number | null): Promise<void> {
@@ -82,9 +104,14 @@ describe.skipIf(!CHROMIUM)(`operator page in chromium (${CHROMIUM ?? 'skipped: n
       for (const g of [grant, stale, other] as Grant[]) await g.release();
     });
 
-    const dashboard = await serveDashboard({ knex: db.knex, port: 0, staleAfterMs: 600_000 });
-    closers.push(() => dashboard.close());
-    expect(dashboard.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const server = cli(['dashboard', '--port', '0', '--stale-after', '600000']);
+    closers.push(async () => {
+      if (server.child.exitCode === null) server.child.kill('SIGTERM');
+      await server.exited;
+    });
+    const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(await server.firstLine);
+    expect(started, await server.firstLine).not.toBeNull();
+    const dashboard = { url: started![1]! };
     const browser: Browser = await chromium.launch({ executablePath: CHROMIUM! });
     closers.push(() => browser.close());
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
@@ -116,13 +143,16 @@ describe.skipIf(!CHROMIUM)(`operator page in chromium (${CHROMIUM ?? 'skipped: n
     await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
     if (process.env.UPDATE_SCREENSHOT === '1') await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
 
-    expect(await createLockManager({ knex: db.knex, owner: 'oncall@laptop' }).forceRelease(grant.id, { reason: 'stuck after deploy' })).toBe(true);
+    const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
+    expect(await release.exited, release.output()).toBe(0);
     await row.waitFor({ state: 'detached' });
     await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
     const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
     await released.waitFor();
     expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
     expect(problems).toEqual([]);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
   });
 });
 

@@ -139,8 +139,8 @@ const ENDED_BY = new Map<number, ReleasedBy>(Object.entries(RELEASED_BY).map(([k
 /**
  * A resource's grants, newest first. The log has deliberately no index on resource_id (every grant
  * would pay for it), so this reads the log backwards by primary key from `before` until it has
- * `limit + 1` of the resource's rows: quick for a resource with recent grants, a scan of the log
- * for one without.
+ * `limit + 1` of the resource's rows: quick for a busy resource, a scan of the whole log for one
+ * with fewer grants than that.
  */
 export async function resourceHistory(
   conn: RawConnection, resource: Buffer, limit: number, before: number | undefined,

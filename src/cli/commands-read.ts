@@ -1,0 +1,127 @@
+// The commands that only read: status, ls, inspect, history.
+import type { ListOptions } from '../options.js';
+import { EXIT, STALE_AFTER, UsageError, wholeNumber, type Command } from './command.js';
+import { cell, duration, fields, json, plural, table, time } from './format.js';
+
+const status: Command = {
+  name: 'status',
+  summary: 'counts of live, stale and leased grants, waiting writers, the oldest grant, the last hour\'s forced releases',
+  args: [],
+  options: { ...STALE_AFTER },
+  details: 'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, lastHour: { reaped, operator }, staleAfterMs }).',
+  async run({ locks, json: asJson, io }) {
+    const s = await locks().stats();
+    if (asJson) {
+      io.out(json(s));
+      return EXIT.done;
+    }
+    io.out(fields([
+      ['live grants', `${s.live.write + s.live.read} (write ${s.live.write}, read ${s.live.read})`],
+      ['stale', `${s.stale} (older than ${duration(s.staleAfterMs)} and not under a lease: the reaper will release them)`],
+      ['leased', `${s.leased} (kept from the reaper by an extended lease)`],
+      ['waiting writers', `${plural(s.waitingWriters, 'resource')} with a writer waiting`],
+      ['oldest grant', s.oldestAgeMs === null ? '-' : duration(s.oldestAgeMs)],
+      ['last hour', `${s.lastHour.reaped} reaped, ${s.lastHour.operator} released by an operator`],
+    ]));
+    return EXIT.done;
+  },
+};
+
+const ls: Command = {
+  name: 'ls',
+  summary: 'live grants across all resources, oldest first',
+  args: [],
+  options: {
+    mode: { type: 'string', value: 'write|read', help: 'only grants of this mode' },
+    owner: { type: 'string', value: 'TEXT', help: 'only grants whose owner is exactly this' },
+    stale: { type: 'boolean', help: 'only grants the reaper would release now' },
+    prefix: { type: 'string', value: 'TEXT', help: 'only resources whose id starts with this' },
+    limit: { type: 'string', value: 'N', help: 'grants per page (default 100, at most 10000)' },
+    after: { type: 'string', value: 'ID', help: 'the page after this grant id (the last id of the previous page)' },
+    ...STALE_AFTER,
+  },
+  details: 'With --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting }); the next page is --after the last id. Exit 1 when no grant matched.',
+  async run({ locks, values, json: asJson, io }) {
+    const mode = values.mode;
+    if (mode !== undefined && mode !== 'write' && mode !== 'read') throw new UsageError(`--mode must be write or read, got ${JSON.stringify(mode)}`);
+    const options: ListOptions = {
+      ...(mode ? { mode } : {}),
+      ...(typeof values.owner === 'string' ? { owner: values.owner } : {}),
+      ...(values.stale ? { staleOnly: true } : {}),
+      ...(typeof values.prefix === 'string' ? { resourcePrefix: values.prefix } : {}),
+    };
+    const limit = wholeNumber('--limit', values.limit);
+    const after = wholeNumber('--after', values.after);
+    if (limit !== undefined) options.limit = limit;
+    if (after !== undefined) options.after = after;
+    const { grants, next } = await locks().list(options);
+    if (asJson) io.out(json(grants));
+    else if (grants.length === 0) io.out('no live grants matched');
+    else {
+      io.out(table(
+        ['GRANT', 'RESOURCE', 'MODE', 'OWNER', 'AGE', 'LEASE UNTIL', 'STALE', 'WRITER WAITING'],
+        grants.map((g) => [String(g.id), cell(g.resourceId), g.mode, cell(g.owner), duration(g.ageMs), time(g.leaseUntil), g.stale ? 'STALE' : '', g.writerWaiting ? 'yes' : '']),
+      ));
+      if (next !== null) io.out(`more: mysql-rwlock ls --after ${next}${limit ? ` --limit ${limit}` : ''}`);
+    }
+    return grants.length > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+const inspect: Command = {
+  name: 'inspect',
+  summary: 'one resource: its counts, waiting writer and live grants',
+  args: ['<resourceId>'],
+  options: { ...STALE_AFTER },
+  details: 'With --json: the object locks.inspect() returns ({ resourceId, wCount, rCount, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
+  async run({ locks, positionals, json: asJson, io }) {
+    const state = await locks().inspect(positionals[0]!);
+    if (asJson) io.out(json(state));
+    else {
+      io.out(fields([
+        ['resource', cell(state.resourceId)],
+        ['held', state.wCount > 0 ? 'write' : state.rCount > 0 ? `read × ${state.rCount}` : 'free'],
+        ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
+      ]));
+      if (state.holders.length > 0) {
+        io.out('');
+        io.out(table(
+          ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'AGE', 'LEASE UNTIL', 'STALE'],
+          state.holders.map((h) => [String(h.id), h.mode, cell(h.owner), time(h.createTime), duration(h.ageMs), time(h.leaseUntil), h.stale ? 'STALE' : '']),
+        ));
+      }
+    }
+    return state.holders.length > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+const history: Command = {
+  name: 'history',
+  summary: 'one resource\'s grants, newest first, with how each ended',
+  args: ['<resourceId>'],
+  options: {
+    limit: { type: 'string', value: 'N', help: 'grants per page (default 50, at most 10000)' },
+    before: { type: 'string', value: 'ID', help: 'only grants older than this grant id (the last id of the previous page)' },
+  },
+  details: 'ENDED BY is holder, reaper, operator, withdrawn (a lost acquire settled as never granted) or live.\nWith --json: { grants, next } as locks.history() returns it. Exit 1 when the resource has no grant in the log.',
+  async run({ locks, positionals, values, json: asJson, io }) {
+    const limit = wholeNumber('--limit', values.limit);
+    const before = wholeNumber('--before', values.before);
+    const page = await locks().history(positionals[0]!, { ...(limit !== undefined ? { limit } : {}), ...(before !== undefined ? { before } : {}) });
+    if (asJson) io.out(json(page));
+    else if (page.grants.length === 0) io.out('no grants in the log for this resource');
+    else {
+      io.out(table(
+        ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'HELD', 'ENDED BY', 'ENDED AT', 'RELEASER', 'REASON'],
+        page.grants.map((g) => [
+          String(g.id), g.mode, cell(g.owner), time(g.createTime), duration(g.heldMs), g.releasedBy ?? 'live',
+          time(g.releasedAt), cell(g.releaser ?? ''), cell(g.reason ?? ''),
+        ]),
+      ));
+      if (page.next !== null) io.out(`more: mysql-rwlock history ${JSON.stringify(positionals[0])} --before ${page.next}`);
+    }
+    return page.grants.length > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+export const READ_COMMANDS: readonly Command[] = [status, ls, inspect, history];

@@ -1,0 +1,83 @@
+// The commands that change lock state: release, reap, purge, migrate.
+import { migrate } from '../migrate.js';
+import { DEFAULTS, REAP_DEFAULTS } from '../options.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../reaper.js';
+import { EXIT, UsageError, wholeNumber, type Command } from './command.js';
+import { cell, duration, json, plural, table } from './format.js';
+
+const release: Command = {
+  name: 'release',
+  summary: 'release a live grant as an operator, noting who and why; its holder\'s commit will be refused',
+  args: ['<grantId>'],
+  options: { reason: { type: 'string', value: 'TEXT', help: 'why (required; at most 500 characters), kept with the release' } },
+  details: 'Who is recorded as cli:USER@HOST. With --json: { grantId, released, releaser, reason }. Exit 1 when the grant was not live (already released, or no such grant).',
+  async run({ locks, positionals, values, json: asJson, io, operator }) {
+    const grantId = wholeNumber('<grantId>', positionals[0])!;
+    if (typeof values.reason !== 'string') throw new UsageError('--reason TEXT is required: say why, it is kept with the release');
+    const released = await locks().forceRelease(grantId, { reason: values.reason });
+    if (asJson) io.out(json({ grantId, released, releaser: operator, reason: values.reason }));
+    else io.out(released ? `released grant ${grantId} as ${operator}: ${cell(values.reason)}` : `grant ${grantId} is not live (already released, or no such grant): nothing changed`);
+    return released ? EXIT.done : EXIT.nothing;
+  },
+};
+
+const reap: Command = {
+  name: 'reap',
+  summary: 'release stale grants now, as the reaper job does',
+  args: [],
+  options: {
+    'stale-after': { type: 'string', value: 'MS', help: `release live grants older than this (default ${DEFAULTS.staleAfterMs})` },
+    'batch-size': { type: 'string', value: 'N', help: `grants per transaction (default ${REAP_DEFAULTS.batchSize})` },
+  },
+  details: 'With --json: the result of reapStaleGrants() ({ reaped, skipped, failed, problems, grants, durationMs }). Exit 1 when nothing was stale.',
+  async run({ db, values, json: asJson, io }) {
+    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']);
+    const batchSize = wholeNumber('--batch-size', values['batch-size']);
+    const r = await reapStaleGrants(db(), { ...(staleAfterMs !== undefined ? { staleAfterMs } : {}), ...(batchSize !== undefined ? { batchSize } : {}) });
+    if (asJson) io.out(json(r));
+    else {
+      io.out(`reaped ${plural(r.reaped, 'grant')} in ${duration(r.durationMs)}; skipped ${r.skipped} (busy committing), failed ${r.failed}`);
+      if (r.grants.length > 0) {
+        io.out(table(['GRANT', 'RESOURCE', 'MODE', 'OWNER', 'AGE'], r.grants.map((g) => [String(g.id), cell(g.resourceId), g.mode, cell(g.owner), duration(g.ageMs)])));
+      }
+      for (const p of r.problems) io.err(`problem: ${p}`);
+    }
+    if (r.failed > 0) return EXIT.failed;
+    return r.reaped > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+const purge: Command = {
+  name: 'purge',
+  summary: 'delete released grants older than the retention from the log',
+  args: [],
+  options: {
+    retention: { type: 'string', value: 'MS', help: `keep released grants younger than this (default ${REAP_DEFAULTS.retentionMs}, 7 days)` },
+    'batch-size': { type: 'string', value: 'N', help: `rows per statement (default ${REAP_DEFAULTS.purgeBatchSize})` },
+  },
+  details: 'With --json: { purged }. Exit 1 when nothing was old enough.',
+  async run({ db, values, json: asJson, io }) {
+    const retentionMs = wholeNumber('--retention', values.retention);
+    const batchSize = wholeNumber('--batch-size', values['batch-size']);
+    const r = await purgeReleasedGrants(db(), { ...(retentionMs !== undefined ? { retentionMs } : {}), ...(batchSize !== undefined ? { batchSize } : {}) });
+    io.out(asJson ? json(r) : `purged ${plural(r.purged, 'released grant')}`);
+    return r.purged > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+const migrateCommand: Command = {
+  name: 'migrate',
+  summary: 'create or update the lock tables and procedures (as migrate(db) does)',
+  args: [],
+  options: {},
+  details: 'With --json: { applied, repaired }. Exit 1 when the schema was already up to date.',
+  async run({ db, json: asJson, io }) {
+    const r = await migrate(db());
+    if (asJson) io.out(json(r));
+    else if (r.applied.length === 0 && r.repaired.length === 0) io.out('schema up to date: nothing to do');
+    else io.out([...r.applied.map((m) => `applied ${m}`), ...r.repaired.map((o) => `recreated ${o}`)].join('\n'));
+    return r.applied.length + r.repaired.length > 0 ? EXIT.done : EXIT.nothing;
+  },
+};
+
+export const WRITE_COMMANDS: readonly Command[] = [release, reap, purge, migrateCommand];

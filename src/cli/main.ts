@@ -1,0 +1,159 @@
+// `mysql-rwlock`: look at and fix lock state from a shell. A table of commands, each in a module of
+// its group (commands-read.ts, commands-write.ts); node:util parseArgs, no framework.
+import { hostname, userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import knexFactory, { type Knex } from 'knex';
+import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
+import { createLockManager, type LockManager } from '../manager.js';
+import { DEFAULTS, LIMITS } from '../options.js';
+import { checkMysqlUrl } from '../reaper-job.js';
+import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type CommandContext, type Io } from './command.js';
+import { READ_COMMANDS } from './commands-read.js';
+import { WRITE_COMMANDS } from './commands-write.js';
+import { DASHBOARD_COMMAND } from './dashboard.js';
+
+export { EXIT } from './command.js';
+
+/**
+ * Every command, in the order --help lists them.
+ * The operator page (`dashboard`, in its own module) comes after the write commands.
+ */
+export const COMMANDS: readonly Command[] = [
+  ...READ_COMMANDS,
+  ...WRITE_COMMANDS,
+  DASHBOARD_COMMAND,
+];
+
+function usageOf(c: Command): string {
+  const all = { ...c.options, ...COMMON_OPTIONS };
+  const lines = Object.entries(all).map(([name, o]) => {
+    const flag = `${o.short ? `-${o.short}, ` : '    '}--${name}${o.value ? ` ${o.value}` : ''}`;
+    return `  ${flag.padEnd(26)} ${o.help}`;
+  });
+  return [
+    `Usage: mysql-rwlock ${c.name}${c.args.length ? ` ${c.args.join(' ')}` : ''} [options]`,
+    '',
+    c.summary,
+    ...(c.details ? ['', c.details] : []),
+    '',
+    'Options:',
+    ...lines,
+    '',
+    EXIT_HELP,
+  ].join('\n');
+}
+
+const EXIT_HELP = `Exit codes:
+  0  done
+  1  nothing found or nothing done
+  2  bad usage: unknown command or flag, bad id, number or URL (nothing was changed)
+  3  failed: database unreachable, schema missing, or the server refused`;
+
+export function mainUsage(): string {
+  return [
+    'Usage: mysql-rwlock <command> [options]',
+    '',
+    'Look at and fix mysql-rwlock lock state. Connects to MYSQL_URL, or --url.',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${`${c.name}${c.args.length ? ` ${c.args.join(' ')}` : ''}`.padEnd(26)} ${c.summary}`),
+    '',
+    'mysql-rwlock <command> --help describes a command and its options.',
+    '',
+    EXIT_HELP,
+  ].join('\n');
+}
+
+function operatorName(env: NodeJS.ProcessEnv): string {
+  let user = env.USER ?? env.LOGNAME;
+  try {
+    user ??= userInfo().username;
+  } catch {
+    user ??= 'unknown';
+  }
+  return `cli:${user}@${hostname()}`.slice(0, LIMITS.maxOwnerChars);
+}
+
+/**
+ * Runs one command line and resolves to its exit code. Nothing is printed that holds the
+ * password: the URL is checked without echoing it, and any message is scrubbed of it.
+ */
+export async function main(argv: string[], io: Io): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    if (name === undefined) io.err(mainUsage());
+    else io.out(mainUsage());
+    return name === undefined ? EXIT.usage : EXIT.done;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (!command) {
+    io.err(`mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`);
+    return EXIT.usage;
+  }
+  let secret: string | undefined;
+  const scrub = (text: string): string => (secret ? text.split(secret).join('***').split(encodeURIComponent(secret)).join('***') : text);
+  let knex: Knex | undefined;
+  try {
+    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+    let parsed: ReturnType<typeof parseArgs>;
+    try {
+      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    const values = parsed.values as Record<string, string | boolean | undefined>;
+    if (values.help) {
+      io.out(usageOf(command));
+      return EXIT.done;
+    }
+    if (parsed.positionals.length !== command.args.length) {
+      throw new UsageError(command.args.length === 0 ? `takes no arguments, got ${JSON.stringify(parsed.positionals.join(' '))}` : `needs ${command.args.join(' ')}`);
+    }
+    const fromFlag = typeof values.url === 'string';
+    const raw = fromFlag ? (values.url as string) : io.env.MYSQL_URL;
+    try {
+      secret = raw ? decodeURIComponent(new URL(raw).password) || undefined : undefined;
+    } catch {
+      secret = undefined;
+    }
+    let conn: { url: string } | undefined;
+    const connection = (): { url: string } => {
+      if (conn) return conn;
+      try {
+        conn = checkMysqlUrl(raw);
+      } catch (err) {
+        throw new UsageError(fromFlag ? (err as Error).message.replace(/^MYSQL_URL/, '--url') : `${(err as Error).message} (or pass --url)`);
+      }
+      return conn;
+    };
+    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']) ?? DEFAULTS.staleAfterMs;
+    const operator = operatorName(io.env);
+    let locks: LockManager | undefined;
+    const db = (): Knex => {
+      // knex's own warnings would print the connection settings' context; the CLI reports errors itself.
+      knex ??= knexFactory({ client: 'mysql2', connection: connection().url, pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
+      return knex;
+    };
+    const ctx: CommandContext = {
+      values,
+      positionals: parsed.positionals,
+      json: values.json === true,
+      io,
+      operator,
+      db,
+      locks: () => (locks ??= createLockManager({ knex: db(), owner: operator, staleAfterMs })),
+    };
+    connection(); // a bad URL is bad usage, found before anything else happens
+    return await command.run(ctx);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
+      io.err(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`));
+      return EXIT.usage;
+    }
+    const e = err as Error & { code?: string };
+    io.err(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`));
+    return EXIT.failed;
+  } finally {
+    await knex?.destroy();
+  }
+}

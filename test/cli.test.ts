@@ -1,0 +1,277 @@
+// The `mysql-rwlock` CLI, spawned as a user runs it (the bin's source through tsx) against the real
+// server: every command, its --help, table and --json output, exit codes, and no password printed.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+import { describe, expect, it } from 'vitest';
+import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
+import { freePort } from '../harness/server.js';
+import { COMMANDS } from '../src/cli/main.js';
+import { createLockManager, LockLostError } from '../src/index.js';
+import { useTestDatabase } from './support/db.js';
+import { backdate, snapshot } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+const REPO = join(import.meta.dirname, '..');
+// Each run starts node with tsx: about a second of CPU, more on a busy machine.
+const SLOW = { timeout: 180_000 };
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI to its exit. `env` is added to a copy of this process's environment without MYSQL_URL. */
+function cli(args: string[], env: Record<string, string> = { MYSQL_URL: url() }): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const { MYSQL_URL: _drop, ...base } = process.env;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], { cwd: REPO, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+function url(): string {
+  return databaseUrl(db.url, db.name);
+}
+
+async function releaseAll(k: Knex): Promise<void> {
+  const locks = createLockManager({ knex: k });
+  for (const g of (await locks.list({ limit: 10_000 })).grants) await locks.forceRelease(g.id);
+}
+
+/** JSON as the CLI prints it: Dates become ISO strings. */
+const viaJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+describe('mysql-rwlock --help', () => {
+  it('lists every command; each command has --help with its options and the exit codes, and connects to nothing', SLOW, async () => {
+    const top = await cli(['--help'], {});
+    expect(top.status).toBe(0);
+    expect(top.stdout).toMatch(/^Usage: mysql-rwlock <command>/);
+    const names = COMMANDS.map((c) => c.name);
+    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate']);
+    for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
+    const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
+    for (const [i, h] of helps.entries()) {
+      expect(h.status, names[i]).toBe(0);
+      expect(h.stdout).toMatch(new RegExp(`^Usage: mysql-rwlock ${names[i]}`));
+      expect(h.stdout).toContain('--url URL');
+      expect(h.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*\n {2}2 .*\n {2}3 /);
+    }
+    const bare = await cli([], {});
+    expect(bare.status).toBe(2);
+    expect(bare.stderr).toMatch(/^Usage: mysql-rwlock/);
+  });
+});
+
+describe('reading commands', () => {
+  it('status prints the stats() object with --json and a readable summary without', async () => {
+    await releaseAll(db.knex);
+    const locks = createLockManager({ knex: db.knex });
+    const w = (await locks.tryAcquireWrite('cli-status-1'))!;
+    await locks.tryAcquireRead('cli-status-2');
+    await backdate(db.knex, w.id, 700_000);
+    const [asJson, asTable] = await Promise.all([cli(['status', '--json']), cli(['status'])]);
+    expect(asJson.status).toBe(0);
+    const printed = JSON.parse(asJson.stdout) as Record<string, unknown>;
+    const expected = await locks.stats();
+    expect(printed).toMatchObject({ live: { write: 1, read: 1 }, stale: 1, leased: 0, waitingWriters: 0, staleAfterMs: 600_000 });
+    expect(Object.keys(printed).sort()).toEqual(Object.keys(expected).sort());
+    expect(asTable.status).toBe(0);
+    expect(asTable.stdout).toMatch(/^live grants +2 \(write 1, read 1\)$/m);
+    expect(asTable.stdout).toMatch(/^stale +1 /m);
+    expect(asTable.stdout).toMatch(/^oldest grant +11m \d\ds$/m);
+    // --stale-after moves the cutoff, as the reaper's STALE_AFTER_MS would.
+    expect(JSON.parse((await cli(['status', '--json', '--stale-after', '800000'])).stdout)).toMatchObject({ stale: 0, staleAfterMs: 800_000 });
+    await releaseAll(db.knex);
+  });
+
+  it('ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 1 when none matched', SLOW, async () => {
+    await releaseAll(db.knex);
+    const locks = createLockManager({ knex: db.knex, owner: 'svc-ls' });
+    const grants = [
+      (await locks.tryAcquireWrite('cli-ls:a'))!,
+      (await locks.tryAcquireRead('cli-ls:b'))!,
+      (await locks.tryAcquireRead('cli-ls:b'))!,
+    ];
+    await backdate(db.knex, grants[0]!.id, 900_000);
+    const [table, asJson, reads, stale, page1, none] = await Promise.all([
+      cli(['ls']), cli(['ls', '--json']), cli(['ls', '--mode', 'read', '--json']), cli(['ls', '--stale', '--json']),
+      cli(['ls', '--limit', '2']), cli(['ls', '--prefix', 'nothing-here:']),
+    ]);
+    expect(table.status).toBe(0);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^GRANT +RESOURCE +MODE +OWNER +AGE +LEASE UNTIL +STALE +WRITER WAITING$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 4))).toEqual(grants.map((g) => [String(g.id), g.resourceId, g.mode, 'svc-ls']));
+    expect(lines[1]).toMatch(/STALE/);
+    expect(asJson.status).toBe(0);
+    const rows = JSON.parse(asJson.stdout) as Array<Record<string, unknown>>;
+    const listed = viaJson((await locks.list()).grants) as Array<Record<string, unknown>>;
+    expect(rows.map(({ ageMs: _a, ...rest }) => rest)).toEqual(listed.map(({ ageMs: _a, ...rest }) => rest));
+    expect(Object.keys(rows[0]!)).toEqual(['id', 'resourceId', 'mode', 'owner', 'createTime', 'ageMs', 'leaseUntil', 'stale', 'writerWaiting']);
+    expect((JSON.parse(reads.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[1]!.id, grants[2]!.id]);
+    expect((JSON.parse(stale.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[0]!.id]);
+    expect(page1.stdout).toContain(`more: mysql-rwlock ls --after ${grants[1]!.id} --limit 2`);
+    const page2 = await cli(['ls', '--limit', '2', '--after', String(grants[1]!.id), '--json']);
+    expect((JSON.parse(page2.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[2]!.id]);
+    expect(none).toMatchObject({ status: 1, stdout: 'no live grants matched\n' });
+    const emptyJson = await cli(['ls', '--owner', 'nobody', '--json']);
+    expect(emptyJson.status).toBe(1);
+    expect(JSON.parse(emptyJson.stdout)).toEqual([]);
+    await releaseAll(db.knex);
+  });
+
+  it('inspect shows a resource\'s holders (exit 0), or that it is free (exit 1)', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('cli-inspect'))!;
+    const [held, free, asJson] = await Promise.all([cli(['inspect', 'cli-inspect']), cli(['inspect', 'cli-inspect-free']), cli(['inspect', 'cli-inspect', '--json'])]);
+    expect(held.status).toBe(0);
+    expect(held.stdout).toMatch(/^held +write$/m);
+    expect(held.stdout).toMatch(new RegExp(`^${g.id} +write `, 'm'));
+    expect(free.status).toBe(1);
+    expect(free.stdout).toMatch(/^held +free$/m);
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ resourceId: 'cli-inspect', wCount: 1, rCount: 0, holders: [{ id: g.id, mode: 'write' }] });
+    await g.release();
+  });
+});
+
+describe('changing commands', () => {
+  it('release needs --reason; it releases as an operator, the holder\'s commit is refused, history shows who and why', SLOW, async () => {
+    const locks = createLockManager({ knex: db.knex });
+    let released: Run | undefined;
+    const before = await snapshot(db.knex);
+    const noReason = await cli(['release', '1']);
+    expect(noReason.status).toBe(2);
+    expect(noReason.stderr).toMatch(/--reason TEXT is required/);
+    expect(await snapshot(db.knex)).toBe(before);
+    const err = await locks.withWriteLock('cli-release', async (_trx, grant) => {
+      released = await cli(['release', String(grant.id), '--reason', 'stuck since the 14:00 deploy']);
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockLostError);
+    expect(released!.status).toBe(0);
+    const grantId = (err as LockLostError).grantId;
+    expect(released!.stdout).toMatch(new RegExp(`^released grant ${grantId} as cli:\\S+@\\S+: stuck since the 14:00 deploy\\n$`));
+    const again = await cli(['release', String(grantId), '--reason', 'again', '--json']);
+    expect(again.status).toBe(1);
+    expect(JSON.parse(again.stdout)).toMatchObject({ grantId, released: false });
+
+    const history = await cli(['history', 'cli-release']);
+    expect(history.status).toBe(0);
+    expect(history.stdout.split('\n')[0]).toMatch(/^GRANT +MODE +OWNER +GRANTED AT +HELD +ENDED BY +ENDED AT +RELEASER +REASON$/);
+    expect(history.stdout).toMatch(new RegExp(`^${grantId} +write .* operator .* cli:\\S+ +stuck since the 14:00 deploy$`, 'm'));
+    const asJson = JSON.parse((await cli(['history', 'cli-release', '--json'])).stdout) as { grants: Array<Record<string, unknown>>; next: null };
+    expect(asJson).toEqual(viaJson(await locks.history('cli-release')));
+    expect((await cli(['history', 'cli-never-used'])).status).toBe(1);
+  });
+
+  it('reap releases stale grants (exit 0) and then finds none (exit 1)', async () => {
+    await releaseAll(db.knex);
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('cli-reap'))!;
+    await backdate(db.knex, g.id, 120_000);
+    const first = await cli(['reap', '--stale-after', '60000']);
+    expect(first.status).toBe(0);
+    expect(first.stdout).toMatch(/^reaped 1 grant in /);
+    expect(first.stdout).toMatch(new RegExp(`^${g.id} +cli-reap +write `, 'm'));
+    const second = await cli(['reap', '--stale-after', '60000', '--json']);
+    expect(second.status).toBe(1);
+    expect(JSON.parse(second.stdout)).toMatchObject({ reaped: 0, skipped: 0, failed: 0 });
+    expect((await locks.history('cli-reap')).grants[0]).toMatchObject({ id: g.id, releasedBy: 'reaper' });
+  });
+
+  it('purge deletes old released grants (exit 0), then has nothing to do (exit 1)', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    await (await locks.tryAcquireWrite('cli-purge'))!.release();
+    await db.knex.raw("UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 DAY WHERE resource_id = 'cli-purge'");
+    const first = await cli(['purge', '--retention', '3600000', '--json']);
+    expect(first.status).toBe(0);
+    expect((JSON.parse(first.stdout) as { purged: number }).purged).toBeGreaterThanOrEqual(1);
+    expect((await locks.history('cli-purge')).grants).toEqual([]);
+    expect((await cli(['purge', '--retention', '3600000'])).status).toBe(1);
+  });
+
+  it('migrate creates the schema on an empty database (exit 0), then has nothing to do (exit 1)', async () => {
+    const name = `rwl_cli_migrate_${process.pid}`;
+    await createDatabase(db.url, name);
+    try {
+      const env = { MYSQL_URL: databaseUrl(db.url, name) };
+      const first = await cli(['migrate'], env);
+      expect(first.status).toBe(0);
+      expect(first.stdout).toBe('applied 001_lock_tables\napplied 002_acquire_v2\napplied 003_mode_changes\napplied 004_release_notes\n');
+      const second = await cli(['migrate', '--json'], env);
+      expect(second.status).toBe(1);
+      expect(JSON.parse(second.stdout)).toEqual({ applied: [], repaired: [] });
+    } finally {
+      await dropDatabase(db.url, name);
+    }
+  });
+});
+
+describe('bad usage and failures', () => {
+  it('exit 2 for an unknown command or flag, a bad id or number, a bad URL; nothing changed', SLOW, async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('cli-usage'))!;
+    const before = await snapshot(db.knex);
+    const cases: Array<[string[], Record<string, string> | undefined, RegExp]> = [
+      [['frobnicate'], undefined, /^mysql-rwlock: unknown command "frobnicate"; commands: status, ls/],
+      [['ls', '--bogus'], undefined, /^mysql-rwlock ls: Unknown option '--bogus'/],
+      [['ls', '--limit', 'ten'], undefined, /^mysql-rwlock ls: --limit must be a whole number, got "ten"/],
+      [['ls', '--limit', '0'], undefined, /^mysql-rwlock ls: limit must be an integer from 1 to 10000, got 0/],
+      [['ls', '--mode', 'exclusive'], undefined, /--mode must be write or read/],
+      [['ls', '--after', '999999999'], undefined, /after: there is no grant 999999999/],
+      [['ls', 'extra'], undefined, /takes no arguments/],
+      [['release', 'abc', '--reason', 'x'], undefined, /<grantId> must be a whole number, got "abc"/],
+      [['release', String(g.id), '--reason', ''], undefined, /reason must be well-formed text of 1 to 500 characters/],
+      [['release', String(g.id), '--reason', 'x'.repeat(501)], undefined, /reason must be/],
+      [['inspect'], undefined, /needs <resourceId>/],
+      [['inspect', ''], undefined, /resource id must not be empty/],
+      [['history', 'x', '--before', '-3'], undefined, /Option '--before' argument is ambiguous|--before must be a whole number/],
+      [['reap', '--batch-size', '20000'], undefined, /batchSize must be an integer from 1 to 10000/],
+      [['status'], {}, /^mysql-rwlock status: MYSQL_URL is required.*\(or pass --url\)/],
+      [['status', '--url', 'postgres://u:pw@db/app'], {}, /^mysql-rwlock status: --url must start with mysql:\/\//],
+    ];
+    const runs = await Promise.all(cases.map(([args, env]) => cli(args, env)));
+    for (const [i, [args, , message]] of cases.entries()) {
+      expect(runs[i]!.status, args.join(' ')).toBe(2);
+      expect(runs[i]!.stderr, args.join(' ')).toMatch(message);
+      expect(runs[i]!.stdout, args.join(' ')).toBe('');
+    }
+    expect(await snapshot(db.knex)).toBe(before);
+    await g.release();
+  });
+
+  it('never prints the password: not for a bad URL, a refused login or an unreachable server (exit 2, 3, 3)', async () => {
+    const u = new URL(db.url);
+    const secret = 'S3cr3t-pw_x';
+    const denied = new URL(databaseUrl(db.url, db.name));
+    denied.username = 'rwlock_no_such_user';
+    denied.password = secret;
+    const port = await freePort();
+    const runs = await Promise.all([
+      cli(['status'], { MYSQL_URL: `mysql://u:${secret}@${u.hostname}:99999/db` }),
+      cli(['status'], { MYSQL_URL: denied.toString() }),
+      cli(['ls', '--url', `mysql://u:${secret}@127.0.0.1:${port}/app`], {}),
+    ]);
+    expect(runs.map((r) => r.status)).toEqual([2, 3, 3]);
+    expect(runs[1]!.stderr).toMatch(/^mysql-rwlock status: Access denied for user 'rwlock_no_such_user'/);
+    expect(runs[2]!.stderr).toMatch(/ECONNREFUSED/);
+    for (const r of runs) expect(r.stdout + r.stderr).not.toContain(secret);
+  });
+
+  it('exit 3 when the schema is missing', async () => {
+    const name = `rwl_cli_bare_${process.pid}`;
+    await createDatabase(db.url, name);
+    try {
+      const r = await cli(['status'], { MYSQL_URL: databaseUrl(db.url, name) });
+      expect(r.status).toBe(3);
+      expect(r.stderr).toMatch(/^mysql-rwlock status: mysql-rwlock tables or procedures not found: run migrate/);
+    } finally {
+      await dropDatabase(db.url, name);
+    }
+  });
+});
