@@ -46,7 +46,7 @@ echo "$(basename "$tarball"):"
 tar -tzvf "$tarball" | awk '{ print "  " $1 "  " $NF }' | sort -k2
 files=$(tar -tzf "$tarball")
 for required in package/package.json package/README.md package/LICENSE package/sql/schema.sql \
-  package/dist/src/index.js package/dist/src/index.d.ts package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
+  package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
 if grep -Ev '^package/(package\.json|README\.md|LICENSE|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
@@ -114,6 +114,22 @@ node --input-type=module -e "
   const required = createRequire(import.meta.url)('mysql-rwlock');
   if (required.LockLostError !== LockLostError) { console.error('require() and import gave two copies'); process.exit(1); }
   console.log('import and require() give the same module: one copy of every class');"
+
+step "mysql-rwlock/prometheus with prom-client, an optional peer (the entry above ran without it)"
+npm install --no-audit --no-fund "prom-client@$(pkg "peerDependencies['prom-client']")"
+cat > metrics.ts <<'EOF2'
+import { Registry } from 'prom-client';
+import { METRICS, registerLockMetrics } from 'mysql-rwlock/prometheus';
+const registry = new Registry();
+registerLockMetrics({ registry });
+const text = await registry.metrics();
+if (!text.includes(`# TYPE ${METRICS.acquireWait} histogram`)) throw new Error(`no ${METRICS.acquireWait} in the exposition`);
+console.log(`import 'mysql-rwlock/prometheus': ${text.split('\n').filter((l) => l.startsWith('# TYPE')).length} metrics registered`);
+EOF2
+"${tsc[@]}" --module nodenext --moduleResolution nodenext metrics.ts
+npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node --outDir out metrics.ts
+node out/metrics.js
+node -e "const { registerLockMetrics } = require('mysql-rwlock/prometheus'); if (typeof registerLockMetrics !== 'function') process.exit(1); console.log(\"require('mysql-rwlock/prometheus'): registerLockMetrics is a function\")"
 
 step "the installed reaper bin"
 node_modules/.bin/mysql-rwlock-reaper --help > help.txt

@@ -5,7 +5,8 @@
 // run that succeeded; 1 a `--once` run that failed, or an unexpected error; 2 bad configuration or usage.
 import knexFactory from 'knex';
 import { parseArgs } from 'node:util';
-import { JOB_ENV, jobConfigFromEnv, runReaperOnce, scheduleReaper, type LogLine } from '../src/reaper-job.js';
+import { JOB_ENV, ReaperHealth, cronPeriodMs, jobConfigFromEnv, runReaperOnce, scheduleReaper, type LogLine } from '../src/reaper-job.js';
+import type { ReaperServer } from '../src/reaper-server.js';
 
 const USAGE = `Usage: mysql-rwlock-reaper [--once]
 
@@ -21,6 +22,9 @@ Environment:
 ${JOB_ENV.map((v) => `  ${v.name.padEnd(20)} ${v.default === 'required' ? 'required' : `default ${v.default}`}\n  ${''.padEnd(20)} ${v.meaning}`).join('\n')}
 
 Output: one JSON line per run ({"event":"reaper.run","ok":true,"reaped":0,...}) and per reaped grant.
+
+With METRICS_PORT (daemon only): GET /metrics (Prometheus text) and GET /healthz: 200 while the last run
+succeeded and finished within two schedule periods + 30 s, else 503; a JSON report either way.
 
 Exit codes:
   0  stopped by SIGTERM/SIGINT, or a --once run that succeeded
@@ -74,16 +78,34 @@ async function main(): Promise<void> {
   const { cron, runAtStart, staleAfterMs, batchSize, retentionMs, target } = config;
   // Signal handlers first, the start line last: whoever waits for that line may signal at once.
   let job: { stop(): Promise<void> } | undefined;
+  let server: ReaperServer | undefined;
   const shutdown = async (signal: string): Promise<void> => {
     log({ event: 'reaper.stop', signal });
     await job?.stop();
+    await server?.close();
     await db.destroy();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
-  job = scheduleReaper(db, config, log);
-  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, pid: process.pid });
+  let observe = log;
+  if (config.metricsPort !== null) {
+    // Loaded only now: prom-client is an optional peer dependency.
+    const loaded = await import('../src/reaper-server.js').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ERR_MODULE_NOT_FOUND' && /prom-client/.test(err.message)) refuse('METRICS_PORT needs prom-client: npm install prom-client');
+      throw err;
+    });
+    const health = new ReaperHealth(cronPeriodMs(cron));
+    const started = await loaded.startReaperServer(db, { port: config.metricsPort, host: config.metricsHost, staleAfterMs }, health);
+    server = started;
+    observe = (line) => {
+      health.observe(line);
+      started.observe(line);
+      log(line);
+    };
+  }
+  job = scheduleReaper(db, config, observe);
+  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, metricsPort: server?.port ?? null, pid: process.pid });
 }
 
 main().catch((err: unknown) => {

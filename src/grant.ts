@@ -7,6 +7,7 @@ import { extendLease } from './sql/extend.js';
 import { findGrantById } from './sql/lookup.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
 import { downgradeGrant, upgradeGrant } from './sql/mode.js';
+import { fenceChannel, lostChannel, releaseChannel, traced } from './tracing.js';
 import { RELEASED_BY, STATUS, type LockMode } from './types.js';
 
 /**
@@ -81,7 +82,11 @@ export class Grant {
    * still held and `release()` releases it. After a commit, call `committed()` (no round trip) or
    * `release()` (one round trip; it then returns false).
    */
-  async fence(execute: FenceExecutor): Promise<void> {
+  fence(execute: FenceExecutor): Promise<void> {
+    return traced(fenceChannel, () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }), () => this.#fence(execute));
+  }
+
+  async #fence(execute: FenceExecutor): Promise<void> {
     if (this.#done) throw new LockLostError(this.id, 'it was already released');
     let changed: unknown;
     try {
@@ -179,7 +184,11 @@ export class Grant {
    * been released (by this holder earlier, the reaper or an operator), in which case nothing changes.
    * A lost reply is settled by running the same guarded statement again.
    */
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
+    return traced(releaseChannel, () => ({ grant: this, grantId: this.id, by: 'holder' as const }), () => this.#release());
+  }
+
+  async #release(): Promise<boolean> {
     if (this.#done) return false;
     const ref = this.ref;
     const released = await withRetries(this.#ctx.policy, 'release', () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')), async (err) => {
@@ -227,19 +236,22 @@ export class Grant {
   }
 
   /**
-   * The grant was found released by someone else: `signal` aborts and `onLockLost` is called, once.
-   * `releasedBy` is what the log says, or 'look up' when the finder could not read it (the fence
-   * runs on the caller's transaction): then it is read on a pool connection of its own, which may
-   * have to wait for the one the caller's transaction holds, so the hook is not awaited here.
+   * The grant was found released by someone else: `signal` aborts, and `onLockLost` is called and
+   * `mysql-rwlock:lost` published, once. `releasedBy` is what the log says, or 'look up' when the
+   * finder could not read it (the fence runs on the caller's transaction): then, if anyone listens,
+   * it is read on a pool connection of its own, which may have to wait for the one the caller's
+   * transaction holds, so neither is awaited here.
    */
   #markLost(detectedBy: LockLostInfo['detectedBy'], releasedBy: number | null | 'look up'): void {
     this.#settle();
     if (this.#lost.signal.aborted) return;
     this.#lost.abort(new LockLostError(this.id));
     const hook = this.#ctx.options.onLockLost;
-    if (!hook) return;
+    if (!hook && !lostChannel.hasSubscribers) return;
     const call = (by: number | null): void => {
       const info: LockLostInfo = { releasedBy: by === RELEASED_BY.reaper ? 'reaper' : by === RELEASED_BY.operator ? 'operator' : 'unknown', detectedBy };
+      if (lostChannel.hasSubscribers) lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, ...info });
+      if (!hook) return;
       try {
         void Promise.resolve(hook(this, info)).catch((err: unknown) => this.#reportHookError(err));
       } catch (err) {

@@ -11,6 +11,7 @@ export type { ReapedGrant } from './sql/reap.js';
 export type { LockMode, ReleasedBy } from './types.js';
 export { isConflict } from './connection.js';
 export { RELEASE_SQL, type ReleaseParams } from './sql/release.js';
+export { CHANNELS, type AcquireContext, type FenceContext, type ReleaseContext, type ReapContext, type LostMessage } from './tracing.js';
 export {
   RwLockError,
   InvalidResourceIdError,

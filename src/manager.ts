@@ -16,6 +16,7 @@ import { lockStats, listLive, resourceHistory, type GrantHistoryEntry, type List
 import { operatorRelease } from './sql/release-note.js';
 import type { LockMode } from './types.js';
 import { Scopes } from './scope.js';
+import { acquireChannel, releaseChannel, traced } from './tracing.js';
 import { WaitQueues } from './wait.js';
 
 export type { LockedWork } from './fenced.js';
@@ -93,10 +94,10 @@ export class LockManager {
     integerOption('grantId', grantId, 1);
     const o = optionsObject('forceRelease', options, ['reason']);
     const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
-    return withConnection(this.#ctx.knex, async (conn) => {
+    return traced(releaseChannel, () => ({ grantId, by: 'operator' as const }), () => withConnection(this.#ctx.knex, async (conn) => {
       const ref = await findGrantRef(conn, grantId);
       return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
-    });
+    }));
   }
 
   /**
@@ -144,13 +145,17 @@ export class LockManager {
     const target = this.#target(mode, resourceId);
     // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
     if (extra.length > 0) throw new InvalidOptionsError(`${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`);
-    return attempt(this.#ctx, target, 0);
+    return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
+  }
+
+  #traceAcquire<T extends Grant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
+    return traced(acquireChannel, () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner }), run);
   }
 
   async #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
     const target = this.#target(mode, resourceId);
     const { waitMs, signal } = resolveCallOptions(what, options, false);
-    return acquire(this.#ctx, target, waitMs, signal);
+    return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
   }
 
   async #withLock<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
@@ -164,7 +169,7 @@ export class LockManager {
       return work(outer.trx, outer.grant);
     }
     this.#checkPool(leaseMs !== undefined, what);
-    const grant = await acquire(this.#ctx, target, waitMs, signal);
+    const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
     try {
       await keepAlive?.first;

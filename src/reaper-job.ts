@@ -17,9 +17,13 @@ export interface ReaperJobConfig {
   batchSize: number;
   /** Released grants older than this are purged each run; 0 disables purging. @defaultValue 604800000 */
   retentionMs: number;
+  /** Port of the /metrics and /healthz server; null: no server. 0 picks a free port. */
+  metricsPort: number | null;
+  /** Address that server binds. @defaultValue '0.0.0.0' */
+  metricsHost: string;
 }
 
-export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: REAP_DEFAULTS.retentionMs });
+export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: REAP_DEFAULTS.retentionMs, metricsHost: '0.0.0.0' });
 
 /**
  * The job's environment variables, their defaults and meaning: the source of `--help` and of the
@@ -33,6 +37,8 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   { name: 'STALE_AFTER_MS', default: String(DEFAULTS.staleAfterMs), meaning: `live grants older than this are released (1 to ${LIMITS.maxRetentionMs})` },
   { name: 'REAPER_BATCH_SIZE', default: String(REAP_DEFAULTS.batchSize), meaning: `grants released per transaction (1 to ${LIMITS.maxReapBatch})` },
   { name: 'RETENTION_MS', default: String(JOB_DEFAULTS.retentionMs), meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})` },
+  { name: 'METRICS_PORT', default: 'off', meaning: 'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)' },
+  { name: 'METRICS_HOST', default: JOB_DEFAULTS.metricsHost, meaning: 'address the metrics server binds' },
 ]);
 
 const URL_EXAMPLE = 'mysql://user:password@host:3306/database';
@@ -92,6 +98,8 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
   if (atStart !== undefined && atStart !== '' && atStart !== '0' && atStart !== '1') {
     throw new InvalidOptionsError(`REAPER_RUN_AT_START must be 0 or 1, got ${JSON.stringify(atStart)}`);
   }
+  const metricsHost = env.METRICS_HOST || JOB_DEFAULTS.metricsHost;
+  if (/[\s/]/.test(metricsHost)) throw new InvalidOptionsError(`METRICS_HOST must be an address or host name, got ${JSON.stringify(metricsHost)}`);
   return {
     url,
     target,
@@ -100,7 +108,69 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     staleAfterMs: num('STALE_AFTER_MS', DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs),
     batchSize: num('REAPER_BATCH_SIZE', REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch),
     retentionMs: num('RETENTION_MS', JOB_DEFAULTS.retentionMs, 0, LIMITS.maxRetentionMs),
+    metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === '' ? null : num('METRICS_PORT', 0, 0, 65535),
+    metricsHost,
   };
+}
+
+/**
+ * The longest gap between runs of a cron expression, over its next ten runs: for an irregular
+ * schedule (weekdays only, say) the longest, so that health is judged against the worst case.
+ */
+export function cronPeriodMs(expression: string): number {
+  const task = cron.createTask(expression, () => undefined);
+  try {
+    const runs = task.getNextRuns(10).map((d) => d.getTime());
+    let period = 0;
+    for (let i = 1; i < runs.length; i++) period = Math.max(period, runs[i]! - runs[i - 1]!);
+    return period;
+  } finally {
+    void task.destroy();
+  }
+}
+
+/** Added to two periods: room for a run's own duration (batches, lock waits, purging). */
+export const HEALTH_SLACK_MS = 30_000;
+
+export interface HealthReport {
+  healthy: boolean;
+  /** 'ok'; 'starting': no run finished yet, within the window of the start; 'failed': the last run failed; 'late': no run finished within the window. */
+  status: 'ok' | 'starting' | 'failed' | 'late';
+  /** How recent the last finished run must be: two periods of the schedule plus HEALTH_SLACK_MS. */
+  windowMs: number;
+  /** The last finished run's log line, if any. */
+  lastRun: LogLine | null;
+  /** Milliseconds since the last run finished (or since the start, before any). */
+  sinceMs: number;
+}
+
+/**
+ * The job's health, fed its own run lines: healthy while the last finished run succeeded and
+ * finished within two schedule periods plus HEALTH_SLACK_MS (a run that hangs becomes late).
+ * Before the first run finishes it counts from the start, so REAPER_RUN_AT_START=0 on a long
+ * schedule is healthy until its first run is overdue.
+ */
+export class ReaperHealth {
+  readonly windowMs: number;
+  #since: number;
+  #lastRun: LogLine | null = null;
+
+  constructor(periodMs: number, now = Date.now()) {
+    this.windowMs = 2 * periodMs + HEALTH_SLACK_MS;
+    this.#since = now;
+  }
+
+  observe(line: LogLine, now = Date.now()): void {
+    if (line.event !== 'reaper.run') return;
+    this.#lastRun = line;
+    this.#since = now;
+  }
+
+  report(now = Date.now()): HealthReport {
+    const sinceMs = now - this.#since;
+    const status = sinceMs > this.windowMs ? 'late' : this.#lastRun === null ? 'starting' : this.#lastRun.ok === true ? 'ok' : 'failed';
+    return { healthy: status === 'ok' || status === 'starting', status, windowMs: this.windowMs, lastRun: this.#lastRun, sinceMs };
+  }
 }
 
 export type LogLine = Record<string, unknown> & { event: string };

@@ -5,6 +5,7 @@ import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObje
 export { REAP_DEFAULTS } from './options.js';
 import { purgeBatch, purgeNotesBatch } from './sql/purge.js';
 import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from './sql/reap.js';
+import { reapChannel, traced } from './tracing.js';
 
 export interface ReapOptions {
   /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */
@@ -37,6 +38,10 @@ export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
   const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch);
   const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
+  return traced(reapChannel, () => ({ staleAfterMs, batchSize }), () => reap(db, staleAfterMs, batchSize, waitSec));
+}
+
+async function reap(db: Knex, staleAfterMs: number, batchSize: number, waitSec: number): Promise<ReapResult> {
   const started = performance.now();
   const staleUs = staleAfterMs * 1000;
   return withConnection(db, (conn) => withLockWaitTimeout(conn, waitSec, async () => {

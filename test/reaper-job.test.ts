@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
 import { createLockManager } from '../src/index.js';
-import { JOB_ENV } from '../src/reaper-job.js';
+import { HEALTH_SLACK_MS, JOB_ENV, ReaperHealth, cronPeriodMs } from '../src/reaper-job.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow } from './support/state.js';
 
@@ -199,6 +199,9 @@ describe('jobs/reaper.ts', () => {
       [{ MYSQL_URL: url, RETENTION_MS: 'a week' }, ['--once'], /^RETENTION_MS/],
       [{ MYSQL_URL: url, REAPER_RUN_AT_START: 'yes' }, [], /^REAPER_RUN_AT_START must be 0 or 1/],
       [{ MYSQL_URL: url }, ['--bogus'], /^Unknown option '--bogus'/],
+      [{ MYSQL_URL: url, METRICS_PORT: '70000' }, [], /^METRICS_PORT must be an integer from 0 to 65535, got 70000/],
+      [{ MYSQL_URL: url, METRICS_PORT: 'http' }, [], /^METRICS_PORT/],
+      [{ MYSQL_URL: url, METRICS_PORT: '0', METRICS_HOST: 'http://x/' }, [], /^METRICS_HOST/],
     ];
     const runs = await Promise.all(cases.map(([env, args]) => runOnce(env, args)));
     for (const [i, [env, args, error]] of cases.entries()) {
@@ -238,5 +241,89 @@ describe('jobs/reaper.ts', () => {
     } finally {
       rmSync(app, { recursive: true, force: true });
     }
+  });
+
+  describe('METRICS_PORT', () => {
+    const get = async (port: number, path: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`);
+      return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+    };
+    /** `name{labels} value` from an exposition, or undefined. */
+    const sample = (text: string, series: string): number | undefined => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
+
+    it('serves the job\'s metrics and gauges on /metrics and 200 on /healthz after a good run', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      const stale = await locks.tryAcquireWrite('job-metrics-stale');
+      const live = await locks.tryAcquireRead('job-metrics-live');
+      await backdate(db.knex, stale!.id, 120_000);
+      const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: '* * * * * *', STALE_AFTER_MS: '60000', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+      const start = await job.lineWhere((l) => l.event === 'reaper.start');
+      const port = start.metricsPort as number;
+      expect(port).toBeGreaterThan(0);
+      await job.lineWhere((l) => l.event === 'reaper.run' && l.reaped === 1);
+
+      const health = await get(port, '/healthz');
+      expect(health.status).toBe(200);
+      expect(JSON.parse(health.body)).toMatchObject({ healthy: true, status: 'ok', windowMs: 2 * 1000 + HEALTH_SLACK_MS, lastRun: { event: 'reaper.run', ok: true } });
+
+      const metrics = await get(port, '/metrics');
+      expect(metrics.status).toBe(200);
+      expect(metrics.type).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(sample(metrics.body, 'mysql_rwlock_reaped_grants_total{mode="write"}')).toBe(1);
+      expect(sample(metrics.body, 'mysql_rwlock_reaper_runs_total{outcome="ok"}')).toBeGreaterThanOrEqual(1);
+      expect(sample(metrics.body, 'mysql_rwlock_reaper_runs_total{outcome="failed"}')).toBe(0);
+      expect(sample(metrics.body, 'mysql_rwlock_reaper_healthy')).toBe(1);
+      expect(sample(metrics.body, 'mysql_rwlock_live_grants{mode="read"}')).toBe(1);
+      expect(sample(metrics.body, 'mysql_rwlock_live_grants{mode="write"}')).toBe(0);
+      expect(sample(metrics.body, 'mysql_rwlock_gauges_up')).toBe(1);
+      expect(metrics.body).toContain('process_cpu_seconds_total');
+      expect(metrics.body).not.toContain('job-metrics');
+      expect((await get(port, '/elsewhere')).status).toBe(404);
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'POST' })).status).toBe(405);
+
+      job.child.kill('SIGTERM');
+      expect(await job.exited).toBe(0);
+      await live!.release();
+    });
+
+    it('/healthz answers 503 while the runs fail (negative control: the same job, a database without the schema)', async () => {
+      const bare = `rwl_reaper_job_health_${process.pid}`;
+      await createDatabase(db.url, bare);
+      try {
+        const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, bare), REAPER_CRON: '* * * * * *', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+        const port = (await job.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
+        await job.lineWhere((l) => l.event === 'reaper.run' && l.ok === false);
+        const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+        expect(health.status).toBe(503);
+        expect(await health.json()).toMatchObject({ healthy: false, status: 'failed', lastRun: { ok: false, code: 'ERR_RWLOCK_SCHEMA_MISSING' } });
+        const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(sample(metrics, 'mysql_rwlock_reaper_runs_total{outcome="failed"}')).toBeGreaterThanOrEqual(1);
+        expect(sample(metrics, 'mysql_rwlock_reaper_healthy')).toBe(0);
+        expect(sample(metrics, 'mysql_rwlock_gauges_up')).toBe(0);
+        job.child.kill('SIGTERM');
+        expect(await job.exited).toBe(0);
+      } finally {
+        await dropDatabase(db.url, bare);
+      }
+    });
+
+    it('health turns late when no run finished within two periods plus the slack, and counts from the start before the first run', () => {
+      expect(cronPeriodMs('*/5 * * * * *')).toBe(5_000);
+      expect(cronPeriodMs('* * * * *')).toBe(60_000);
+      expect(cronPeriodMs('0 9 * * 1-5')).toBe(3 * 24 * 3_600_000); // Friday to Monday
+      const h = new ReaperHealth(5_000, 0);
+      const window = 10_000 + HEALTH_SLACK_MS;
+      expect(h.report(window)).toMatchObject({ healthy: true, status: 'starting' });
+      expect(h.report(window + 1)).toMatchObject({ healthy: false, status: 'late' });
+      h.observe({ event: 'reaper.run', ok: true }, 50_000);
+      h.observe({ event: 'reaper.grant', id: 1 }, 60_000); // not a run: changes nothing
+      expect(h.report(50_000 + window)).toMatchObject({ healthy: true, status: 'ok', sinceMs: window });
+      expect(h.report(50_001 + window)).toMatchObject({ healthy: false, status: 'late' });
+      h.observe({ event: 'reaper.run', ok: false }, 100_000);
+      expect(h.report(100_000)).toMatchObject({ healthy: false, status: 'failed' });
+    });
   });
 });

@@ -10,17 +10,18 @@ import { checkMysqlUrl } from '../reaper-job.js';
 import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type CommandContext, type Io } from './command.js';
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
+import { DASHBOARD_COMMAND } from './dashboard.js';
 
 export { EXIT } from './command.js';
 
 /**
  * Every command, in the order --help lists them.
- * The operator page (`dashboard`) is added here, after the write commands, by its own module.
+ * The operator page (`dashboard`, in its own module) comes after the write commands.
  */
 export const COMMANDS: readonly Command[] = [
   ...READ_COMMANDS,
   ...WRITE_COMMANDS,
-  // dashboard: src/cli/dashboard.ts
+  DASHBOARD_COMMAND,
 ];
 
 function usageOf(c: Command): string {

@@ -1,0 +1,34 @@
+// `mysql-rwlock dashboard`: serves the operator page (src/dashboard/serve.ts) until SIGINT/SIGTERM.
+import { DASHBOARD_DEFAULTS, serveDashboard } from '../dashboard/serve.js';
+import { EXIT, STALE_AFTER, wholeNumber, type Command } from './command.js';
+import { json } from './format.js';
+
+export const DASHBOARD_COMMAND: Command = {
+  name: 'dashboard',
+  summary: 'serve the operator page: live holders, waiting writers, recent releases, a timeline of grants',
+  args: [],
+  options: {
+    port: { type: 'string', value: 'N', help: `port to listen on (default ${DASHBOARD_DEFAULTS.port}; 0 picks a free one)` },
+    host: { type: 'string', value: 'ADDR', help: `address to bind (default ${DASHBOARD_DEFAULTS.host}: this machine only)` },
+    'allow-release': { type: 'boolean', help: 'offer a release button on live grants (requests from other sites are refused)' },
+    ...STALE_AFTER,
+  },
+  details: 'Prints the page\'s URL (with --json: { url, allowRelease }) and serves it until SIGINT or SIGTERM, then exits 0. Read-only unless --allow-release.',
+  async run({ db, values, json: asJson, io }) {
+    const port = wholeNumber('--port', values.port) ?? DASHBOARD_DEFAULTS.port;
+    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']);
+    const allowRelease = values['allow-release'] === true;
+    const page = await serveDashboard({
+      knex: db(), port, allowRelease,
+      ...(typeof values.host === 'string' ? { host: values.host } : {}),
+      ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+    });
+    io.out(asJson ? json({ url: page.url, allowRelease }) : `mysql-rwlock dashboard: ${page.url} (${allowRelease ? 'release enabled' : 'read-only'}); Ctrl-C stops it`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await page.close();
+    return EXIT.done;
+  },
+};

@@ -1,0 +1,120 @@
+// The operator page's reads beyond the operator API (stats, list): recent releases by the reaper
+// and operators, and the grants of a time window for the timeline.
+import { query, type RawConnection } from '../connection.js';
+import { RELEASED_BY, STATUS, modeOf, type LockMode } from '../types.js';
+
+export type EndedBy = 'holder' | 'reaper' | 'operator' | null;
+
+const ENDED: Record<number, EndedBy> = { [RELEASED_BY.holder]: 'holder', [RELEASED_BY.reaper]: 'reaper', [RELEASED_BY.operator]: 'operator' };
+
+export interface RecentRelease {
+  grantId: number;
+  /** Null when the grant's log row has been purged since. */
+  resourceId: string | null;
+  mode: LockMode | null;
+  owner: string | null;
+  createTime: Date | null;
+  releasedAt: Date;
+  releasedBy: EndedBy;
+  releaser: string | null;
+  reason: string | null;
+}
+
+/** The latest releases by the reaper and by operators, newest first, through the notes' time index. */
+export async function recentReleases(conn: RawConnection, limit: number): Promise<RecentRelease[]> {
+  const rows = await query<Array<{
+    grant_id: number | string; released_at: Date; released_by: number; releaser: string; reason: string | null;
+    resource_id: Buffer | null; lock_type: number | null; owner: string | null; create_time: Date | null;
+  }>>(
+    conn,
+    `SELECT n.grant_id, n.released_at, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.owner, l.create_time
+       FROM t_lock_release_note n LEFT JOIN t_lock_log l ON l.id = n.grant_id
+      ORDER BY n.released_at DESC LIMIT ?`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    grantId: Number(r.grant_id),
+    resourceId: r.resource_id === null ? null : r.resource_id.toString('utf8'),
+    mode: r.lock_type === null ? null : modeOf(r.lock_type),
+    owner: r.owner,
+    createTime: r.create_time,
+    releasedAt: r.released_at,
+    releasedBy: ENDED[r.released_by] ?? null,
+    releaser: r.releaser === '' ? null : r.releaser,
+    reason: r.reason,
+  }));
+}
+
+export interface TimelineGrant {
+  id: number;
+  mode: LockMode;
+  owner: string;
+  createTime: Date;
+  releasedAt: Date | null;
+  releasedBy: EndedBy;
+  reason: string | null;
+}
+
+export interface TimelineLane {
+  resourceId: string;
+  grants: TimelineGrant[];
+}
+
+export interface Timeline {
+  /** The database clock when read: every time on the page is placed against it. */
+  now: Date;
+  windowMs: number;
+  lanes: TimelineLane[];
+  /** True when a lane's grants were cut at `maxGrants`. */
+  truncated: boolean;
+}
+
+/** Grants in the window: every live grant, and released ones granted in it (withdrawn acquires are not grants). */
+const IN_WINDOW = `(l.status = ${STATUS.live} OR (l.status = ${STATUS.released} AND l.create_time >= NOW(6) - INTERVAL ? MICROSECOND AND l.released_by <> ${RELEASED_BY.withdrawn}))`;
+
+/**
+ * The grants of `resource`, or of the `maxResources` resources with the most grants in the window
+ * (held resources first), for the last `windowMs`. Read through the (status, create_time) index:
+ * the cost follows the grants of the window, not the log's size. A grant released in the window
+ * but granted before it is not shown.
+ */
+export async function timeline(conn: RawConnection, options: { resource?: Buffer; windowMs: number; maxResources: number; maxGrants: number }): Promise<Timeline> {
+  const windowUs = options.windowMs * 1000;
+  const [{ now }] = (await query<Array<{ now: Date }>>(conn, 'SELECT NOW(6) AS now')) as [{ now: Date }];
+  let resources: Buffer[];
+  if (options.resource !== undefined) {
+    resources = [options.resource];
+  } else {
+    const busiest = await query<Array<{ resource_id: Buffer }>>(
+      conn,
+      `SELECT l.resource_id FROM t_lock_log l WHERE ${IN_WINDOW}
+        GROUP BY l.resource_id ORDER BY SUM(l.status = ${STATUS.live}) > 0 DESC, COUNT(*) DESC, l.resource_id LIMIT ?`,
+      [windowUs, options.maxResources],
+    );
+    resources = busiest.map((r) => r.resource_id);
+  }
+  if (resources.length === 0) return { now, windowMs: options.windowMs, lanes: [], truncated: false };
+  const rows = await query<Array<{
+    id: number | string; resource_id: Buffer; lock_type: number; owner: string; create_time: Date; released_at: Date | null; released_by: number | null; reason: string | null;
+  }>>(
+    conn,
+    `SELECT l.id, l.resource_id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, n.reason
+       FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
+      WHERE l.resource_id IN (?) AND ${IN_WINDOW}
+      ORDER BY l.id DESC LIMIT ?`,
+    [resources, windowUs, options.maxGrants + 1],
+  );
+  const lanes = new Map<string, TimelineLane>(resources.map((r) => [r.toString('hex'), { resourceId: r.toString('utf8'), grants: [] }]));
+  for (const r of rows.slice(0, options.maxGrants).reverse()) {
+    lanes.get(r.resource_id.toString('hex'))?.grants.push({
+      id: Number(r.id),
+      mode: modeOf(r.lock_type),
+      owner: r.owner,
+      createTime: r.create_time,
+      releasedAt: r.released_at,
+      releasedBy: r.released_by === null ? null : (ENDED[r.released_by] ?? null),
+      reason: r.reason,
+    });
+  }
+  return { now, windowMs: options.windowMs, lanes: [...lanes.values()], truncated: rows.length > options.maxGrants };
+}

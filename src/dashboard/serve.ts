@@ -1,0 +1,186 @@
+// `mysql-rwlock dashboard`: the operator page, served by node:http with no build step. One HTML
+// page (src/dashboard/page.ts) polls JSON endpoints. Read-only unless `allowRelease`; then a
+// release must carry the per-start token embedded in the page, as JSON, from the page's own origin.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import type { Knex } from 'knex';
+import { query, withConnection } from '../connection.js';
+import { InvalidOptionsError, RwLockError } from '../errors.js';
+import { createLockManager } from '../manager.js';
+import { DEFAULTS, LIMITS, booleanOption, integerOption, knexOption, optionsObject, textOption } from '../options.js';
+import { resourceKey } from '../resource-id.js';
+import { recentReleases, timeline } from './queries.js';
+import { renderPage } from './page.js';
+
+export interface DashboardOptions {
+  knex: Knex;
+  /** @defaultValue 7300; 0 picks a free port */
+  port?: number;
+  /** Address to bind. @defaultValue '127.0.0.1': only this machine can open the page */
+  host?: string;
+  /** Show a release button on live grants and accept releases. @defaultValue false */
+  allowRelease?: boolean;
+  /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue 600000 */
+  staleAfterMs?: number;
+}
+
+export interface Dashboard {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export const DASHBOARD_DEFAULTS = Object.freeze({ port: 7300, host: '127.0.0.1', allowRelease: false });
+
+/** Timeline windows the page offers, ms. */
+export const WINDOWS_MS = Object.freeze([60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000]);
+const LIVE_ROWS = 500;
+const RELEASE_ROWS = 30;
+const LANES = 12;
+const BARS = 3_000;
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+/** Starts the page's server; resolves once it listens. */
+export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const o = optionsObject('serveDashboard', options, ['knex', 'port', 'host', 'allowRelease', 'staleAfterMs']);
+  const knex = knexOption('knex', o.knex);
+  const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
+  const host = o.host === undefined ? DASHBOARD_DEFAULTS.host : textOption('host', o.host, 255).toString('utf8');
+  const allowRelease = booleanOption('allowRelease', o.allowRelease, DASHBOARD_DEFAULTS.allowRelease);
+  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const locks = createLockManager({ knex, staleAfterMs, owner: `dashboard@${hostname()}` });
+  const token = randomBytes(24).toString('hex');
+  const [server0] = await withConnection(knex, (conn) => query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'));
+  const database = `${server0?.db ?? '(no database)'} · ${server0?.version ?? ''}`;
+
+  const state = async () => {
+    const [stats, live, releases] = await Promise.all([
+      locks.stats(),
+      locks.list({ limit: LIVE_ROWS }),
+      withConnection(knex, (conn) => recentReleases(conn, RELEASE_ROWS)),
+    ]);
+    return { stats, live: live.grants, liveTruncated: live.next !== null, releases };
+  };
+
+  const readTimeline = async (params: URLSearchParams) => {
+    const windowMs = Number(params.get('window') ?? WINDOWS_MS[2]);
+    if (!WINDOWS_MS.includes(windowMs)) throw new HttpError(400, `window must be one of ${WINDOWS_MS.join(', ')}`);
+    const resourceId = params.get('resource') ?? '';
+    let resource: Buffer | undefined;
+    if (resourceId !== '') {
+      try {
+        resource = resourceKey(resourceId);
+      } catch (err) {
+        throw new HttpError(400, (err as Error).message);
+      }
+    }
+    return withConnection(knex, (conn) => timeline(conn, { resource, windowMs, maxResources: LANES, maxGrants: BARS }));
+  };
+
+  let origin = '';
+  const release = async (req: http.IncomingMessage) => {
+    if (!allowRelease) throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
+    // A cross-site page can send a POST but cannot read the token, send JSON without a preflight,
+    // or set a custom header; a browser always names the origin of a cross-site POST.
+    const sent = Buffer.from(String(req.headers['x-rwlock-token'] ?? ''));
+    if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token))) throw new HttpError(403, 'missing or wrong token');
+    if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
+    if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? ''))) throw new HttpError(415, 'send application/json');
+    const body = await readBody(req, 4096);
+    let input: { grantId?: unknown; reason?: unknown };
+    try {
+      input = JSON.parse(body) as typeof input;
+    } catch {
+      throw new HttpError(400, 'the body is not JSON');
+    }
+    try {
+      const reason = typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
+      return { released: await locks.forceRelease(input.grantId as number, { reason }) };
+    } catch (err) {
+      if (err instanceof InvalidOptionsError) throw new HttpError(400, err.message);
+      throw err;
+    }
+  };
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://dashboard');
+    const send = (status: number, type: string, body: string): void => {
+      res.writeHead(status, {
+        'content-type': type,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        'x-frame-options': 'DENY',
+        'referrer-policy': 'no-referrer',
+        'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+      }).end(body);
+    };
+    const json = (status: number, value: unknown): void => send(status, 'application/json; charset=utf-8', JSON.stringify(value));
+    void (async () => {
+      try {
+        // DNS rebinding: another site's name pointed at this address must not read the page.
+        if (!hostAllowed(req.headers.host, host)) throw new HttpError(421, 'unexpected Host header');
+        if (req.method === 'GET' && url.pathname === '/') {
+          send(200, 'text/html; charset=utf-8', renderPage({ token: allowRelease ? token : null, database, staleAfterMs, windows: WINDOWS_MS }));
+        } else if (req.method === 'GET' && url.pathname === '/api/state') {
+          json(200, await state());
+        } else if (req.method === 'GET' && url.pathname === '/api/timeline') {
+          json(200, await readTimeline(url.searchParams));
+        } else if (req.method === 'POST' && url.pathname === '/api/release') {
+          json(200, await release(req));
+        } else {
+          throw new HttpError(url.pathname === '/api/release' || url.pathname === '/' || url.pathname.startsWith('/api/') ? 405 : 404, 'not here');
+        }
+      } catch (err) {
+        if (err instanceof HttpError) json(err.status, { error: err.message });
+        else json(500, { error: err instanceof RwLockError ? err.message : `the database refused: ${(err as Error).message}` });
+      }
+    })();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  origin = `http://${shown}:${actual}`;
+  return {
+    url: `${origin}/`,
+    port: actual,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+/** Host names that reach this server: the bound address, or loopback names when bound to loopback. Any when bound to all interfaces. */
+function hostAllowed(header: string | undefined, bound: string): boolean {
+  if (bound === '0.0.0.0' || bound === '::') return true;
+  const name = (header ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const loopback = bound === '127.0.0.1' || bound === '::1' || bound === 'localhost';
+  return name === bound.toLowerCase() || (loopback && (name === 'localhost' || name === '127.0.0.1' || name === '::1'));
+}
+
+function readBody(req: http.IncomingMessage, max: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > max) reject(new HttpError(413, 'body too large'));
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

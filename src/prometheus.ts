@@ -1,0 +1,172 @@
+// `mysql-rwlock/prometheus`: Prometheus metrics for the lock, on a prom-client registry. A subpath of
+// its own so that only those who import it need prom-client (an optional peer dependency).
+import diagnostics from 'node:diagnostics_channel';
+import type { Knex } from 'knex';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { withConnection } from './connection.js';
+import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from './errors.js';
+import type { Grant } from './grant.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from './options.js';
+import { lockStats, type LockStats } from './sql/operate.js';
+import { CHANNELS, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from './tracing.js';
+
+export interface LockMetricsOptions {
+  /** The prom-client registry to register on (`new Registry()`, or prom-client's `register`). */
+  registry: Registry;
+  /** Reads the gauges of live and stale grants and waiting writers from this database at scrape time; without it there are no gauges. */
+  knex?: Knex;
+  /** Age from which a live grant counts as stale in `mysql_rwlock_stale_grants`. @defaultValue 600000, the lock's default */
+  staleAfterMs?: number;
+}
+
+/** Outcome label of `mysql_rwlock_acquire_wait_seconds`. */
+export type AcquireOutcome = 'granted' | 'busy' | 'timeout' | 'aborted' | 'error';
+
+/** The metric names, for dashboards and alerts. */
+export const METRICS = Object.freeze({
+  acquireWait: 'mysql_rwlock_acquire_wait_seconds',
+  hold: 'mysql_rwlock_hold_seconds',
+  lost: 'mysql_rwlock_lost_grants_total',
+  fenceRefusals: 'mysql_rwlock_fence_refusals_total',
+  reaped: 'mysql_rwlock_reaped_grants_total',
+  reapRuns: 'mysql_rwlock_reap_runs_total',
+  liveGrants: 'mysql_rwlock_live_grants',
+  staleGrants: 'mysql_rwlock_stale_grants',
+  waitingWriters: 'mysql_rwlock_waiting_writers',
+  oldestGrantAge: 'mysql_rwlock_oldest_grant_age_seconds',
+  databaseUp: 'mysql_rwlock_gauges_up',
+} as const);
+
+const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600];
+
+function outcomeOf(c: AcquireContext): AcquireOutcome {
+  if (c.error === undefined) return c.result ? 'granted' : 'busy';
+  return c.error instanceof LockTimeoutError ? 'timeout' : c.error instanceof LockAbortedError ? 'aborted' : 'error';
+}
+
+/**
+ * Registers the lock's metrics on `registry` and subscribes to the tracing channels: everything
+ * this process's lock managers and reaper calls do is counted from then on. No label carries a
+ * resource id (unbounded cardinality). `unregister()` removes the metrics and the subscriptions.
+ */
+export function registerLockMetrics(options: LockMetricsOptions): { unregister(): void } {
+  const o = optionsObject('registerLockMetrics', options, ['registry', 'knex', 'staleAfterMs']);
+  const registry = o.registry as Registry | undefined;
+  if (typeof registry?.registerMetric !== 'function' || typeof registry.getSingleMetric !== 'function') {
+    throw new InvalidOptionsError('registry must be a prom-client Registry');
+  }
+  if (registry.getSingleMetric(METRICS.acquireWait)) throw new InvalidOptionsError('registry: the mysql-rwlock metrics are already registered on it');
+  const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
+  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const registers = [registry];
+
+  const acquireWait = new Histogram({ name: METRICS.acquireWait, help: 'Time from an acquire call to its grant or failure, by mode and outcome (granted, busy: one attempt found it held, timeout, aborted, error)', labelNames: ['mode', 'outcome'], buckets: WAIT_BUCKETS, registers });
+  const hold = new Histogram({ name: METRICS.hold, help: 'Time from grant to the holder\'s release or fenced commit', labelNames: ['mode'], buckets: HOLD_BUCKETS, registers });
+  const lost = new Counter({ name: METRICS.lost, help: 'Grants this process learned it lost, by who released them (reaper, operator, unknown)', labelNames: ['released_by'], registers });
+  const fenceRefusals = new Counter({ name: METRICS.fenceRefusals, help: 'Fenced commits refused because the grant was no longer live', labelNames: ['mode'], registers });
+  const reaped = new Counter({ name: METRICS.reaped, help: 'Stale grants released by reapStaleGrants in this process', labelNames: ['mode'], registers });
+  const reapRuns = new Counter({ name: METRICS.reapRuns, help: 'reapStaleGrants calls in this process, by outcome (ok: every stale grant reaped or skipped as busy; failed)', labelNames: ['outcome'], registers });
+  // Every known series exported from the start at 0, so a rate() or an alert sees the first event.
+  for (const by of ['reaper', 'operator', 'unknown']) lost.inc({ released_by: by }, 0);
+  for (const mode of ['write', 'read']) {
+    fenceRefusals.inc({ mode }, 0);
+    reaped.inc({ mode }, 0);
+  }
+  for (const outcome of ['ok', 'failed']) reapRuns.inc({ outcome }, 0);
+  const names = [METRICS.acquireWait, METRICS.hold, METRICS.lost, METRICS.fenceRefusals, METRICS.reaped, METRICS.reapRuns];
+
+  if (knex) {
+    // All gauges of one scrape share one read: prom-client collects them concurrently.
+    let inflight: Promise<LockStats | null> | null = null;
+    const read = (): Promise<LockStats | null> =>
+      (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs)).then((g) => g, () => null).finally(() => {
+        inflight = null;
+      }));
+    const gauge = (name: string, help: string, set: (g: Gauge, value: LockStats) => void, labelNames: string[] = []): void => {
+      new Gauge({
+        name, help, labelNames, registers,
+        async collect() {
+          const value = await read();
+          this.reset();
+          if (value) set(this, value);
+        },
+      });
+      names.push(name as never);
+    };
+    gauge(METRICS.liveGrants, 'Live grants in the database, by mode', (g, v) => {
+      g.set({ mode: 'write' }, v.live.write);
+      g.set({ mode: 'read' }, v.live.read);
+    }, ['mode']);
+    gauge(METRICS.staleGrants, `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`, (g, v) => g.set(v.stale));
+    gauge(METRICS.waitingWriters, 'Held resources a writer is waiting for', (g, v) => g.set(v.waitingWriters));
+    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) => g.set((v.oldestAgeMs ?? 0) / 1000));
+    new Gauge({
+      name: METRICS.databaseUp, help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)', registers,
+      async collect() {
+        this.set((await read()) ? 1 : 0);
+      },
+    });
+    names.push(METRICS.databaseUp as never);
+  }
+
+  const startedAt = new WeakMap<object, number>();
+  const grantedAt = new WeakMap<Grant, number>();
+  const seconds = (from: number | undefined): number | undefined => (from === undefined ? undefined : (performance.now() - from) / 1000);
+  const stamp = (c: object): void => void startedAt.set(c, performance.now());
+  const none = (): void => undefined;
+
+  const subscriptions: Array<{ channel: string; handlers: diagnostics.TracingChannelSubscribers<object> }> = [];
+  const subscribe = <C extends object>(channel: string, handlers: Partial<diagnostics.TracingChannelSubscribers<C>>): void => {
+    const full = { start: none, end: none, asyncStart: none, asyncEnd: none, error: none, ...handlers } as diagnostics.TracingChannelSubscribers<object>;
+    diagnostics.tracingChannel(channel).subscribe(full);
+    subscriptions.push({ channel, handlers: full });
+  };
+  const holdEnded = (grant: Grant | undefined): void => {
+    const held = grant && seconds(grantedAt.get(grant));
+    if (grant && held !== undefined) {
+      hold.observe({ mode: grant.mode }, held);
+      grantedAt.delete(grant);
+    }
+  };
+
+  subscribe<AcquireContext>(CHANNELS.acquire, {
+    start: stamp,
+    asyncEnd: (c) => {
+      const waited = seconds(startedAt.get(c));
+      if (waited !== undefined) acquireWait.observe({ mode: c.mode, outcome: outcomeOf(c) }, waited);
+      if (c.result) grantedAt.set(c.result, performance.now());
+    },
+  });
+  subscribe<FenceContext>(CHANNELS.fence, {
+    asyncEnd: (c) => {
+      if (c.error === undefined) holdEnded(c.grant);
+      else if (c.error instanceof LockLostError) fenceRefusals.inc({ mode: c.mode });
+    },
+  });
+  subscribe<ReleaseContext>(CHANNELS.release, {
+    asyncEnd: (c) => {
+      if (c.by === 'holder' && c.result === true) holdEnded(c.grant);
+    },
+  });
+  subscribe<ReapContext>(CHANNELS.reap, {
+    asyncEnd: (c) => {
+      reapRuns.inc({ outcome: c.error === undefined && c.result?.failed === 0 ? 'ok' : 'failed' });
+      for (const g of c.result?.grants ?? []) reaped.inc({ mode: g.mode });
+    },
+  });
+  const onLost = (message: unknown): void => {
+    const m = message as LostMessage;
+    lost.inc({ released_by: m.releasedBy });
+    grantedAt.delete(m.grant);
+  };
+  diagnostics.subscribe(CHANNELS.lost, onLost);
+
+  return {
+    unregister() {
+      for (const s of subscriptions.splice(0)) diagnostics.tracingChannel(s.channel).unsubscribe(s.handlers);
+      diagnostics.unsubscribe(CHANNELS.lost, onLost);
+      for (const name of names) registry.removeSingleMetric(name);
+    },
+  };
+}

@@ -1,0 +1,218 @@
+// The operator page in a real browser (Debian's chromium driven by playwright-core) against a real
+// server, started as `mysql-rwlock dashboard`: it shows a grant the test made, with stale grants and
+// waiting writers marked, the timeline draws it, and a release through `mysql-rwlock release` makes
+// it leave the live table and appear as an operator-released bar. Then the release endpoint's
+// cross-site protections, over plain HTTP.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Knex } from 'knex';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { serveDashboard, type Dashboard } from '../src/dashboard/serve.js';
+import { createLockManager, type Grant } from '../src/index.js';
+import { databaseUrl } from '../harness/database.js';
+import { useTestDatabase } from './support/db.js';
+
+const db = useTestDatabase(import.meta.filename);
+const REPO = join(import.meta.dirname, '..');
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => p !== undefined && p !== '' && existsSync(p));
+const closers: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close().catch(() => undefined);
+});
+
+/** `mysql-rwlock …` as a user runs it (the bin's source through tsx); resolves with its first stdout line and the process. */
+function cli(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
+    cwd: REPO, env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name) }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const firstLine = new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code} before printing a line: ${out}${err}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, firstLine, exited, output: () => out + err };
+}
+
+/** Moves a grant (and its release note) back in time: granted `agoMs` ago, held `heldMs`. */
+async function shift(knex: Knex, id: number, agoMs: number, heldMs: number | null): Promise<void> {
+  await knex.raw(`UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL ? MICROSECOND,
+                  released_at = CASE WHEN released_at IS NULL THEN NULL ELSE NOW(6) - INTERVAL ? MICROSECOND END WHERE id = ?`,
+  [agoMs * 1000, (agoMs - (heldMs ?? 0)) * 1000, id]);
+  await knex.raw('UPDATE t_lock_release_note SET released_at = NOW(6) - INTERVAL ? MICROSECOND WHERE grant_id = ?', [(agoMs - (heldMs ?? 0)) * 1000, id]);
+}
+
+/** A history of ten minutes on a few resources, as the page would see it in production. */
+async function seedHistory(knex: Knex): Promise<void> {
+  const workers = ['repayments@app-2/4121', 'transfers@app-1/977', 'stock-sync@app-3/311'].map((owner) => createLockManager({ knex, owner }));
+  const plan: Array<[string, 'write' | 'read', number, number, 'holder' | 'reaper' | 'operator']> = [];
+  let t = 560_000;
+  for (let i = 0; i < 22; i++) {
+    plan.push(['loan:0042', i % 3 === 0 ? 'write' : 'read', t, 6_000 + (i * 7_919) % 14_000, 'holder']);
+    t -= 24_000;
+  }
+  for (let i = 0; i < 14; i++) plan.push(['stock:sku-8812', 'write', 540_000 - i * 37_000, 9_000 + (i * 3_331) % 16_000, i === 5 ? 'reaper' : 'holder']);
+  for (let i = 0; i < 9; i++) plan.push(['loan:0017', 'read', 500_000 - i * 52_000, 30_000 + (i * 5_003) % 25_000, i === 3 ? 'operator' : 'holder']);
+  for (let i = 0; i < 6; i++) plan.push(['invoice-run:2026-11', 'write', 420_000 - i * 61_000, 20_000 + (i * 9_001) % 30_000, 'holder']);
+  for (const [i, [resource, mode, ago, held, by]] of plan.entries()) {
+    const locks = workers[i % workers.length]!;
+    const g = mode === 'write' ? await locks.tryAcquireWrite(`seed:${i}:${resource}`) : await locks.tryAcquireRead(`seed:${i}:${resource}`);
+    // Each seeded grant on a resource of its own while it is made, then renamed: no waiting on the seed's own overlaps.
+    await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
+    if (by === 'operator') {
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await locks.forceRelease(g!.id, { reason: 'worker hung on a bank call' });
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
+    } else if (by === 'reaper') {
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await knex.raw('UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL 1 HOUR WHERE id = ?', [g!.id]);
+      const { reapStaleGrants } = await import('../src/index.js');
+      await reapStaleGrants(knex, { staleAfterMs: 600_000 });
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
+    } else {
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await g!.release();
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
+    }
+    await shift(knex, g!.id, ago, held);
+  }
+}
+
+describe.skipIf(!CHROMIUM)(`operator page in chromium (${CHROMIUM ?? 'skipped: no chromium binary at /usr/bin/chromium; apt-get install chromium'})`, () => {
+  it('shows a live grant the test made, draws it on the timeline, and drops it after an operator release', async () => {
+    await seedHistory(db.knex);
+    const holder = createLockManager({ knex: db.knex, owner: 'repayments@app-2/4188' });
+    const grant = (await holder.tryAcquireWrite('loan:0042'))!;
+    const reader = createLockManager({ knex: db.knex, owner: 'reports@batch-1/88' });
+    const stale = (await reader.tryAcquireRead('stock:sku-8812'))!;
+    await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
+    const other = (await reader.tryAcquireRead('loan:0017'))!;
+    await shift(db.knex, other.id, 95_000, null);
+    const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311' });
+    const stop = new AbortController();
+    const waiting = writerLocks.acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal }).catch((e: unknown) => e);
+    closers.push(async () => {
+      stop.abort();
+      await waiting;
+      for (const g of [grant, stale, other] as Grant[]) await g.release();
+    });
+
+    const server = cli(['dashboard', '--port', '0', '--stale-after', '600000']);
+    closers.push(async () => {
+      if (server.child.exitCode === null) server.child.kill('SIGTERM');
+      await server.exited;
+    });
+    const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(await server.firstLine);
+    expect(started, await server.firstLine).not.toBeNull();
+    const dashboard = { url: started![1]! };
+    const browser: Browser = await chromium.launch({ executablePath: CHROMIUM! });
+    closers.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+    await page.goto(dashboard.url);
+
+    const row = page.locator(`#live tr[data-grant-id="${grant.id}"]`);
+    await row.waitFor();
+    expect(await row.innerText()).toMatch(new RegExp(`#${grant.id}\\s+loan:0042\\s+write\\s+repayments@app-2/4188`));
+    // The stale reader is highlighted, and its resource shows the waiting writer.
+    const staleRow = page.locator(`#live tr[data-grant-id="${stale.id}"]`);
+    await expect.poll(() => staleRow.getAttribute('class')).toBe('stale');
+    await expect.poll(() => staleRow.innerText()).toMatch(/STALE\s*writer waiting/);
+    expect(await page.locator(`#live tr[data-grant-id="${grant.id}"]`).getAttribute('class')).toBe('');
+    // The timeline draws the grant as a live write bar reaching to now, with a width.
+    const bar = page.locator(`#timeline rect.bar[data-grant-id="${grant.id}"]`);
+    await bar.waitFor();
+    expect(await bar.getAttribute('data-ended')).toBe('live');
+    expect(await bar.getAttribute('data-mode')).toBe('write');
+    expect(Number(await bar.getAttribute('width'))).toBeGreaterThan(0);
+    expect(await page.locator('#timeline rect.bar[data-ended="reaper"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('#timeline rect.bar[data-ended="operator"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('#mode-badge').innerText()).toBe('read-only');
+    expect(await page.locator('#live button.release').count()).toBe(0);
+
+    mkdirSync(join(REPO, '.tmp'), { recursive: true });
+    await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
+    if (process.env.UPDATE_SCREENSHOT === '1') await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
+
+    const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
+    expect(await release.exited, release.output()).toBe(0);
+    await row.waitFor({ state: 'detached' });
+    await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
+    const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
+    await released.waitFor();
+    expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
+    expect(problems).toEqual([]);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});
+
+describe('release endpoint', () => {
+  async function post(d: Dashboard, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: { released?: boolean; error?: string } }> {
+    const res = await fetch(`${d.url}api/release`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as { released?: boolean; error?: string } };
+  }
+  const tokenOf = async (d: Dashboard): Promise<string | null> => {
+    const html = await (await fetch(d.url)).text();
+    return (JSON.parse(/<script type="application\/json" id="config">(.*?)<\/script>/.exec(html)![1]!) as { token: string | null }).token;
+  };
+
+  it('read-only by default: no token in the page and every release refused', async () => {
+    const d = await serveDashboard({ knex: db.knex, port: 0 });
+    closers.push(() => d.close());
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('ro-release'))!;
+    expect(await tokenOf(d)).toBeNull();
+    const r = await post(d, { grantId: g.id }, { 'content-type': 'application/json', origin: d.url.slice(0, -1) });
+    expect(r.status).toBe(403);
+    expect((await locks.inspect('ro-release')).holders.map((h) => h.id)).toEqual([g.id]);
+    await g.release();
+  });
+
+  it('with allowRelease: only JSON carrying the page\'s token from the page\'s origin releases', async () => {
+    const d = await serveDashboard({ knex: db.knex, port: 0, allowRelease: true });
+    closers.push(() => d.close());
+    const token = (await tokenOf(d))!;
+    expect(token).toMatch(/^[0-9a-f]{48}$/);
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('rw-release'))!;
+    const origin = d.url.slice(0, -1);
+    const refused: Array<[Record<string, string>, unknown, number]> = [
+      [{ 'content-type': 'application/json', origin }, { grantId: g.id }, 403], // no token
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': 'f'.repeat(48) }, { grantId: g.id }, 403], // a wrong one
+      [{ 'content-type': 'application/json', origin: 'http://evil.example', 'x-rwlock-token': token }, { grantId: g.id }, 403],
+      [{ 'content-type': 'text/plain', origin, 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }), 415], // a form-like simple request
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: 'x' }, 400],
+    ];
+    for (const [headers, body, status] of refused) expect((await post(d, body, headers)).status, JSON.stringify(headers)).toBe(status);
+    expect((await locks.inspect('rw-release')).holders.map((h) => h.id)).toEqual([g.id]);
+    const ok = await post(d, { grantId: g.id, reason: 'from the test' }, { 'content-type': 'application/json', origin, 'x-rwlock-token': token });
+    expect(ok).toEqual({ status: 200, body: { released: true } });
+    expect((await locks.history('rw-release')).grants[0]).toMatchObject({ id: g.id, releasedBy: 'operator', reason: 'from the test' });
+    expect(await g.release()).toBe(false);
+  });
+
+  it('binds 127.0.0.1 by default and refuses a foreign Host header (DNS rebinding)', async () => {
+    const d = await serveDashboard({ knex: db.knex, port: 0 });
+    closers.push(() => d.close());
+    expect(new URL(d.url).hostname).toBe('127.0.0.1');
+    const http = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: d.port, path: '/api/state', headers: { host: `rebind.evil.example:${d.port}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      }).on('error', reject);
+    });
+    expect(status).toBe(421);
+    expect((await fetch(`${d.url}api/state`)).status).toBe(200);
+  });
+});
