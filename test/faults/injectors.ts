@@ -37,7 +37,7 @@ interface Hit {
   token: number;
   grant: number;
   connectionId: number;
-  /** The server the worker's connection is on. */
+  /** The server the worker's connection is on (a worker that follows a primary says which). */
   target: Target;
   /** The grant was live when the worker stopped. */
   live: boolean;
@@ -136,7 +136,7 @@ export async function injectOne(env: InjectorEnv, slots: Slot[], kind: ProcessFa
       send(slot, { type: 'disarm' });
       return;
     }
-    const target = slot.target;
+    const target = reached.node ? { serverUrl: reached.node, adminUrl: reached.node } : slot.target;
     const live = await isLive(env.q, target, reached.grant);
     const hit: Hit = { slot, token, grant: reached.grant, connectionId: reached.connectionId, target, live };
     const struck = await INJECTORS[kind](env, hit);

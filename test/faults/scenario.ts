@@ -36,6 +36,13 @@ export interface ScenarioOptions {
   reaperTargets: Target[];
   /** Where samples are read and where the record is read during the run. */
   main: Target;
+  /**
+   * Where the faults' aftermath is judged: liveness, the probe that locks every resource, the final
+   * state. A single-primary cluster's current primary, found once the faults stopped; `main` by default.
+   */
+  settle?: () => Promise<Target>;
+  /** Workers (and reapers) follow the primary among these nodes instead of a fixed target. */
+  followPrimary?: string[];
   workers: number;
   reapers: number;
   staleAfterMs: number;
@@ -74,6 +81,8 @@ export interface ScenarioResult {
   holdersGoneAfterMs: number;
   livenessBoundMs: number;
   liveAgain: boolean;
+  /** What failed or unknown operations ended with, by error code or name. */
+  errors: Record<string, number>;
 }
 
 const PROBE_OWNER = 'liveness-probe';
@@ -96,7 +105,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const history = join(dir, `${id}.jsonl`);
       histories.push(history);
       return {
-        id, serverUrl: target.serverUrl, database: o.database, history,
+        id, serverUrl: target.serverUrl, ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}), database: o.database, history,
         resources: o.resources, slowResources: o.slowResources, slowFraction: o.slowFraction, readFraction: o.readFraction,
         staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, resolveTimeoutMs: 15_000, waitMs: 1000, variant: o.workerVariant ?? 'correct',
       };
@@ -106,7 +115,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   for (let i = 0; i < o.workers; i++) slots.push(newWorker(i, 0));
   const reaperLogs = Array.from({ length: o.reapers }, (_, k) => join(dir, `reaper${k}.jsonl`));
   const reapers = reaperLogs.map((file, k) => spawnReaper(dir, {
-    id: `reaper${k}`, serverUrl: o.reaperTargets[k % o.reaperTargets.length]!.serverUrl,
+    id: `reaper${k}`, serverUrl: o.reaperTargets[k % o.reaperTargets.length]!.serverUrl, ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}),
     database: o.database, log: file, periodMs: o.reaperPeriodMs, staleAfterMs: o.staleAfterMs,
     variant: o.reaperVariant ?? 'library', referenceDelayMs: o.referenceDelayMs ?? 0,
   }));
@@ -186,7 +195,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   // faults stop; from here on no holder is left, and the reaper's promise applies to what remains.
   const holdersGoneAt = now();
   const livenessBoundMs = o.staleAfterMs + o.reaperPeriodMs + o.livenessSlackMs;
-  const settled = o.main;
+  const settled = o.settle ? await retrying(o.settle, 60_000) : o.main;
   const freeAt = await waitFree(q, settled, holdersGoneAt + livenessBoundMs + 30_000);
   // The lock is live again: every resource can be write-locked.
   const knex = connectKnex(settled.adminUrl, o.database, { poolMax: 2 });
@@ -223,6 +232,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   for (const k of ['sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost'] as const) {
     if (provenOf(k) > 0) notes.push(`${k} → holder saw ${byDetail(k)}`);
   }
+  const errors: Record<string, number> = {};
+  for (const e of events) if ((e.ev === 'fail' || e.ev === 'unknown') && e.err) errors[e.err] = (errors[e.err] ?? 0) + 1;
+  notes.push(`failed or unknown operations ended with: ${Object.entries(errors).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || '-'}`);
   const summary: ScenarioResult['faults'] = {};
   for (const f of faults) {
     const e = summary[f.kind] ?? { injected: 0, proven: 0 };
@@ -232,12 +244,12 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   }
   return {
     name: o.name, check: result, faults: summary, notes, durationMs: now() - started,
-    freeAfterMs: freeAt === null ? null : freeAt - holdersGoneAt, holdersGoneAfterMs: holdersGoneAt - faultsStoppedAt, livenessBoundMs, liveAgain,
+    freeAfterMs: freeAt === null ? null : freeAt - holdersGoneAt, holdersGoneAfterMs: holdersGoneAt - faultsStoppedAt, livenessBoundMs, liveAgain, errors,
   };
 }
 
 /** Cluster node kills, whose details (how long the rejoin took) go into the notes. */
-const NODE_KILLS: FaultKind[] = ['galera-node-sigkill'];
+const NODE_KILLS: FaultKind[] = ['galera-node-sigkill', 'gr-primary-sigkill', 'gr-node-sigkill'];
 
 /**
  * - concurrent-reapers: a grant reaped by one reaper during a round that overlapped another

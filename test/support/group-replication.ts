@@ -5,7 +5,7 @@
 // wait is on a condition the nodes report (performance_schema.replication_group_members), never a
 // fixed pause.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import knexFactory, { type Knex } from 'knex';
@@ -140,8 +140,8 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
       await conn.end();
     }
   };
-  const start = async (i: number): Promise<void> => {
-    const server = await runServer(flavour.server, `${datadir(i)}/data`, nodes[i]!.port, args(i), root);
+  const start = async (i: number, extra: string[] = []): Promise<void> => {
+    const server = await runServer(flavour.server, `${datadir(i)}/data`, nodes[i]!.port, [...args(i), ...extra], root);
     nodes[i]!.process = server.process;
   };
   const members = async (i: number): Promise<Member[] | undefined> => {
@@ -168,6 +168,13 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
       ? ['SET GLOBAL group_replication_bootstrap_group = ON', 'START GROUP_REPLICATION', 'SET GLOBAL group_replication_bootstrap_group = OFF']
       : ['START GROUP_REPLICATION']);
   };
+  const errorLogTail = (i: number): string => {
+    try {
+      return readFileSync(join(hostDir, `n${i + 1}`, 'error.log'), 'utf8').split('\n').filter((l) => /\[(ERROR|Warning)\]/.test(l)).slice(-12).join('\n');
+    } catch {
+      return '(no error log)';
+    }
+  };
   const online = (): number[] => nodes.filter((n) => n.process !== undefined).map((n) => n.port);
 
   const cluster: GroupCluster = {
@@ -183,9 +190,16 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
       const survivor = nodes.findIndex((n) => n.process !== undefined);
       // The group must have expelled the killed incarnation before the same server_uuid rejoins.
       await waitMembers(survivor, online(), timeoutMs);
-      await start(i);
-      await joinGroup(i, false);
-      await waitMembers(i, [...online()], Math.max(1000, deadline - Date.now()));
+      // Clients reconnect as soon as the server listens: a write it took before rejoining would be
+      // a transaction the group does not have, and the group would refuse the member. Group
+      // Replication lifts super_read_only when the member is ONLINE (and writable: multi-primary).
+      await start(i, ['--super-read-only=ON']);
+      try {
+        await joinGroup(i, false);
+        await waitMembers(i, [...online()], Math.max(1000, deadline - Date.now()));
+      } catch (err) {
+        throw new Error(`node ${i + 1} did not rejoin: ${(err as Error).message}\n${errorLogTail(i)}`, { cause: err });
+      }
     },
     members,
     waitMembers,
@@ -218,7 +232,7 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
       rmSync(join(root, datadir(i), 'data', 'auto.cnf'));
     }
     const ready = Date.now();
-    await Promise.all([0, 1, 2].map(start));
+    await Promise.all([0, 1, 2].map((i) => start(i)));
     // The recovery channel's account, made on each node outside the binary log so the joiners'
     // recovery does not replay it.
     for (let i = 0; i < 3; i++) {
