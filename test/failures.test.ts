@@ -4,7 +4,7 @@
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
-import { FaultProxy } from '../harness/proxy.js';
+import { FaultProxy } from './support/proxy.js';
 import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError } from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';

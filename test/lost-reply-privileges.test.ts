@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
-import { FaultProxy } from '../harness/proxy.js';
+import { FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
 import { newToken } from '../src/token.js';
 import { useTestDatabase } from './support/db.js';

@@ -65,6 +65,8 @@ export type FaultKind =
   | 'commit-reply-lost'
   | 'server-sigkill'
   | 'galera-node-sigkill'
+  | 'gr-primary-sigkill'
+  | 'gr-node-sigkill'
   | 'concurrent-reapers'
   | 'reaper-vs-commit';
 

@@ -3,6 +3,9 @@
 // same stale grants. Each round is appended to a JSONL file.
 // Usage: node --import tsx test/faults/reaper.ts '<ReaperConfig JSON>'
 import { connectKnex } from '../../harness/database.js';
+import { errnoOf } from '../../src/connection.js';
+import { connectFollowingPrimary, ER_OPTION_PREVENTS_STATEMENT } from '../support/group-replication.js';
+import type { Knex } from 'knex';
 import { reapStaleGrants } from '../../src/index.js';
 import { referenceReap } from './broken.js';
 import { appendJsonl, now, type ReaperRun } from './history.js';
@@ -10,6 +13,8 @@ import { appendJsonl, now, type ReaperRun } from './history.js';
 export interface ReaperConfig {
   id: string;
   serverUrl: string;
+  /** A single-primary group's nodes: reap on whichever reports itself the writable primary. */
+  followPrimary?: string[];
   database: string;
   log: string;
   periodMs: number;
@@ -20,7 +25,10 @@ export interface ReaperConfig {
 }
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ReaperConfig;
-const db = connectKnex(config.serverUrl, config.database, { poolMax: 2 });
+function connect(): Knex {
+  return config.followPrimary ? connectFollowingPrimary(config.followPrimary, config.database, 2) : connectKnex(config.serverUrl, config.database, { poolMax: 2 });
+}
+let db = connect();
 let stopping = false;
 process.on('SIGTERM', () => {
   stopping = true;
@@ -44,6 +52,12 @@ async function main(): Promise<void> {
     } catch (err) {
       const e = err as { code?: string; message?: string };
       run.error = e.code ?? e.message ?? String(err);
+      // super_read_only: this pool is on a node that is no longer the primary.
+      if (config.followPrimary && errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT) {
+        const old = db;
+        db = connect();
+        await old.destroy().catch(() => undefined);
+      }
     }
     run.end = now();
     appendJsonl(config.log, run);

@@ -1,7 +1,8 @@
 // The reliability suite (issue 5). Worker processes use the public API against servers this file
 // starts itself; faults are injected until each kind is proven; the checker decides from the
 // histories and the final database state. Then the same workload runs against deliberately broken
-// variants, which the checker must catch, and against a 3-node Galera cluster.
+// variants, which the checker must catch, and against 3-node clusters: MariaDB Galera,
+// MySQL Group Replication single-primary (workers follow the primary through a failover) and multi-primary.
 // FAULTS_TARGET lowers the per-kind target for a quick local iteration (the floor then fails).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,11 +10,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectKnex, createDatabase } from '../../harness/database.js';
-import { startGalera, galeraMissing, type GaleraCluster } from '../../harness/galera.js';
-import { FaultProxy } from '../../harness/proxy.js';
+import { connectKnex, createDatabase, parseMysqlUrl } from '../../harness/database.js';
+import { startGalera, galeraMissing, type GaleraCluster } from '../support/galera.js';
+import { startGroupReplication, type GroupCluster } from '../support/group-replication.js';
+import { FaultProxy } from '../support/proxy.js';
 import { findBinary, freePort, initDataDir, runServer, stopProcess, type RunningServer } from '../../harness/server.js';
 import { migrate } from '../../src/index.js';
+import { RELEASED_BY } from '../../src/types.js';
 import { createBusinessTables } from './business.js';
 import type { CheckName } from './checker.js';
 import { now, type FaultKind } from './history.js';
@@ -47,6 +50,19 @@ async function database(name: string, url: string, resources: string[]): Promise
   }
 }
 
+/**
+ * Live grants as node `i` reports them, polled until there is one (or `timeoutMs` passes): a node
+ * kill is aimed at a moment with locks held, which a kill at a fixed time can miss.
+ */
+async function whenGrantsLive(ctx: FaultContext, i: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const n = await ctx.liveGrants(i);
+    if (n > 0 || ctx.stopping || Date.now() > deadline) return n;
+    await sleep(10);
+  }
+}
+
 function base(name: string, t: Target): Omit<ScenarioOptions, 'processFaults' | 'required' | 'minDurationMs' | 'maxDurationMs'> {
   return {
     name, database: `faults_${name.replace(/[^a-z0-9]/gi, '_')}`, dir: work, workerTargets: [t], reaperTargets: [t], main: t,
@@ -73,7 +89,7 @@ afterAll(async () => {
   // Run results go to the ignored .tmp/ so a run leaves the tree clean; docs quote a chosen run.
   const text = writeSummary(join(import.meta.dirname, '..', '..', '.tmp', 'faults-summary.md'), {
     when: new Date().toISOString(), durationMs: now() - suiteStarted,
-    server: `${binary ?? '?'} (throwaway, single node) and a 3-node MariaDB Galera cluster`, runs, negatives, floor,
+    server: `${binary ?? '?'} (throwaway, single node), a 3-node MariaDB Galera cluster and 3-node MySQL 9.7 Group Replication clusters (single- and multi-primary)`, runs, negatives, floor,
   });
   console.log(`\n${text}`);
   if (process.env.FAULTS_KEEP) console.log(`[faults] histories kept in ${work}`);
@@ -173,7 +189,7 @@ describe('reliability under faults', () => {
       const nodeKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000);
         if (ctx.stopping) return;
-        const live = await ctx.liveGrants(2);
+        const live = await whenGrantsLive(ctx, 2, 30_000);
         await c.kill(2);
         const killedAt = Date.now();
         await sleep(5_000);
@@ -202,6 +218,139 @@ describe('reliability under faults', () => {
       runs.push(r);
       expect(r.faults['galera-node-sigkill']?.proven).toBe(1);
       expect(r.check.violations).toEqual([]);
+      expect(r.liveAgain).toBe(true);
+    } finally {
+      await cluster?.stop();
+    }
+  });
+
+  // Group Replication (MySQL 9.7 from the harness's chroot). Same workload, checker and floors as
+  // the Galera case; conflicts the group detected are read from the nodes, and no caller may see
+  // one as a raw driver error (the library retries it, or ends with its typed error).
+  const RAW_CONFLICTS = ['ER_LOCK_DEADLOCK', 'ER_TRANSACTION_ROLLBACK_DURING_COMMIT', 'ER_ERROR_DURING_COMMIT'];
+  const grFloor = { 'sigkill-during': 5, 'sigstop-past-cutoff': 5, 'kill-connection': 5 } as const;
+
+  /** Conflicts the group's certification rejected, and InnoDB deadlocks, as the nodes count them. */
+  async function groupConflicts(c: GroupCluster): Promise<string> {
+    const per: string[] = [];
+    for (const n of c.nodes) {
+      const conn = await mysql.createConnection({ host: '127.0.0.1', port: n.port, user: 'root' });
+      try {
+        const [cert] = await conn.query('SELECT COUNT_CONFLICTS_DETECTED AS n FROM performance_schema.replication_group_member_stats WHERE MEMBER_ID = @@server_uuid');
+        const [dl] = await conn.query("SELECT COUNT AS n FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_deadlocks'");
+        per.push(`node ${n.index + 1}: ${Number((cert as Array<{ n: number }>)[0]?.n ?? 0)} certification conflicts, ${Number((dl as Array<{ n: number }>)[0]?.n ?? 0)} deadlocks`);
+      } finally {
+        await conn.end();
+      }
+    }
+    return per.join('; ');
+  }
+
+  function rawConflicts(r: ScenarioResult): number {
+    return RAW_CONFLICTS.reduce((n, code) => n + (r.errors[code] ?? 0), 0);
+  }
+
+  async function scalar(url: string, database: string, sql: string, values: unknown[] = []): Promise<number> {
+    const conn = await mysql.createConnection({ ...parseMysqlUrl(url), database, connectTimeout: 3000 });
+    try {
+      const [rows] = await conn.query(sql, values);
+      return Number((rows as Array<{ n: number }>)[0]?.n ?? 0);
+    } finally {
+      await conn.end();
+    }
+  }
+
+  /** Waits until `url`'s node has `want` grants made after `afterId` and released by their holders: the workers reached it. */
+  async function grantsCompletedOn(url: string, database: string, afterId: number, want: number, timeoutMs: number): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    let n = 0;
+    while (Date.now() < deadline) {
+      n = await scalar(url, database, `SELECT COUNT(*) AS n FROM t_lock_log WHERE id > ? AND released_by = ${RELEASED_BY.holder}`, [afterId]).catch(() => n);
+      if (n >= want) return n;
+      await sleep(200);
+    }
+    return n;
+  }
+
+  it('group replication single-primary: the primary SIGKILLed mid-run, a new one elected, workers follow it, the old one rejoins; no violations; the lock is live again', async () => {
+    let cluster: GroupCluster | undefined;
+    try {
+      cluster = await startGroupReplication({ mode: 'single-primary', log: (l) => console.log(`[faults] ${l}`) });
+      const c = cluster;
+      const targets: Target[] = c.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
+      const first = await c.primary();
+      const o = {
+        ...base('gr-single-primary', targets[first]!), workerTargets: targets, reaperTargets: targets,
+        // Samples and the record are read on a secondary that stays up; the aftermath on whichever node is primary then.
+        main: targets[(first + 1) % 3]!, followPrimary: c.nodes.map((n) => n.url), settle: async () => targets[await c.primary()]!,
+      };
+      await database(o.database, targets[first]!.serverUrl, [...o.resources, ...o.slowResources]);
+      const primaryKill = async (ctx: FaultContext): Promise<void> => {
+        await sleep(15_000); // mid-run: the workload has been going for a while
+        if (ctx.stopping) return;
+        const old = await c.primary();
+        const live = await whenGrantsLive(ctx, old, 30_000);
+        await c.kill(old);
+        const killedAt = Date.now();
+        const elected = await c.primary(60_000);
+        const electedAfter = Date.now() - killedAt;
+        // Workers moved: grants made on the new primary after its election, and released by their holders.
+        const since = await scalar(c.nodes[elected]!.url, o.database, 'SELECT COALESCE(MAX(id), 0) AS n FROM t_lock_log');
+        const moved = await grantsCompletedOn(c.nodes[elected]!.url, o.database, since, o.workers, 30_000);
+        const movedAfter = Date.now() - killedAt;
+        await c.restart(old);
+        const member = (await c.members(old))?.find((m) => m.port === c.nodes[old]!.port);
+        ctx.record({
+          t: now(), kind: 'gr-primary-sigkill', proven: live > 0 && elected !== old && moved >= o.workers && member?.role === 'SECONDARY',
+          detail: `node ${old + 1} (primary, ${live} live grants) killed; node ${elected + 1} elected after ${electedAfter} ms; ` +
+            `${moved} grants completed on it by ${movedAfter} ms; node ${old + 1} back ONLINE as ${member?.role ?? '?'} after ${Date.now() - killedAt} ms`,
+        });
+      };
+      const r = await runScenario({
+        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [primaryKill],
+        required: { 'gr-primary-sigkill': 1, ...grFloor }, minDurationMs: 45_000, maxDurationMs: 150_000,
+      });
+      r.notes.push(`members after the run: ${JSON.stringify(await c.members((first + 1) % 3))}`);
+      r.notes.push(`conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`);
+      runs.push(r);
+      expect(r.faults['gr-primary-sigkill']?.proven, r.notes.join('\n')).toBe(1);
+      for (const [k, n] of Object.entries(grFloor)) expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
+      expect(r.check.violations).toEqual([]);
+      expect(rawConflicts(r)).toBe(0);
+      expect(r.liveAgain).toBe(true);
+    } finally {
+      await cluster?.stop();
+    }
+  });
+
+  it('group replication multi-primary: workers on all 3 nodes, one SIGKILLed and rejoined; no violations; conflicts retried; the lock is live again', async () => {
+    let cluster: GroupCluster | undefined;
+    try {
+      cluster = await startGroupReplication({ mode: 'multi-primary', log: (l) => console.log(`[faults] ${l}`) });
+      const c = cluster;
+      const targets: Target[] = c.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
+      const o = { ...base('gr-multi-primary', targets[0]!), workerTargets: targets, reaperTargets: targets };
+      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources]);
+      const nodeKill = async (ctx: FaultContext): Promise<void> => {
+        await sleep(15_000); // mid-run: the workload has been going for a while
+        if (ctx.stopping) return;
+        const live = await whenGrantsLive(ctx, 2, 30_000);
+        await c.kill(2);
+        const killedAt = Date.now();
+        await c.restart(2);
+        ctx.record({ t: now(), kind: 'gr-node-sigkill', proven: live > 0, detail: `node 3 had ${live} live grants; back ONLINE after ${Date.now() - killedAt} ms` });
+      };
+      const r = await runScenario({
+        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [nodeKill],
+        required: { 'gr-node-sigkill': 1, ...grFloor }, minDurationMs: 45_000, maxDurationMs: 150_000,
+      });
+      r.notes.push(`members after the run: ${JSON.stringify(await c.members(0))}`);
+      r.notes.push(`conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`);
+      runs.push(r);
+      expect(r.faults['gr-node-sigkill']?.proven).toBe(1);
+      for (const [k, n] of Object.entries(grFloor)) expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
+      expect(r.check.violations).toEqual([]);
+      expect(rawConflicts(r)).toBe(0);
       expect(r.liveAgain).toBe(true);
     } finally {
       await cluster?.stop();

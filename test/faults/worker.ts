@@ -8,8 +8,9 @@
 // Usage: node --import tsx test/faults/worker.ts '<WorkerConfig JSON>'
 import type { Knex } from 'knex';
 import { connectKnex } from '../../harness/database.js';
-import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant } from '../../src/index.js';
-import { isConnectionLost } from '../../src/connection.js';
+import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant, type LockManager } from '../../src/index.js';
+import { errnoOf, isConflict, isConnectionLost } from '../../src/connection.js';
+import { connectFollowingPrimary, ER_OPTION_PREVENTS_STATEMENT } from '../support/group-replication.js';
 import { referenceFence, unguardedRelease } from './broken.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
@@ -20,6 +21,8 @@ export type Phase = 'before' | 'during' | 'after';
 export interface WorkerConfig {
   id: string;
   serverUrl: string;
+  /** A single-primary group's nodes: connect to whichever reports itself the writable primary, not to serverUrl. */
+  followPrimary?: string[];
   database: string;
   history: string;
   resources: string[];
@@ -37,7 +40,7 @@ export interface WorkerConfig {
 export type ToWorker = { type: 'arm'; token: number; phase: Phase } | { type: 'go'; token: number } | { type: 'disarm' } | { type: 'stop' };
 export type FromWorker =
   | { type: 'ready' }
-  | { type: 'at'; token: number; phase: Phase; grant: number; connectionId: number }
+  | { type: 'at'; token: number; phase: Phase; grant: number; connectionId: number; node?: string }
   | { type: 'done'; token: number; outcome: Outcome; err?: string };
 
 const config = JSON.parse(process.argv[2] ?? '{}') as WorkerConfig;
@@ -59,30 +62,42 @@ process.on('message', (m: ToWorker) => {
 });
 process.on('disconnect', () => stopper.abort(new Error('orchestrator gone')));
 
-const db: Knex = connectKnex(config.serverUrl, config.database, { poolMax: 4 });
-const locks = createLockManager({
-  knex: db, owner: config.id, staleAfterMs: config.staleAfterMs, resolveTimeoutMs: config.resolveTimeoutMs, deadlockRetries: 20,
-});
+const connect = (): Knex =>
+  config.followPrimary ? connectFollowingPrimary(config.followPrimary, config.database, 4) : connectKnex(config.serverUrl, config.database, { poolMax: 4 });
+const lockManager = (knex: Knex): LockManager =>
+  createLockManager({ knex, owner: config.id, staleAfterMs: config.staleAfterMs, resolveTimeoutMs: config.resolveTimeoutMs, deadlockRetries: 20 });
+let db = connect();
+let locks = lockManager(db);
+
+/** A write refused by super_read_only: this pool holds connections to a node that is no longer primary; start afresh. */
+async function moveToPrimary(): Promise<void> {
+  const old = db;
+  db = connect();
+  locks = lockManager(db);
+  await old.destroy().catch(() => undefined);
+}
 
 function log(e: Omit<OpEvent, 't' | 'w'>): void {
   appendJsonl(config.history, { t: now(), w: config.id, ...e });
 }
 
 /** At an armed phase: report where we are and with which grant, then wait for the orchestrator. */
-async function checkpoint(phase: Phase, grant: Grant, conn: () => Promise<number>, active: { token?: number }): Promise<void> {
+async function checkpoint(phase: Phase, grant: Grant, conn: () => Promise<{ id: number; port: number }>, active: { token?: number }): Promise<void> {
   if (!armed || armed.phase !== phase || active.token === undefined || armed.token !== active.token) return;
   const { token } = armed;
   armed = undefined;
-  const connectionId = await conn();
+  const { id: connectionId, port } = await conn();
   const go = new Promise<void>((resolve) => goWaiters.set(token, resolve));
-  send({ type: 'at', token, phase, grant: grant.id, connectionId });
+  const node = config.followPrimary?.find((u) => new URL(u).port === String(port));
+  send({ type: 'at', token, phase, grant: grant.id, connectionId, ...(node ? { node } : {}) });
   await go;
   goWaiters.delete(token);
 }
 
-async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<number> {
-  const [rows] = (await trx.raw('SELECT CONNECTION_ID() AS id')) as unknown as [Array<{ id: number }>];
-  return Number(rows[0]?.id);
+/** The server thread of the connection, and the port of the server it is on (which node, in a cluster). */
+async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<{ id: number; port: number }> {
+  const [rows] = (await trx.raw('SELECT CONNECTION_ID() AS id, @@port AS port')) as unknown as [Array<{ id: number; port: number }>];
+  return { id: Number(rows[0]?.id), port: Number(rows[0]?.port) };
 }
 
 /** The unfenced read's own business COMMIT lost its connection: whether it committed is not known here. */
@@ -164,7 +179,9 @@ async function readOp(op: string, resource: string, manual: boolean, active: { t
       seen = await readStep(trx, op, resource, grant.id, pause, false);
       stepDone = true;
     }, { isolationLevel: 'read committed' }).catch((err: unknown) => {
-      throw stepDone && isConnectionLost(err) ? new OwnCommitUnknown(err) : err;
+      if (stepDone && isConnectionLost(err)) throw new OwnCommitUnknown(err);
+      // The worker's own transaction, not the library's: a cluster's conflict reaches it raw by design.
+      throw isConflict(err) ? Object.assign(new Error('own business transaction rolled back by a conflict', { cause: err }), { name: 'OwnConflict' }) : err;
     });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
@@ -206,6 +223,7 @@ async function main(): Promise<void> {
       const c = classify(err);
       log({ op, kind, resource, ev: c.outcome, err: c.err });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: c.outcome, err: c.err });
+      if (config.followPrimary && errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT) await moveToPrimary();
       // The server may be down (restarting): do not spin.
       if (c.outcome !== 'ok' && !stopper.signal.aborted) await new Promise((r) => setTimeout(r, rand(20, 120)));
     }

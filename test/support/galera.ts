@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
-import { findBinary, freePort, stopProcess } from './server.js';
+import { findBinary, freePort, stopProcess } from '../../harness/server.js';
 
 export const GALERA_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
 
