@@ -3,6 +3,8 @@
 // counts as proven only when the grant was live when it struck and the damage is shown to have
 // happened (the reaper released it, the connection was killed, the proxy fired).
 import { setTimeout as sleep } from 'node:timers/promises';
+import { connectKnex } from '../../harness/database.js';
+import { createLockManager } from '../../src/index.js';
 import type { FaultProxy } from '../support/proxy.js';
 import type { Query, Target } from './admin.js';
 import { now, type FaultEvent } from './history.js';
@@ -23,6 +25,8 @@ const PHASE: Record<ProcessFault, Phase> = {
 
 export interface InjectorEnv {
   q: Query;
+  /** The scenario's database, for the witness holder's own lock manager. */
+  database: string;
   staleAfterMs: number;
   reaperPeriodMs: number;
   proxy?: FaultProxy;
@@ -64,6 +68,38 @@ async function sigkill(env: InjectorEnv, hit: Hit): Promise<Struck> {
   return { damaged: true };
 }
 
+/**
+ * A holder on the stopped worker's resource, in its mode, taken after the reap and kept until the
+ * worker's late operation (and its release) has ended. Then a writer tries to get in: it can only if
+ * that late release gave back a count the reaper had already given back, taking the witness's; the
+ * overlap check then sees the writer beside the witness. Best effort: undefined when it cannot hold.
+ */
+async function holdWitness(env: InjectorEnv, hit: Hit): Promise<(() => Promise<void>) | undefined> {
+  const [row] = await env.q<{ resource: string; lock_type: number }>(
+    hit.target, 'SELECT CAST(resource_id AS CHAR) AS resource, lock_type FROM t_lock_log WHERE id = ?', [hit.grant],
+  ).catch(() => []);
+  if (!row) return undefined;
+  const knex = connectKnex(hit.target.adminUrl, env.database, { poolMax: 2 });
+  const locks = createLockManager({ knex, owner: 'witness' });
+  const mode = Number(row.lock_type) === 0 ? 'write' : 'read';
+  const held = await (mode === 'write' ? locks.acquireWrite(row.resource, { waitMs: 10_000 }) : locks.acquireRead(row.resource, { waitMs: 10_000 })).catch(() => undefined);
+  if (!held) {
+    await knex.destroy();
+    return undefined;
+  }
+  return async () => {
+    try {
+      const probe = await locks.tryAcquireWrite(row.resource);
+      await probe?.release();
+      await held.release();
+    } catch {
+      // a server restarting under a cluster fault: the reaper takes what is left
+    } finally {
+      await knex.destroy();
+    }
+  };
+}
+
 /** Stopped until the reaper has released its grant (past the cutoff by construction), then continued. */
 async function sigstopPastCutoff(env: InjectorEnv, hit: Hit): Promise<Struck> {
   hit.slot.child.kill('SIGSTOP');
@@ -78,8 +114,11 @@ async function sigstopPastCutoff(env: InjectorEnv, hit: Hit): Promise<Struck> {
     }
     await sleep(100);
   }
+  const witness = reaped ? await holdWitness(env, hit) : undefined;
   hit.slot.child.kill('SIGCONT');
-  return { damaged: reaped, detail: await detail };
+  const seen = await detail;
+  await witness?.();
+  return { damaged: reaped, detail: seen };
 }
 
 /** `KILL CONNECTION` of the holder's connection from an admin session on its server. */

@@ -138,7 +138,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     log,
   };
   const env: InjectorEnv = {
-    q, staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, record,
+    q, database: o.database, staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, record,
     ...(o.proxy ? { proxy: o.proxy } : {}),
     respawn: (slot) => {
       if (!stopping) slots[slots.indexOf(slot)] = newWorker(slot.index, slot.gen + 1);
