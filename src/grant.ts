@@ -125,16 +125,27 @@ export class Grant {
     return (await this.#changeMode(upgradeGrant, 'write')) ? this : null;
   }
 
-  /** Runs a mode change; false when refused while the grant is live, LockLostError when it is not. */
+  /**
+   * Runs a mode change; false when refused while the grant is live, LockLostError when it is not.
+   * The grant row's mode is the truth: a change whose reply was lost is settled by reading it, and a
+   * retry that finds the change already made (it committed before its reply was lost) counts as made.
+   */
   async #changeMode(change: (conn: RawConnection, grant: GrantRef) => Promise<boolean>, to: LockMode): Promise<boolean> {
     if (this.#done) throw new LockLostError(this.id, 'it was already released');
     const ref = this.ref;
-    const changed = await withRetries(this.#ctx.policy, `${to === 'read' ? 'downgrade' : 'upgrade'}`, () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)), null);
-    if (changed) {
+    const what = to === 'read' ? 'downgrade' : 'upgrade';
+    const changed = await withRetries(this.#ctx.policy, what, () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)), async (err) => {
+      const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantById(conn, this.id));
+      if (reply === undefined) throw new LockOutcomeUnknownError(what, this.token, this.id, err);
+      const row = reply.answer;
+      if (row?.status === STATUS.live && row.mode === to) return { value: true };
+      return row?.status === STATUS.live ? 'retry' : { value: false };
+    });
+    const row = changed ? null : await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    if (changed || (row?.status === STATUS.live && row.mode === to)) {
       this.#mode = to;
       return true;
     }
-    const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
     if (row === null || row.status !== STATUS.live) {
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
       else this.#markLost('mode-change', row?.releasedBy ?? null);

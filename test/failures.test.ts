@@ -184,6 +184,23 @@ describe('connection lost during COMMIT', () => {
     expect((await locks.inspect('cl-4')).rCount).toBe(0);
   });
 
+  it('downgrade and upgrade replies lost: the grant row says the change was made, and the release gives back the right count', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const g = (await locks.tryAcquireWrite('cl-mode'))!;
+    const down = proxy.armOnce(/SET l\.lock_type/, 'before-reply');
+    await g.downgrade();
+    expect(await down).toMatch(/^UPDATE t_lock_log l JOIN/);
+    expect(g.mode).toBe('read');
+    expect(await locks.inspect('cl-mode')).toMatchObject({ wCount: 0, rCount: 1 });
+    const up = proxy.armOnce(/SET l\.lock_type/, 'before-reply');
+    expect(await g.tryUpgrade()).toBe(g);
+    await up;
+    expect(g.mode).toBe('write');
+    expect(await g.release()).toBe(true);
+    expect(await locks.inspect('cl-mode')).toMatchObject({ wCount: 0, rCount: 0 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
   it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 0 });
     let grantId = 0;

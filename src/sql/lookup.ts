@@ -1,27 +1,33 @@
 import { query, type RawConnection } from '../connection.js';
-import { modeOf } from '../types.js';
+import { modeOf, type LockMode } from '../types.js';
 import type { GrantRef } from './release.js';
 
 export interface LoggedGrant {
   id: number;
   status: number;
   releasedBy: number | null;
+  /** The mode the grant has now (a downgrade or upgrade changes it in place). */
+  mode: LockMode;
 }
 
-type Row = { id: number | string; status: number; released_by: number | null };
+type Row = { id: number | string; status: number; released_by: number | null; lock_type: number };
+
+const COLUMNS = 'id, status, released_by, lock_type';
 
 function fromRow(row: Row | undefined): LoggedGrant | null {
-  return row ? { id: Number(row.id), status: Number(row.status), releasedBy: row.released_by === null ? null : Number(row.released_by) } : null;
+  return row
+    ? { id: Number(row.id), status: Number(row.status), releasedBy: row.released_by === null ? null : Number(row.released_by), mode: modeOf(Number(row.lock_type)) }
+    : null;
 }
 
 /** Finds a grant row by its client-generated token (UNIQUE key). */
 export async function findGrantByToken(conn: RawConnection, token: Buffer): Promise<LoggedGrant | null> {
-  return fromRow((await query<Row[]>(conn, 'SELECT id, status, released_by FROM t_lock_log WHERE token = ?', [token]))[0]);
+  return fromRow((await query<Row[]>(conn, `SELECT ${COLUMNS} FROM t_lock_log WHERE token = ?`, [token]))[0]);
 }
 
 /** Reads a grant row by id. */
 export async function findGrantById(conn: RawConnection, id: number): Promise<LoggedGrant | null> {
-  return fromRow((await query<Row[]>(conn, 'SELECT id, status, released_by FROM t_lock_log WHERE id = ?', [id]))[0]);
+  return fromRow((await query<Row[]>(conn, `SELECT ${COLUMNS} FROM t_lock_log WHERE id = ?`, [id]))[0]);
 }
 
 /** What a release needs to know of a grant, by id; null when there is no such grant. */
