@@ -1,7 +1,7 @@
 // Deliberately broken variants of the lock's safety checks, for the negative controls only. Each
 // copies one defect the design notes warn about; the checker must catch every one of them.
 import type { Knex } from 'knex';
-import type { Grant } from '../../src/index.js';
+import type { AcquireOptions, Grant, LockManager } from '../../src/index.js';
 
 type Result = [{ affectedRows: number }, unknown];
 type Rows<T> = [T[], unknown];
@@ -57,4 +57,14 @@ export async function referenceReap(db: Knex, staleAfterMs: number, delayMs: num
     });
   }
   return reaped;
+}
+
+/**
+ * A downgrade in two steps: the write grant released, then a read grant acquired. Between them the
+ * resource is free, and a waiting writer can take it; `windowMs` stands for the time between.
+ */
+export async function splitDowngrade(locks: LockManager, grant: Grant, windowMs: number, options: AcquireOptions): Promise<Grant> {
+  await grant.release();
+  await new Promise((r) => setTimeout(r, windowMs));
+  return locks.acquireRead(grant.resourceId, options);
 }

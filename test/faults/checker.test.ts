@@ -174,4 +174,72 @@ describe('checker', () => {
     expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual(['liveness']);
     expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual(['liveness']);
   });
+
+  describe('grants that change mode in place', () => {
+    /** Op a writes under grant 1, then downgrades it at 105 and reads; op b reads under grant 2. */
+    function downgraded(): { events: OpEvent[]; db: DbState } {
+      return {
+        events: [
+          ...ev('a', 'write', [['invoke'], ['granted', 1], ['downgraded', 1], ['work-done', 1], ['ok']]),
+          ...ev('b', 'read', [['invoke'], ['granted', 2], ['work-done'], ['ok']]),
+        ],
+        db: {
+          grants: [{ ...g(1, 1, 100, 120), modeChangedMs: 105 }, g(2, 1, 106, 115)],
+          locks: [{ resource: 'r1', w: 0, r: 0 }],
+          effects: [],
+          reads: [
+            { op: 'a', resource: 'r1', grant: 1, seen: 0, seenAgain: 0, atMs: 110 },
+            { op: 'b', resource: 'r1', grant: 2, seen: 0, seenAgain: 0, atMs: 114 },
+          ],
+          counters: [{ resource: 'r1', value: 0 }],
+        },
+      };
+    }
+
+    it('passes readers that join after a downgrade', () => {
+      expect(check(downgraded()).violations).toEqual([]);
+    });
+
+    it('fails a reader in the write phase, and a writer in the read phase, of a downgraded grant', () => {
+      const early = downgraded();
+      early.db.grants[1] = g(2, 1, 103, 115);
+      expect(check(early).violations.map((v) => v.detail)).toEqual(['r1: read grant 2 started while write phase of grant 1 (downgraded) was live']);
+      const writer = downgraded();
+      writer.db.grants[1] = g(2, 0, 110, 115);
+      writer.events = writer.events.map((e) => (e.op === 'b' ? { ...e, kind: 'write' as const } : e));
+      expect(checksOf(check(writer))).toEqual(['overlap']);
+    });
+
+    it('fails an upgrade beside another reader, and a write effect in an upgraded grant\'s read phase', () => {
+      const ok = {
+        events: [
+          ...ev('a', 'read', [['invoke'], ['granted', 1], ['upgraded', 1], ['work-done', 1], ['ok']]),
+          ...ev('b', 'read', [['invoke'], ['granted', 2], ['work-done'], ['ok']]),
+        ],
+        db: {
+          grants: [{ ...g(1, 0, 100, 120), modeChangedMs: 110 }, g(2, 1, 101, 109)],
+          locks: [{ resource: 'r1', w: 0, r: 0 }],
+          effects: [{ op: 'a', resource: 'r1', grant: 1, prev: 0, next: 1, atMs: 115 }],
+          reads: [{ op: 'b', resource: 'r1', grant: 2, seen: 0, seenAgain: 0, atMs: 108 }],
+          counters: [{ resource: 'r1', value: 1 }],
+        } satisfies DbState,
+      };
+      expect(check(ok).violations).toEqual([]);
+      const beside = structuredClone(ok);
+      beside.db.grants[1] = g(2, 1, 101, 112);
+      expect(check(beside).violations.map((v) => v.detail)).toEqual(['r1: write phase of grant 1 (upgraded) started while read grant 2 was live']);
+      const early = structuredClone(ok);
+      early.db.effects[0]!.atMs = 105;
+      expect(check(early).violations.map((v) => v.detail)).toEqual(['effect of a under read grant 1 (in its read phase)']);
+    });
+
+    it('fails a mode change the worker was told of but the log does not show, and two changes of one grant', () => {
+      const missing = downgraded();
+      missing.db.grants[0] = g(1, 0, 100, 120);
+      expect(check(missing).violations.filter((v) => v.check === 'transition').map((v) => v.detail)).toEqual(['a: grant 1 was downgraded, but the log shows a write grant that never changed mode']);
+      const twice = downgraded();
+      twice.events.push({ t: 9, w: 'w1', op: 'a', kind: 'write', resource: 'r1', ev: 'downgraded', grant: 1 });
+      expect(check(twice).violations.map((v) => v.detail)).toEqual(['grant 1 changed mode 2 times; the log keeps one change']);
+    });
+  });
 });

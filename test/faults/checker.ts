@@ -16,6 +16,12 @@ export interface GrantRow {
   releasedMs: number | null;
   releasedBy: number | null;
   owner: string;
+  /**
+   * mode_changed_at, epoch ms: the grant was downgraded (now a read grant) or upgraded (now a write
+   * grant) in place then. The log keeps one change time, so the workload changes a grant's mode
+   * at most once and the `transition` check holds it to that.
+   */
+  modeChangedMs?: number | null;
 }
 
 export interface LockRow {
@@ -70,7 +76,7 @@ export interface Liveness {
   boundMs: number;
 }
 
-export type CheckName = 'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'liveness';
+export type CheckName = 'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'transition' | 'liveness';
 
 export interface Violation {
   check: CheckName;
@@ -116,7 +122,9 @@ export function check(input: CheckInput): CheckResult {
   // (5) acknowledged ops present, failed ops absent
   const { violations: ackV, ops } = ackViolations(input.events, db);
   for (const v of ackV) add(v);
-  // (6) liveness
+  // (6) mode changes the workers were told of are in the log, once per grant
+  for (const v of transitionViolations(input.events, db.grants)) add(v);
+  // (7) liveness
   const l = input.liveness;
   if (l) {
     if (l.freeAt === null) add({ check: 'liveness', detail: 'resources never became free after the faults stopped' });
@@ -167,30 +175,81 @@ export function invariantViolations(locks: LockRow[], live: Sample['live'], wher
   return out;
 }
 
+/** A stretch of a grant's life in one mode: created to mode change, and mode change to release. */
+export interface Phase {
+  grant: GrantRow;
+  type: 0 | 1;
+  fromMs: number;
+  toMs: number;
+}
+
+/** The grant's phases: one, or two when its mode changed in place (the first in the other mode). */
+export function phasesOf(g: GrantRow): Phase[] {
+  const end = g.releasedMs ?? Number.POSITIVE_INFINITY;
+  const changed = g.modeChangedMs;
+  if (changed === null || changed === undefined) return [{ grant: g, type: g.type, fromMs: g.createdMs, toMs: end }];
+  const before = (1 - g.type) as 0 | 1;
+  return [
+    { grant: g, type: before, fromMs: g.createdMs, toMs: changed },
+    { grant: g, type: g.type, fromMs: changed, toMs: end },
+  ];
+}
+
+/** The grant's mode at `atMs`. */
+export function typeAt(g: GrantRow, atMs: number): 0 | 1 {
+  const phases = phasesOf(g);
+  return (phases.find((p) => atMs >= p.fromMs && atMs < p.toMs) ?? phases[phases.length - 1]!).type;
+}
+
+/**
+ * No write phase overlaps another grant's phase on the same resource, on the database clock. A
+ * downgrade's write phase ends where its read phase starts, so readers that join then are fine; a
+ * writer that got in between two grants' phases, or an upgrade beside another reader, is not.
+ */
 export function overlapViolations(grants: GrantRow[]): Violation[] {
   const out: Violation[] = [];
-  const byResource = new Map<string, GrantRow[]>();
-  for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), g]);
-  const end = (g: GrantRow): number => g.releasedMs ?? Number.POSITIVE_INFINITY;
+  const byResource = new Map<string, Phase[]>();
+  for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), ...phasesOf(g)]);
+  const name = (p: Phase): string => `${p.type === LOCK_TYPE_WRITE ? 'write' : 'read'} ${p.grant.modeChangedMs != null ? `phase of grant ${p.grant.id} (${p.grant.type === LOCK_TYPE_WRITE ? 'upgraded' : 'downgraded'})` : `grant ${p.grant.id}`}`;
   for (const [resource, list] of byResource) {
-    const sorted = [...list].sort((a, b) => a.createdMs - b.createdMs);
-    // Sweep: every grant against the write grants still open when it starts.
-    let open: GrantRow[] = [];
-    let openReads: GrantRow[] = [];
-    for (const g of sorted) {
-      open = open.filter((w) => end(w) > g.createdMs);
-      openReads = openReads.filter((r) => end(r) > g.createdMs);
-      for (const w of open) {
-        out.push({ check: 'overlap', detail: `${resource}: ${g.type === 0 ? 'write' : 'read'} grant ${g.id} created while write grant ${w.id} was live` });
-      }
-      if (g.type === LOCK_TYPE_WRITE) {
-        for (const r of openReads) out.push({ check: 'overlap', detail: `${resource}: write grant ${g.id} created while read grant ${r.id} was live` });
-        open.push(g);
+    const sorted = [...list].sort((a, b) => a.fromMs - b.fromMs);
+    // Sweep: every phase against the phases of other grants still open when it starts.
+    let openWrites: Phase[] = [];
+    let openReads: Phase[] = [];
+    for (const p of sorted) {
+      openWrites = openWrites.filter((w) => w.toMs > p.fromMs);
+      openReads = openReads.filter((r) => r.toMs > p.fromMs);
+      for (const w of openWrites) if (w.grant !== p.grant) out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(w)} was live` });
+      if (p.type === LOCK_TYPE_WRITE) {
+        for (const r of openReads) if (r.grant !== p.grant) out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(r)} was live` });
+        openWrites.push(p);
       } else {
-        openReads.push(g);
+        openReads.push(p);
       }
     }
   }
+  return out;
+}
+
+/**
+ * Every downgrade or upgrade a worker was told succeeded is in the log (the grant's type is the new
+ * mode and its change time is set), and no grant was told of two: the log could not show both.
+ */
+export function transitionViolations(events: OpEvent[], grants: GrantRow[]): Violation[] {
+  const out: Violation[] = [];
+  const byId = new Map(grants.map((g) => [g.id, g]));
+  const told = new Map<number, number>();
+  for (const e of events) {
+    if ((e.ev !== 'downgraded' && e.ev !== 'upgraded') || e.grant === undefined) continue;
+    told.set(e.grant, (told.get(e.grant) ?? 0) + 1);
+    const g = byId.get(e.grant);
+    const want = e.ev === 'downgraded' ? LOCK_TYPE_READ : LOCK_TYPE_WRITE;
+    if (!g) out.push({ check: 'transition', detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log has no such grant` });
+    else if (g.type !== want || g.modeChangedMs === null || g.modeChangedMs === undefined) {
+      out.push({ check: 'transition', detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log shows a ${g.type === LOCK_TYPE_WRITE ? 'write' : 'read'} grant${g.modeChangedMs == null ? ' that never changed mode' : ''}` });
+    }
+  }
+  for (const [id, n] of told) if (n > 1) out.push({ check: 'transition', detail: `grant ${id} changed mode ${n} times; the log keeps one change` });
   return out;
 }
 
@@ -234,7 +293,7 @@ export function fenceViolations(db: DbState): Violation[] {
       out.push({ check: 'fence', detail: `${what} of ${op} names grant ${grantId}, which does not exist` });
       return;
     }
-    if (type === LOCK_TYPE_WRITE && g.type !== LOCK_TYPE_WRITE) out.push({ check: 'fence', detail: `${what} of ${op} under read grant ${grantId}` });
+    if (type === LOCK_TYPE_WRITE && typeAt(g, atMs) !== LOCK_TYPE_WRITE) out.push({ check: 'fence', detail: `${what} of ${op} under read grant ${grantId}${g.modeChangedMs != null ? ' (in its read phase)' : ''}` });
     if (g.releasedBy !== null && g.releasedBy !== BY_HOLDER && g.releasedMs !== null && atMs >= g.releasedMs) {
       out.push({
         check: 'fence',

@@ -14,6 +14,7 @@ export type Outcome = 'ok' | 'fail' | 'unknown';
  * One business operation of a worker:
  *  - `invoke`   the worker asks for the lock (withWriteLock / withReadLock / acquireRead);
  *  - `granted`  the work function started (or acquire returned) with grant `grant`;
+ *  - `downgraded` | `upgraded` grant `grant` changed mode in place (the call resolved);
  *  - `work-done` the business statements ran; the fenced commit (or the commit) is next;
  *  - `commit-ok` (manual read path only) the business transaction committed, release is next;
  *  - `ok` | `fail` | `unknown` the operation ended; `unknown` = outcome indeterminate.
@@ -25,7 +26,7 @@ export interface OpEvent {
   op: string;
   kind: OpKind;
   resource: string;
-  ev: 'invoke' | 'granted' | 'work-done' | 'commit-ok' | Outcome;
+  ev: 'invoke' | 'granted' | 'downgraded' | 'upgraded' | 'work-done' | 'commit-ok' | Outcome;
   grant?: number;
   /** For reads: the counter value seen. */
   seen?: number;

@@ -67,7 +67,7 @@ function base(name: string, t: Target): Omit<ScenarioOptions, 'processFaults' | 
   return {
     name, database: `faults_${name.replace(/[^a-z0-9]/gi, '_')}`, dir: work, workerTargets: [t], reaperTargets: [t], main: t,
     workers: 6, reapers: 3, staleAfterMs: STALE_MS, reaperPeriodMs: REAPER_MS, resources: ['loan-1', 'loan-2', 'loan-3', 'loan-4', 'loan-5', 'loan-6', 'loan-7', 'loan-8'],
-    slowResources: ['slow-1', 'slow-2', 'slow-3', 'slow-4'], slowFraction: 0.1, readFraction: 0.3, faultLoops: 2, livenessSlackMs: 1500,
+    slowResources: ['slow-1', 'slow-2', 'slow-3', 'slow-4'], slowFraction: 0.1, readFraction: 0.3, transitionFraction: 0.15, faultLoops: 2, livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
   };
 }
@@ -159,6 +159,12 @@ describe('reliability under faults', () => {
       defect: 'reference defect 5: release decrements even if the grant was already reaped',
       tweak: { workerVariant: 'release-unguarded', processFaults: ['sigstop-past-cutoff'], required: { 'sigstop-past-cutoff': 6 } },
       expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
+    },
+    {
+      name: 'downgrade-split',
+      defect: 'a downgrade done as release-then-acquire-read: a waiting writer gets in between',
+      tweak: { workerVariant: 'downgrade-split', transitionFraction: 0.5, slowFraction: 0, processFaults: [], required: {} },
+      expect: ['read-stability'],
     },
   ];
   for (const c of controls) {

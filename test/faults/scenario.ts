@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connectKnex } from '../../harness/database.js';
 import type { FaultProxy } from '../support/proxy.js';
 import { createLockManager } from '../../src/index.js';
+import { RELEASED_BY } from '../../src/types.js';
 import { queryOn, retrying, type Target } from './admin.js';
 import { check, type CheckResult, type DbState } from './checker.js';
 import { appendJsonl, now, readJsonl, type FaultEvent, type FaultKind, type OpEvent, type ReaperRun } from './history.js';
@@ -54,6 +55,8 @@ export interface ScenarioOptions {
   slowResources: string[];
   slowFraction: number;
   readFraction: number;
+  /** Of the scoped operations, the share that change mode: writes downgrade, reads try to upgrade. */
+  transitionFraction: number;
   processFaults: ProcessFault[];
   /** Fault loops of process faults running side by side. */
   faultLoops: number;
@@ -106,7 +109,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       histories.push(history);
       return {
         id, serverUrl: target.serverUrl, ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}), database: o.database, history,
-        resources: o.resources, slowResources: o.slowResources, slowFraction: o.slowFraction, readFraction: o.readFraction,
+        resources: o.resources, slowResources: o.slowResources, slowFraction: o.slowFraction, readFraction: o.readFraction, transitionFraction: o.transitionFraction,
         staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, resolveTimeoutMs: 15_000, waitMs: 1000, variant: o.workerVariant ?? 'correct',
       };
     });
@@ -222,6 +225,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   // --- evidence from the record: reapers contending, and reapers racing a holder's final commit ---
   for (const f of reaperEvidence(state, runs, events, o.staleAfterMs)) record(f);
   const reaperErrors = runs.filter((r) => r.error).length;
+  const changed = (ev: 'downgraded' | 'upgraded'): number => events.filter((e) => e.ev === ev).length;
+  const reapedChanged = state.grants.filter((g) => g.modeChangedMs != null && g.releasedBy === RELEASED_BY.reaper).length;
+  notes.push(`mode changes: ${changed('downgraded')} downgrades, ${changed('upgraded')} upgrades; ${reapedChanged} changed grants reaped`);
   notes.push(`reaper rounds: ${runs.length} (${reaperErrors} failed, e.g. while the server was down), skipped rows: ${runs.reduce((n, r) => n + r.skipped, 0)}`);
   const byDetail = (kind: FaultKind): string => {
     const m = new Map<string, number>();

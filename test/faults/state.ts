@@ -9,15 +9,15 @@ import { now } from './history.js';
 const ms = (v: unknown): number => Number(v) * 1000;
 
 export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']> {
-  const rows = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; by: number | null; owner: string }>(
+  const rows = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; m: string | null; by: number | null; owner: string }>(
     t,
     `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
-            UNIX_TIMESTAMP(released_at) AS r, released_by AS \`by\`, owner FROM t_lock_log
+            UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner FROM t_lock_log
       WHERE released_by IS NULL OR released_by <> ${RELEASED_BY.withdrawn}`, // a withdrawn acquire's row was never a grant
   );
   return rows.map((g) => ({
     id: Number(g.id), resource: g.resource, type: Number(g.t) as 0 | 1, status: Number(g.status), createdMs: ms(g.c),
-    releasedMs: g.r === null ? null : ms(g.r), releasedBy: g.by === null ? null : Number(g.by), owner: g.owner,
+    releasedMs: g.r === null ? null : ms(g.r), modeChangedMs: g.m === null ? null : ms(g.m), releasedBy: g.by === null ? null : Number(g.by), owner: g.owner,
   }));
 }
 

@@ -6,16 +6,18 @@
 //   <- { type: 'done', token, outcome, err }   when that operation ended
 //   -> { type: 'disarm' } / { type: 'stop' }
 // Usage: node --import tsx test/faults/worker.ts '<WorkerConfig JSON>'
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { connectKnex } from '../../harness/database.js';
 import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant, type LockManager } from '../../src/index.js';
+import { knexExecutor } from '../../src/fenced.js';
 import { errnoOf, isConflict, isConnectionLost } from '../../src/connection.js';
 import { connectFollowingPrimary, ER_OPTION_PREVENTS_STATEMENT } from '../support/group-replication.js';
-import { referenceFence, unguardedRelease } from './broken.js';
+import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
 
-export type WorkerVariant = 'correct' | 'nofence' | 'release-unguarded';
+export type WorkerVariant = 'correct' | 'nofence' | 'release-unguarded' | 'downgrade-split';
 export type Phase = 'before' | 'during' | 'after';
 
 export interface WorkerConfig {
@@ -29,6 +31,8 @@ export interface WorkerConfig {
   slowResources: string[];
   slowFraction: number;
   readFraction: number;
+  /** Of the scoped operations, the share that change mode: writes downgrade, reads try to upgrade. */
+  transitionFraction: number;
   staleAfterMs: number;
   /** The reapers' tick: slow operations aim their final commit at a reaper round. */
   reaperPeriodMs: number;
@@ -66,6 +70,8 @@ const connect = (): Knex =>
   config.followPrimary ? connectFollowingPrimary(config.followPrimary, config.database, 4) : connectKnex(config.serverUrl, config.database, { poolMax: 4 });
 const lockManager = (knex: Knex): LockManager =>
   createLockManager({ knex, owner: config.id, staleAfterMs: config.staleAfterMs, resolveTimeoutMs: config.resolveTimeoutMs, deadlockRetries: 20 });
+/** Scoped calls (withWriteLock/withReadLock) as the library runs them; the split-downgrade variant breaks only the downgrade. */
+const scoped = config.variant === 'correct' || config.variant === 'downgrade-split';
 let db = connect();
 let locks = lockManager(db);
 
@@ -127,7 +133,7 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
       }
     : rand(2, 25);
   const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
-  if (config.variant === 'correct') {
+  if (scoped) {
     await locks.withWriteLock(resource, async (trx, grant) => {
       grantedAt = now();
       log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
@@ -156,13 +162,63 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
   }
 }
 
-async function readOp(op: string, resource: string, manual: boolean, active: { token?: number }): Promise<number> {
+/**
+ * A write that ends as a read: the counter read under the write grant, the grant downgraded, the
+ * counter read again under the read grant, at READ COMMITTED, and the fence releases the read
+ * grant. A downgrade lets no writer in, so both reads agree; a split one (the 'downgrade-split'
+ * variant: release, then acquire a read) lets a waiting writer change the value in between. A
+ * slow one sleeps after the downgrade until its grant is stale and a reaper round starts, so the
+ * reapers reap it as the read grant it has become and its fence must refuse.
+ */
+async function downgradeOp(op: string, resource: string, slow: boolean): Promise<number> {
+  let grantedAt = now();
+  const pause = (): number => (slow ? Math.ceil((grantedAt + config.staleAfterMs) / config.reaperPeriodMs) * config.reaperPeriodMs + rand(-6, 4) - now() : rand(2, 20));
+  const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
+  if (config.variant === 'downgrade-split') {
+    const grant = await locks.acquireWrite(resource, opts);
+    log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+    let held = grant;
+    try {
+      return await db.transaction(async (trx) => {
+        const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
+          held = await splitDowngrade(locks, grant, 30, opts);
+          await sleep(pause());
+        });
+        log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
+        await held.fence(knexExecutor(trx));
+        return seen;
+      }, { isolationLevel: 'read committed' });
+    } finally {
+      await held.release();
+    }
+  }
+  return locks.withWriteLock(resource, async (trx, grant) => {
+    grantedAt = now();
+    log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+    const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
+      await grant.downgrade();
+      log({ op, kind: 'write', resource, ev: 'downgraded', grant: grant.id });
+      await sleep(pause());
+    });
+    log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id, seen });
+    return seen;
+  }, { ...opts, isolationLevel: 'read committed' });
+}
+
+async function readOp(op: string, resource: string, manual: boolean, upgrade: boolean, active: { token?: number }): Promise<number | undefined> {
   const pause = rand(2, 20);
   const opts = { waitMs: config.waitMs, signal: stopper.signal };
-  if (!manual && config.variant === 'correct') {
-    return locks.withReadLock(resource, async (trx, grant) => {
+  if (!manual && scoped) {
+    return locks.withReadLock(resource, async (trx, grant): Promise<number | undefined> => {
       log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
       await checkpoint('before', grant, () => connectionIdOf(trx), active);
+      // A read that turns into a write when it is the only holder, and writes under the same grant.
+      if (upgrade && (await grant.tryUpgrade())) {
+        log({ op, kind: 'read', resource, ev: 'upgraded', grant: grant.id });
+        await writeStep(trx, op, resource, grant.id, pause);
+        log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id });
+        return undefined;
+      }
       const seen = await readStep(trx, op, resource, grant.id, pause, true, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
       log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
       return seen;
@@ -203,6 +259,7 @@ async function main(): Promise<void> {
     let kind: OpKind;
     let manual = false;
     let slow = false;
+    let transition = false;
     if (phase === 'after') {
       kind = 'read';
       manual = true;
@@ -212,11 +269,15 @@ async function main(): Promise<void> {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
       manual = kind === 'read' && Math.random() < 0.5;
       slow = kind === 'write' && Math.random() < config.slowFraction;
+      transition = !manual && Math.random() < config.transitionFraction;
     }
     const resource = slow ? pick(config.slowResources) : pick(config.resources);
     log({ op, kind, resource, ev: 'invoke' });
     try {
-      const seen = kind === 'write' ? (await writeOp(op, resource, slow, active), undefined) : await readOp(op, resource, manual, active);
+      const seen =
+        kind === 'read' ? await readOp(op, resource, manual, transition, active)
+        : transition ? await downgradeOp(op, resource, slow)
+        : (await writeOp(op, resource, slow, active), undefined);
       log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
     } catch (err) {
