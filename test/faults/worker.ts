@@ -236,8 +236,11 @@ async function readOp(op: string, resource: string, manual: boolean, upgrade: bo
       stepDone = true;
     }, { isolationLevel: 'read committed' }).catch((err: unknown) => {
       if (stepDone && isConnectionLost(err)) throw new OwnCommitUnknown(err);
-      // The worker's own transaction, not the library's: a cluster's conflict reaches it raw by design.
-      throw isConflict(err) ? Object.assign(new Error('own business transaction rolled back by a conflict', { cause: err }), { name: 'OwnConflict' }) : err;
+      // The worker's own transaction, not the library's: its driver errors reach it raw by design, and
+      // are named here so the summary does not count them against the library.
+      if (isConflict(err)) throw Object.assign(new Error('own business transaction rolled back by a conflict', { cause: err }), { name: 'OwnConflict' });
+      if (isConnectionLost(err)) throw Object.assign(new Error('own business transaction lost its connection before COMMIT', { cause: err }), { name: 'OwnConnectionLost' });
+      throw err;
     });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
