@@ -53,6 +53,15 @@ describe('failover verdict', () => {
     expect(losses.acknowledgedLost).toEqual(['c']);
     expect(losses.grantsLost).toEqual([3]);
     expect(losses.idsReissued).toEqual([3]);
+    expect(losses.releasedByOthers).toEqual([]);
+  });
+
+  it('counts a grant released as by its holder while its holder found it gone', () => {
+    const { events, db } = failover();
+    // e held grant 4 on the new primary; c's stale release (reissued id) released it; e's fence was refused.
+    events.push(...write('e', 4, [520, 521, 529, 530], 'fail', 'w3').map((x) => (x.ev === 'fail' ? { ...x, err: 'ERR_RWLOCK_LOST' } : x)));
+    db.grants.push(g(4, 521, 525, 'w3'));
+    expect(judgeFailover(check({ events, db }), events, db, { from: 250, to: 400 }).losses.releasedByOthers).toEqual([4]);
   });
 
   it('still fails the same loss when it was acknowledged before the window or after the promotion', () => {

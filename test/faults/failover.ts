@@ -6,7 +6,7 @@
 // lost instead of as a violation when, and only when, it was acknowledged inside the loss window:
 // after the last primary position the replica was seen to apply, and before the replica could
 // take a write. Everything else the checker decides stays as it is. Pure functions over plain data.
-import { ackViolations, summarizeOps, type CheckResult, type DbState, type Violation } from './checker.js';
+import { ackViolations, BY_HOLDER, summarizeOps, type CheckResult, type DbState, type Violation } from './checker.js';
 import type { OpEvent } from './history.js';
 
 /**
@@ -27,6 +27,13 @@ export interface FailoverLosses {
   grantsLost: number[];
   /** Of those, ids the new primary gave again to another grant (AUTO_INCREMENT restarts after what it applied). */
   idsReissued: number[];
+  /**
+   * Grants the database shows released by their holder while that holder found them gone (its
+   * fence refused with ERR_RWLOCK_LOST, or its manual release returned false): released by another
+   * client's stale release of a reissued id, which names the grant by id, resource and mode too.
+   * The fence kept the dispossessed holder's work out; these are counted, not violations.
+   */
+  releasedByOthers: number[];
 }
 
 const MAX_PER_CHECK = 20;
@@ -109,8 +116,18 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
     grantsLost.add(e.grant);
     if (g) idsReissued.add(e.grant);
   }
+  const releasedByOthers = new Set<number>();
+  const opGrant = new Map<string, number>();
+  for (const e of events) {
+    if (e.ev === 'granted' && e.grant !== undefined) opGrant.set(e.op, e.grant);
+    const dispossessed = (e.ev === 'fail' && e.err === 'ERR_RWLOCK_LOST') || (e.ev === 'ok' && e.released === false);
+    const id = opGrant.get(e.op);
+    const g = id === undefined ? undefined : rows.get(id);
+    if (dispossessed && g && g.owner === e.w && !grantsLost.has(g.id) && g.releasedBy === BY_HOLDER) releasedByOthers.add(g.id);
+  }
+  const sorted = (s: Set<number>): number[] => [...s].sort((a, b) => a - b);
   return {
     result: { ...result, violations },
-    losses: { acknowledgedLost, grantsLost: [...grantsLost].sort((a, b) => a - b), idsReissued: [...idsReissued].sort((a, b) => a - b) },
+    losses: { acknowledgedLost, grantsLost: sorted(grantsLost), idsReissued: sorted(idsReissued), releasedByOthers: sorted(releasedByOthers) },
   };
 }
