@@ -68,6 +68,7 @@ export type FaultKind =
   | 'galera-node-sigkill'
   | 'gr-primary-sigkill'
   | 'gr-node-sigkill'
+  | 'async-primary-sigkill'
   | 'concurrent-reapers'
   | 'reaper-vs-commit';
 

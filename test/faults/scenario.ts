@@ -69,6 +69,11 @@ export interface ScenarioOptions {
   maxDurationMs: number;
   /** Extra milliseconds allowed beyond cutoff + reaper period for liveness (reaper run time, polling). */
   livenessSlackMs: number;
+  /**
+   * Decides again from the checker's result, the histories and the final state, for a topology
+   * whose promises differ (an asynchronous failover may lose acknowledged commits); may add notes.
+   */
+  judge?: (result: CheckResult, events: OpEvent[], db: DbState, notes: string[]) => CheckResult;
   log?: (line: string) => void;
 }
 
@@ -219,7 +224,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const state: DbState = await readFinalState(q, settled, PROBE_OWNER);
   const events = histories.flatMap((h) => readJsonl<OpEvent>(h));
   const runs = reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f));
-  const result = check({ events, db: state, samples: sampler.samples, liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs } });
+  const checked = check({ events, db: state, samples: sampler.samples, liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs } });
+  const result = o.judge ? o.judge(checked, events, state, notes) : checked;
   if (!liveAgain) result.violations.push({ check: 'liveness', detail: 'a resource could not be write-locked after the faults stopped' });
 
   // --- evidence from the record: reapers contending, and reapers racing a holder's final commit ---
@@ -255,7 +261,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 }
 
 /** Cluster node kills, whose details (how long the rejoin took) go into the notes. */
-const NODE_KILLS: FaultKind[] = ['galera-node-sigkill', 'gr-primary-sigkill', 'gr-node-sigkill'];
+const NODE_KILLS: FaultKind[] = ['galera-node-sigkill', 'gr-primary-sigkill', 'gr-node-sigkill', 'async-primary-sigkill'];
 
 /**
  * - concurrent-reapers: a grant reaped by one reaper during a round that overlapped another

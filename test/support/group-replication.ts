@@ -68,10 +68,44 @@ async function ask<T>(url: string, sql: string): Promise<T[] | undefined> {
 const AM_I_PRIMARY = `SELECT m.MEMBER_STATE AS state, m.MEMBER_ROLE AS role, @@GLOBAL.super_read_only AS ro
   FROM performance_schema.replication_group_members m WHERE m.MEMBER_ID = @@GLOBAL.server_uuid`;
 
-/** Of `urls`, the one whose server reports itself the ONLINE, writable PRIMARY; undefined when none does (an election is going on). */
+/**
+ * Whether the server at `url` is the writable primary: a group member that reports itself the
+ * ONLINE, writable PRIMARY; or, on a server that cannot answer that (MariaDB has neither the
+ * group's table nor @@server_uuid, and an account may not read performance_schema: an SQL error,
+ * not a lost connection), one that is not read_only — an asynchronous primary, or a replica once
+ * promoted.
+ * Undefined when the server cannot be asked.
+ */
+async function isPrimary(url: string): Promise<boolean | undefined> {
+  let conn: mysql.Connection;
+  try {
+    conn = await mysql.createConnection({ ...parseMysqlUrl(url), connectTimeout: 2000 });
+  } catch {
+    return undefined;
+  }
+  try {
+    try {
+      const [rows] = await conn.query(AM_I_PRIMARY);
+      const me = (rows as Array<{ state: string; role: string; ro: number }>)[0];
+      return me?.state === 'ONLINE' && me.role === 'PRIMARY' && Number(me.ro) === 0;
+    } catch (err) {
+      // The server answered, but not the group's question: it has no group (see above).
+      const e = err as { errno?: number; fatal?: boolean };
+      if (typeof e.errno !== 'number' || e.fatal) throw err;
+      const [rows] = await conn.query('SELECT @@GLOBAL.read_only AS ro');
+      return Number((rows as Array<{ ro: number }>)[0]?.ro) === 0;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    await conn.end().catch(() => undefined);
+  }
+}
+
+/** Of `urls`, the one whose server reports itself the writable primary (see isPrimary); undefined when none does (an election or a failover is going on). */
 export async function findPrimary(urls: readonly string[]): Promise<string | undefined> {
-  const answers = await Promise.all(urls.map((u) => ask<{ state: string; role: string; ro: number }>(u, AM_I_PRIMARY)));
-  const i = answers.findIndex((rows) => rows?.[0]?.state === 'ONLINE' && rows[0].role === 'PRIMARY' && Number(rows[0].ro) === 0);
+  const answers = await Promise.all(urls.map(isPrimary));
+  const i = answers.findIndex((yes) => yes === true);
   return i < 0 ? undefined : urls[i];
 }
 
