@@ -4,7 +4,7 @@ import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnkn
 import { integerOption, LIMITS, type LockLostInfo } from './options.js';
 import { askDatabase, withRetries } from './retry.js';
 import { extendLease } from './sql/extend.js';
-import { findGrantById } from './sql/lookup.js';
+import { findGrantByToken } from './sql/lookup.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
 import { downgradeGrant, upgradeGrant } from './sql/mode.js';
 import { fenceChannel, lostChannel, releaseChannel, traced } from './tracing.js';
@@ -12,7 +12,7 @@ import { RELEASED_BY, STATUS, type LockMode } from './types.js';
 
 /**
  * Runs one statement on the caller's open transaction and resolves to its affected-row count.
- * `params` are numbers and one hex string; placeholders are `?`.
+ * `params` are numbers and hex strings; placeholders are `?`.
  */
 export type FenceExecutor = (sql: string, params: ReleaseParams) => Promise<number>;
 
@@ -24,6 +24,7 @@ export class Grant {
   /** Hex of the client-generated token stored with the grant row. */
   readonly token: string;
   readonly #resource: Buffer;
+  readonly #token: Buffer;
   readonly #ctx: LockContext;
   readonly #lost = new AbortController();
   #mode: LockMode;
@@ -45,6 +46,7 @@ export class Grant {
     this.#resource = resource;
     this.#mode = mode;
     this.owner = ctx.options.owner;
+    this.#token = token;
     this.token = token.toString('hex');
   }
 
@@ -55,7 +57,7 @@ export class Grant {
 
   /** @internal */
   get ref(): GrantRef {
-    return { id: this.id, resource: this.#resource, mode: this.#mode };
+    return { id: this.id, resource: this.#resource, mode: this.#mode, token: this.#token };
   }
 
   /**
@@ -135,13 +137,13 @@ export class Grant {
     const ref = this.ref;
     const what = to === 'read' ? 'downgrade' : 'upgrade';
     const changed = await withRetries(this.#ctx.policy, what, () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)), async (err) => {
-      const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantById(conn, this.id));
+      const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantByToken(conn, this.#token));
       if (reply === undefined) throw new LockOutcomeUnknownError(what, this.token, this.id, err);
       const row = reply.answer;
       if (row?.status === STATUS.live && row.mode === to) return { value: true };
       return row?.status === STATUS.live ? 'retry' : { value: false };
     });
-    const row = changed ? null : await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    const row = changed ? null : await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
     if (changed || (row?.status === STATUS.live && row.mode === to)) {
       this.#mode = to;
       return true;
@@ -161,7 +163,7 @@ export class Grant {
    */
   async confirmLive(): Promise<boolean> {
     if (this.#done) return false;
-    const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+    const row = await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
     if (row?.status === STATUS.live) return true;
     this.#markLost('fence', row?.releasedBy ?? null);
     return false;
@@ -181,9 +183,9 @@ export class Grant {
     integerOption('ms', ms, 1, LIMITS.maxTimerMs);
     if (this.#done) return false;
     return withConnection(this.#ctx.knex, async (conn) => {
-      if (await extendLease(conn, this.id, ms)) return true;
+      if (await extendLease(conn, this.id, this.#token, ms)) return true;
       // Not live: lost, unless it was this holder's own release (an extension racing the commit).
-      const row = await findGrantById(conn, this.id);
+      const row = await findGrantByToken(conn, this.#token);
       if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
       else this.#markLost('extend', row?.releasedBy ?? null);
       return false;
@@ -209,7 +211,7 @@ export class Grant {
     });
     if (!released) {
       // Released before: by this holder's fenced commit, or by someone else (then it was lost).
-      const row = await withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id));
+      const row = await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
       if (row && row.releasedBy !== RELEASED_BY.holder) this.#markLost('release', row.releasedBy);
     }
     this.#settle();
@@ -235,7 +237,7 @@ export class Grant {
     const ref = this.ref;
     const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, async (conn) => {
       if (await releaseGrant(conn, ref, 'holder')) return { releasedNow: true, releasedBy: RELEASED_BY.holder };
-      return { releasedNow: false, releasedBy: (await findGrantById(conn, ref.id))?.releasedBy ?? null };
+      return { releasedNow: false, releasedBy: (await findGrantByToken(conn, ref.token))?.releasedBy ?? null };
     });
     return reply?.answer;
   }
@@ -270,7 +272,7 @@ export class Grant {
       }
     };
     if (releasedBy !== 'look up') return call(releasedBy);
-    void withConnection(this.#ctx.knex, (conn) => findGrantById(conn, this.id)).then((row) => call(row?.releasedBy ?? null), () => call(null));
+    void withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token)).then((row) => call(row?.releasedBy ?? null), () => call(null));
   }
 
   #reportHookError(err: unknown): void {

@@ -1,8 +1,9 @@
 // Property 4: a holder whose grant is reaped while its business transaction runs has its business
 // writes rolled back and gets LockLostError, while the next writer proceeds.
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLockManager, LockLostError, reapStaleGrants, type Grant } from '../src/index.js';
+import { createLockManager, LockLostError, reapStaleGrants, RELEASE_SQL, type Grant } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
 
@@ -113,5 +114,57 @@ describe('fencing', () => {
     expect(value).toBe('paid');
     expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1, version: 1 });
     expect(await ledger('rides')).toEqual([{ grant_id: id }]);
+  });
+});
+
+// After a failover to an asynchronous replica that never received a grant, the new primary hands
+// its id out again: same id, resource and mode, another holder's token. The old holder reaches the
+// new primary with its handle; nothing it does may touch the new holder's grant.
+describe('a grant id handed out again (failover to a replica that never had the grant)', () => {
+  /** Makes the grant's row what the new primary holds: live, same id, another holder's token. */
+  async function reissue(grant: Grant): Promise<void> {
+    await db.knex.raw("UPDATE t_lock_log SET token = UNHEX(?), owner = 'new-holder' WHERE id = ?", [randomBytes(16).toString('hex'), grant.id]);
+  }
+
+  async function newHolderIntact(resource: string, grant: Grant): Promise<void> {
+    expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
+    expect((await createLockManager({ knex: db.knex }).inspect(resource)).holders).toEqual([expect.objectContaining({ id: grant.id, owner: 'new-holder' })]);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  }
+
+  it('the old holder\'s fenced work is refused and rolled back; release, extend and downgrade leave the new grant alone', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    let fenced: Grant | undefined;
+    const outcome = await locks.withWriteLock('reissued', async (trx, grant) => {
+      fenced = grant;
+      await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['reissued', grant.id]);
+      await reissue(grant);
+    }).catch((e: unknown) => e);
+    expect(outcome).toBeInstanceOf(LockLostError);
+    expect(await ledger('reissued')).toEqual([]);
+    await newHolderIntact('reissued', fenced!);
+
+    for (const [resource, act] of [
+      ['reissued-release', (g: Grant) => g.release()],
+      ['reissued-extend', (g: Grant) => g.extend(60_000)],
+      ['reissued-downgrade', (g: Grant) => g.downgrade().then(() => 'downgraded', (e: unknown) => e)],
+    ] as const) {
+      const g = (await locks.tryAcquireWrite(resource))!;
+      await reissue(g);
+      const result = await act(g);
+      expect(result === false || result instanceof LockLostError, `${resource}: ${String(result)}`).toBe(true);
+      await newHolderIntact(resource, g);
+    }
+  });
+
+  it('negative control: the release statement without the token releases the new holder\'s grant', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('reissued-control'))!;
+    await reissue(g);
+    const byIdOnly = RELEASE_SQL.replace(/ AND l\.token = UNHEX\(\?\)$/, '');
+    expect(byIdOnly).not.toBe(RELEASE_SQL);
+    const [result] = (await db.knex.raw(byIdOnly, [1, 1, 0, g.id, Buffer.from('reissued-control').toString('hex'), 0])) as unknown as [{ affectedRows: number }];
+    expect(result.affectedRows).toBe(2);
+    expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2 });
   });
 });

@@ -25,14 +25,9 @@ export async function findGrantByToken(conn: RawConnection, token: Buffer): Prom
   return fromRow((await query<Row[]>(conn, `SELECT ${COLUMNS} FROM t_lock_log WHERE token = ?`, [token]))[0]);
 }
 
-/** Reads a grant row by id. */
-export async function findGrantById(conn: RawConnection, id: number): Promise<LoggedGrant | null> {
-  return fromRow((await query<Row[]>(conn, `SELECT ${COLUMNS} FROM t_lock_log WHERE id = ?`, [id]))[0]);
-}
-
 /** What a release needs to know of a grant, by id; null when there is no such grant. */
 export async function findGrantRef(conn: RawConnection, id: number): Promise<GrantRef | null> {
-  const rows = await query<Array<{ resource_id: Buffer; lock_type: number }>>(conn, 'SELECT resource_id, lock_type FROM t_lock_log WHERE id = ?', [id]);
+  const rows = await query<Array<{ resource_id: Buffer; lock_type: number; token: Buffer }>>(conn, 'SELECT resource_id, lock_type, token FROM t_lock_log WHERE id = ?', [id]);
   const row = rows[0];
-  return row ? { id, resource: row.resource_id, mode: modeOf(Number(row.lock_type)) } : null;
+  return row ? { id, resource: row.resource_id, mode: modeOf(Number(row.lock_type)), token: row.token } : null;
 }

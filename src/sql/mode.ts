@@ -13,8 +13,8 @@ export async function downgradeGrant(conn: RawConnection, grant: GrantRef): Prom
     `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
         SET l.lock_type = ${LOCK_TYPE.read}, l.mode_changed_at = NOW(6), l.version = l.version + 1,
             r.w_count = r.w_count - 1, r.r_count = r.r_count + 1, r.version = r.version + 1
-      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.write} AND l.status = ${STATUS.live}`,
-    [grant.id, hex(grant.resource)],
+      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.write} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`,
+    [grant.id, hex(grant.resource), hex(grant.token)],
   );
   return result.affectedRows === 2;
 }
@@ -29,9 +29,9 @@ export async function upgradeGrant(conn: RawConnection, grant: GrantRef): Promis
     `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
         SET l.lock_type = ${LOCK_TYPE.write}, l.mode_changed_at = NOW(6), l.version = l.version + 1,
             r.w_count = 1, r.r_count = 0, r.version = r.version + 1
-      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.status = ${STATUS.live}
+      WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)
         AND r.w_count = 0 AND r.r_count = 1`,
-    [grant.id, hex(grant.resource)],
+    [grant.id, hex(grant.resource), hex(grant.token)],
   );
   return result.affectedRows === 2;
 }

@@ -5,6 +5,12 @@ export interface GrantRef {
   id: number;
   resource: Buffer;
   mode: LockMode;
+  /**
+   * The holder's client-generated token. Statements name the grant by id and token together: after
+   * a failover to an asynchronous replica that never received a grant, the new primary hands out its
+   * id again, and the id alone would let the old holder release, or fence its work with, the new one.
+   */
+  token: Buffer;
 }
 
 /**
@@ -16,23 +22,23 @@ export interface GrantRef {
  * (1690, out of range) instead of being given back.
  *
  * Run alone it is its own transaction; run as the last statement of a business transaction it is
- * the fence. Parameters are numbers and a hex string only, so any driver or ORM can send them and
+ * the fence. Parameters are numbers and hex strings only, so any driver or ORM can send them and
  * no sql_mode changes how they are read.
  */
 export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
    SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
        r.w_count = r.w_count - ?, r.r_count = r.r_count - ?, r.version = r.version + 1
- WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live}`;
+ WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`;
 
 /** Rows RELEASE_SQL changes when it releases. */
 export const RELEASED_ROWS = 2;
 
 /** RELEASE_SQL's parameters: numbers and the resource id as hex. */
-export type ReleaseParams = [releasedBy: number, writeCount: number, readCount: number, grantId: number, resourceHex: Hex, lockType: number];
+export type ReleaseParams = [releasedBy: number, writeCount: number, readCount: number, grantId: number, resourceHex: Hex, lockType: number, tokenHex: Hex];
 
 export function releaseParams(grant: GrantRef, by: ReleasedBy): ReleaseParams {
   const write = grant.mode === 'write' ? 1 : 0;
-  return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode]];
+  return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
 }
 
 /** Releases on its own connection, as its own transaction. True when this statement released it. */
