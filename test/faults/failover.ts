@@ -30,8 +30,8 @@ export interface FailoverLosses {
   /**
    * Grants the database shows released by their holder while that holder found them gone (its
    * fence refused with ERR_RWLOCK_LOST, or its manual release returned false): released by another
-   * client's stale release of a reissued id, which names the grant by id, resource and mode too.
-   * The fence kept the dispossessed holder's work out; these are counted, not violations.
+   * client's stale release of a reissued id. Every statement names a grant by id and token, which
+   * rules that out: the failover lane requires none.
    */
   releasedByOthers: number[];
 }
@@ -55,8 +55,8 @@ export function ackTimes(events: OpEvent[]): Map<string, number> {
 /**
  * A business row under a grant that, on this database, belongs to another worker or resource: the
  * id was given again after a failover lost the original, and a stale holder committed (or read)
- * under someone else's grant. The fence names the grant by id, resource and mode, so only this
- * check tells the two apart.
+ * under someone else's grant. The fence names the grant by id and token, which rules that out;
+ * this check is what would show it, as the business rows are the only record of who committed.
  */
 export function foreignGrantViolations(events: OpEvent[], db: DbState): Violation[] {
   const out: Violation[] = [];

@@ -460,6 +460,7 @@ describe('reliability under faults', () => {
       runs.push(r);
       expect(r.faults['async-primary-sigkill']?.proven, r.notes.join('\n')).toBe(1);
       expect(r.check.violations).toEqual([]);
+      expect(losses?.releasedByOthers, 'a stale release touched a reissued id').toEqual([]);
       expect(r.liveAgain).toBe(true);
     } finally {
       await pair?.stop();
