@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { LockContext } from './context.js';
-import { ConnectionLostError, LockLostError, LockOutcomeUnknownError } from './errors.js';
+import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from './errors.js';
 import type { FenceExecutor, Grant } from './grant.js';
 import type { IsolationLevel } from './options.js';
 import { withRetries } from './retry.js';
@@ -26,9 +26,11 @@ export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
 export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
   let commitSent = false;
   let value: T | undefined;
+  let modeAtStart = grant.mode;
   return withRetries(ctx.policy, 'the business transaction', async () => {
     commitSent = false;
     value = undefined;
+    modeAtStart = grant.mode;
     let failure: { error: unknown } | undefined;
     try {
       await ctx.knex.transaction(async (trx) => {
@@ -57,9 +59,12 @@ export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedW
     if (outcome === 'committed') return { value: value as T };
     if (outcome === 'lost') throw new LockLostError(grant.id);
     throw new ConnectionLostError('the business transaction', err);
-  }, async () => {
+  }, async (conflict, attempts) => {
     // A conflict rolled the work back: run it again only while the grant is live. A paused holder
     // whose grant was reaped learns so now, instead of redoing work that cannot commit.
     if (!(await grant.confirmLive())) throw new LockLostError(grant.id);
+    // A downgrade or upgrade commits at once, not with the work: a rerun would start under a grant
+    // of the other mode (a withWriteLock callback writing under a read grant), so there is none.
+    if (grant.mode !== modeAtStart) throw new TransactionConflictError('the business transaction (not run again: its grant changed mode during it)', attempts, conflict);
   });
 }

@@ -21,11 +21,12 @@ export type Settled<T> = { value: T } | 'retry';
  *   committed and answers its value, or 'retry' when it certainly did not and a new attempt is
  *   safe (it throws when neither holds). Without `settle`, ConnectionLostError;
  * - anything else is thrown as it is (schema and invariant errors typed).
- * `beforeRerun` runs before a conflict's rerun and may end the loop by throwing.
+ * `beforeRerun` runs before a conflict's rerun, with the conflict and the attempts so far, and may
+ * end the loop by throwing.
  */
 export async function withRetries<T>(
   policy: RetryPolicy, what: string, attempt: () => Promise<T>, settle: ((err: unknown) => Promise<Settled<T>>) | null,
-  beforeRerun?: () => Promise<void>,
+  beforeRerun?: (conflict: unknown, attempts: number) => Promise<void>,
 ): Promise<T> {
   for (let n = 1; ; n++) {
     try {
@@ -33,7 +34,7 @@ export async function withRetries<T>(
     } catch (err) {
       if (isConflict(err)) {
         if (n > policy.retries) throw new TransactionConflictError(what, n, err);
-        await beforeRerun?.();
+        await beforeRerun?.(err, n);
         continue;
       }
       if (!isConnectionLost(err)) throw err;

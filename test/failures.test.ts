@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { FaultProxy } from './support/proxy.js';
-import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError } from '../src/index.js';
+import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError, TransactionConflictError, type Grant } from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
@@ -91,6 +91,32 @@ describe('deadlock (1213)', () => {
     expect(await ledgerCount('dl-lost')).toBe(0);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
+});
+
+describe('deadlock after a mode change', () => {
+  for (const [outer, change] of [['withWriteLock', 'downgrade'], ['withReadLock', 'tryUpgrade']] as const) {
+    it(`${outer} whose grant ran ${change}() is not run again under the other mode: TransactionConflictError, nothing committed, the grant released`, async () => {
+      const locks = createLockManager({ knex: db.knex });
+      const resource = `dl-${change}`;
+      let attempts = 0;
+      const other = await db.knex.transaction();
+      const work = async (trx: Knex.Transaction, grant: Grant): Promise<void> => {
+        attempts += 1;
+        if (change === 'downgrade') await grant.downgrade();
+        else expect(await grant.tryUpgrade()).toBe(grant);
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [resource, grant.id]);
+        await loseDeadlock(trx, other);
+      };
+      const run = outer === 'withWriteLock' ? locks.withWriteLock(resource, work) : locks.withReadLock(resource, work);
+      const err = await run.then(() => undefined, (e: unknown) => e).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+      expect(err).toBeInstanceOf(TransactionConflictError);
+      expect((err as Error).message).toMatch(/changed mode/);
+      expect(attempts).toBe(1);
+      expect(await ledgerCount(resource)).toBe(0);
+      expect((await locks.inspect(resource)).holders).toEqual([]);
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+  }
 });
 
 describe('lock wait timeout (1205)', () => {
