@@ -56,6 +56,22 @@ describe('failover verdict', () => {
     expect(losses.releasedByOthers).toEqual([]);
   });
 
+  it('counts a downgrade acknowledged inside the window and missing on the new primary as lost; outside it, a violation', () => {
+    const { events, db } = failover();
+    // b downgraded grant 2 at 260 (inside the window); the new primary still shows it a write grant.
+    const inside = [...events, { t: 260, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 }];
+    const plain = check({ events: inside, db });
+    expect(plain.violations.map((v) => v.check)).toContain('transition');
+    const judged = judgeFailover(plain, inside, db, { from: 250, to: 400 });
+    expect(judged.result.violations).toEqual([]);
+    expect(judged.losses.modeChangesLost).toBe(1);
+    // The same downgrade acknowledged at 240, before the window: the replica had applied it, so its absence is a violation.
+    const before = [...events, { t: 240, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 }];
+    const r = judgeFailover(check({ events: before, db }), before, db, { from: 250, to: 400 });
+    expect(r.result.violations.map((v) => v.detail)).toEqual(['b: grant 2 was downgraded, but the log shows a write grant that never changed mode']);
+    expect(r.losses.modeChangesLost).toBe(0);
+  });
+
   it('counts a grant released as by its holder while its holder found it gone', () => {
     const { events, db } = failover();
     // e held grant 4 on the new primary; c's stale release (reissued id) released it; e's fence was refused.

@@ -6,7 +6,7 @@
 // lost instead of as a violation when, and only when, it was acknowledged inside the loss window:
 // after the last primary position the replica was seen to apply, and before the replica could
 // take a write. Everything else the checker decides stays as it is. Pure functions over plain data.
-import { ackViolations, BY_HOLDER, summarizeOps, type CheckResult, type DbState, type Violation } from './checker.js';
+import { ackViolations, BY_HOLDER, summarizeOps, transitionViolations, type CheckResult, type DbState, type Violation } from './checker.js';
 import type { OpEvent } from './history.js';
 
 /**
@@ -23,6 +23,8 @@ export interface LossWindow {
 export interface FailoverLosses {
   /** Operations acknowledged inside the window whose business row the new primary does not have. */
   acknowledgedLost: string[];
+  /** Downgrades and upgrades acknowledged inside the window, or of a lost grant: not on the new primary. */
+  modeChangesLost: number;
   /** Grants the workers were given that the new primary does not have (no row with that id and owner). */
   grantsLost: number[];
   /** Of those, ids the new primary gave again to another grant (AUTO_INCREMENT restarts after what it applied). */
@@ -77,7 +79,7 @@ export function foreignGrantViolations(events: OpEvent[], db: DbState): Violatio
 }
 
 /**
- * Re-decides the ack check of `result` with the loss window, adds the foreign-grant check, and
+ * Re-decides the ack and mode-change checks of `result` with the loss window, adds the foreign-grant check, and
  * counts what the failover lost. The ack check is run again here uncapped, so a loss can never
  * push a real ack violation out of the checker's per-check limit.
  */
@@ -94,14 +96,6 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
     acknowledgedLost.push(op);
     lost.add(missingRow(s.kind, op));
   }
-  const ack = ackViolations(events, db).violations.filter((v) => !lost.has(v.detail));
-  const foreign = foreignGrantViolations(events, db);
-  const violations = [
-    ...result.violations.filter((v) => v.check !== 'ack'),
-    ...ack.slice(0, MAX_PER_CHECK),
-    ...foreign.slice(0, MAX_PER_CHECK),
-  ];
-
   const rows = new Map(db.grants.map((g) => [g.id, g]));
   const grantsLost = new Set<number>();
   const idsReissued = new Set<number>();
@@ -116,6 +110,21 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
     grantsLost.add(e.grant);
     if (g) idsReissued.add(e.grant);
   }
+  // A mode change is a commit of its own: one the old primary acknowledged inside the window, or
+  // on a grant the new primary does not hold as the worker's, was lost with it, as acquires were.
+  const changes = (e: OpEvent): boolean => e.ev === 'downgraded' || e.ev === 'upgraded';
+  const changeLost = (e: OpEvent): boolean => changes(e) && ((e.t >= window.from && e.t <= window.to) || (e.grant !== undefined && grantsLost.has(e.grant)));
+  const modeChangesLost = events.filter(changeLost).length;
+  const transitions = transitionViolations(events.filter((e) => !changeLost(e)), db.grants);
+  const ack = ackViolations(events, db).violations.filter((v) => !lost.has(v.detail));
+  const foreign = foreignGrantViolations(events, db);
+  const violations = [
+    ...result.violations.filter((v) => v.check !== 'ack' && v.check !== 'transition'),
+    ...ack.slice(0, MAX_PER_CHECK),
+    ...transitions.slice(0, MAX_PER_CHECK),
+    ...foreign.slice(0, MAX_PER_CHECK),
+  ];
+
   const releasedByOthers = new Set<number>();
   const opGrant = new Map<string, number>();
   for (const e of events) {
@@ -128,6 +137,6 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
   const sorted = (s: Set<number>): number[] => [...s].sort((a, b) => a - b);
   return {
     result: { ...result, violations },
-    losses: { acknowledgedLost, grantsLost: sorted(grantsLost), idsReissued: sorted(idsReissued), releasedByOthers: sorted(releasedByOthers) },
+    losses: { acknowledgedLost, modeChangesLost, grantsLost: sorted(grantsLost), idsReissued: sorted(idsReissued), releasedByOthers: sorted(releasedByOthers) },
   };
 }
