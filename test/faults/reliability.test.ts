@@ -451,7 +451,7 @@ describe('reliability under faults', () => {
         r.notes.push(
           `lost in the failover: ${l.grantsLost.length} grants the workers were given that the new primary does not have` +
             `${l.idsReissued.length ? ` (${l.idsReissued.length} of their ids given again by it to other grants)` : ''}; ` +
-            `${l.acknowledgedLost.length} acknowledged operations whose business rows it does not have; ${l.modeChangesLost} acknowledged mode changes` +
+            `${l.acknowledgedLost.length} acknowledged operations whose business rows it does not have; ${l.modeChangesLost} acknowledged mode changes it does not have` +
             (l.grantsLost.length + l.acknowledgedLost.length === 0 ? ' — nothing was lost in this run' : '') +
             ` (the checker without the loss window reported ${plainAck} ack violations; it caps each check at 20)`,
           `grants released as by their holder while that holder found them gone (a stale release of a reissued id): ${l.releasedByOthers.length}`,
