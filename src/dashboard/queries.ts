@@ -1,11 +1,8 @@
 // The operator page's reads beyond the operator API (stats, list): recent releases by the reaper
 // and operators, and the grants of a time window for the timeline.
 import { query, type RawConnection } from '../connection.js';
-import { RELEASED_BY, STATUS, modeOf, type LockMode } from '../types.js';
-
-export type EndedBy = 'holder' | 'reaper' | 'operator' | null;
-
-const ENDED: Record<number, EndedBy> = { [RELEASED_BY.holder]: 'holder', [RELEASED_BY.reaper]: 'reaper', [RELEASED_BY.operator]: 'operator' };
+import type { GrantHistoryEntry } from '../sql/operate.js';
+import { endedBy, RELEASED_BY, STATUS, modeOf, type EndedBy, type LockMode } from '../types.js';
 
 export interface RecentRelease {
   grantId: number;
@@ -39,21 +36,13 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
     owner: r.owner,
     createTime: r.create_time,
     releasedAt: r.released_at,
-    releasedBy: ENDED[r.released_by] ?? null,
+    releasedBy: endedBy(r.released_by),
     releaser: r.releaser === '' ? null : r.releaser,
     reason: r.reason,
   }));
 }
 
-export interface TimelineGrant {
-  id: number;
-  mode: LockMode;
-  owner: string;
-  createTime: Date;
-  releasedAt: Date | null;
-  releasedBy: EndedBy;
-  reason: string | null;
-}
+export type TimelineGrant = Pick<GrantHistoryEntry, 'id' | 'mode' | 'owner' | 'createTime' | 'releasedAt' | 'releasedBy' | 'reason'>;
 
 export interface TimelineLane {
   resourceId: string;
@@ -112,7 +101,7 @@ export async function timeline(conn: RawConnection, options: { resource?: Buffer
       owner: r.owner,
       createTime: r.create_time,
       releasedAt: r.released_at,
-      releasedBy: r.released_by === null ? null : (ENDED[r.released_by] ?? null),
+      releasedBy: endedBy(r.released_by),
       reason: r.reason,
     });
   }

@@ -1,13 +1,7 @@
 import { query, type RawConnection } from '../connection.js';
-import { STATUS, modeOf, type LockMode } from '../types.js';
+import { STATUS, modeOf, type GrantSummary } from '../types.js';
 
-export interface Holder {
-  id: number;
-  mode: LockMode;
-  owner: string;
-  createTime: Date;
-  /** Age on the database clock. */
-  ageMs: number;
+export interface Holder extends GrantSummary {
   /** Set by Grant.extend(): the reaper leaves the grant alone until then. */
   leaseUntil: Date | null;
   /** Older than the manager's staleAfterMs and not under an extended lease: the reaper will release it. */

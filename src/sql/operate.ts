@@ -1,17 +1,11 @@
 import { query, type RawConnection, type SqlValue } from '../connection.js';
 import { InvalidOptionsError } from '../errors.js';
-import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type LockMode, type ReleasedBy } from '../types.js';
+import { endedBy, LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type EndedBy, type GrantSummary, type LockMode } from '../types.js';
 import { STALE_SQL } from './reap.js';
 
-/** A live grant as `list()` returns it; times and ages on the database clock. */
-export interface ListedGrant {
-  /** The grant id (fencing token); pass the last one of a page as `after` for the next. */
-  id: number;
+/** A live grant as `list()` returns it; pass the last `id` of a page as `after` for the next. */
+export interface ListedGrant extends GrantSummary {
   resourceId: string;
-  mode: LockMode;
-  owner: string;
-  createTime: Date;
-  ageMs: number;
   /** Set by `extend()`/`leaseMs`: the reaper leaves the grant alone until then. */
   leaseUntil: Date | null;
   /** The reaper's own test with the manager's `staleAfterMs`: older than it and not under a lease. */
@@ -108,9 +102,6 @@ export async function listLive(conn: RawConnection, f: ListFilter, staleAfterMs:
   return { grants, next: rows.length > f.limit ? grants.at(-1)!.id : null };
 }
 
-/** How a grant ended, or null while it is live. */
-export type EndedBy = ReleasedBy | null;
-
 /** One grant of a resource's history, as `history()` returns it. */
 export interface GrantHistoryEntry {
   id: number;
@@ -134,7 +125,6 @@ export interface GrantHistoryEntry {
   reason: string | null;
 }
 
-const ENDED_BY = new Map<number, ReleasedBy>(Object.entries(RELEASED_BY).map(([k, v]) => [v, k as ReleasedBy]));
 
 /**
  * A resource's grants, newest first. The log has deliberately no index on resource_id (every grant
@@ -163,7 +153,7 @@ export async function resourceHistory(
     owner: r.owner,
     createTime: r.create_time,
     releasedAt: r.released_at,
-    releasedBy: r.released_by === null ? null : (ENDED_BY.get(Number(r.released_by)) ?? null),
+    releasedBy: endedBy(r.released_by),
     heldMs: Number(r.held_us) / 1000,
     modeChangedAt: r.mode_changed_at,
     releaser: r.releaser === null || r.releaser === '' ? null : r.releaser,

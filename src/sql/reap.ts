@@ -1,6 +1,6 @@
 import { query, type RawConnection } from '../connection.js';
 import { LockInvariantError } from '../errors.js';
-import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type LockMode } from '../types.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type GrantSummary } from '../types.js';
 import { noteReleases } from './release-note.js';
 
 export interface Candidate {
@@ -8,14 +8,8 @@ export interface Candidate {
   version: number;
 }
 
-export interface ReapedGrant {
-  id: number;
+export interface ReapedGrant extends GrantSummary {
   resourceId: string;
-  mode: LockMode;
-  owner: string;
-  createTime: Date;
-  /** Age on the database clock when it was reaped. */
-  ageMs: number;
 }
 
 /**
