@@ -24,6 +24,7 @@ import { createLockManager, migrate } from '../src/index.js';
 import { contention } from './cases/contention.js';
 import { fenced } from './cases/fenced.js';
 import { handover } from './cases/handover.js';
+import { oneCommit } from './cases/one-commit.js';
 import { peers } from './cases/peers.js';
 import { procedures } from './cases/procedures.js';
 import { reaper } from './cases/reaper.js';
@@ -37,7 +38,7 @@ import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js
 import { evaluate, targetTable } from './lib/targets.js';
 
 /** In the order they run; round cases of all of them are interleaved first. */
-const FAMILIES: Family[] = [throughput, fenced, procedures, reference, peers, contention, handover, writers, reaper, scale];
+const FAMILIES: Family[] = [throughput, fenced, oneCommit, procedures, reference, peers, contention, handover, writers, reaper, scale];
 
 const argv = process.argv.slice(2);
 const flag = (name: string): boolean => argv.includes(`--${name}`);

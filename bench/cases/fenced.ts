@@ -15,10 +15,6 @@ for (const c of [1, 16]) {
   targets.push({ id: `r1.2 c=${c}`, label: 'fenced withWriteLock ÷ plain txn (distinct)', ...fencedOverPlain, atLeast: 0.3 });
   targets.push({ id: `14.1 c=${c}`, label: 'fenced withWriteLock ÷ plain txn (distinct)', ...fencedOverPlain, atLeast: 0.45 });
 }
-targets.push({
-  id: '14.5', label: 'one-commit fenced op for short sections ÷ plain txn', atLeast: 0.7,
-  notBuilt: 'not built: no one-commit mode exists yet, so there is nothing to measure',
-});
 
 export const fenced: Family = {
   groups: ['fenced'],

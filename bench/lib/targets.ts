@@ -14,13 +14,11 @@ export interface Target {
   id: string;
   label: string;
   /** The value is `of ÷ (factor × per)`, or `of` alone when there is no `per`. */
-  of?: Ref;
+  of: Ref;
   per?: Ref;
   factor?: number;
   atLeast?: number;
   atMost?: number;
-  /** Set when the thing the target asks for does not exist yet: printed as a row saying so. */
-  notBuilt?: string;
 }
 
 export interface Evaluated {
@@ -28,8 +26,7 @@ export interface Evaluated {
   label: string;
   value: number | undefined;
   goal: string;
-  verdict: 'met' | 'not met' | 'info' | 'n/a' | 'not built';
-  note?: string;
+  verdict: 'met' | 'not met' | 'info' | 'n/a';
 }
 
 function read(results: Results, ref: Ref): number | undefined {
@@ -39,7 +36,6 @@ function read(results: Results, ref: Ref): number | undefined {
 export function evaluate(targets: Target[], results: Results): Evaluated[] {
   return [...targets].sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true })).map((t) => {
     const goal = t.atLeast !== undefined ? `>= ${t.atLeast}` : t.atMost !== undefined ? `<= ${t.atMost}` : '(info)';
-    if (t.notBuilt || !t.of) return { id: t.id, label: t.label, value: undefined, goal, verdict: 'not built', note: t.notBuilt ?? '' };
     const of = read(results, t.of);
     const per = t.per ? read(results, t.per) : 1;
     const value = of === undefined || per === undefined || per === 0 ? undefined : of / ((t.factor ?? 1) * per);
@@ -55,6 +51,6 @@ export function targetTable(rows: Evaluated[]): string[] {
   return [
     '| target | | value | goal | met |',
     '|---|---|--:|--:|---|',
-    ...rows.map((r) => `| ${r.id} | ${r.label}${r.note ? ` — ${r.note}` : ''} | ${r.value === undefined ? 'n/a' : r.value.toFixed(3)} | ${r.goal} | ${r.verdict} |`),
+    ...rows.map((r) => `| ${r.id} | ${r.label} | ${r.value === undefined ? 'n/a' : r.value.toFixed(3)} | ${r.goal} | ${r.verdict} |`),
   ];
 }
