@@ -5,9 +5,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectKnex } from '../../harness/database.js';
 import { createLockManager } from '../../src/index.js';
+import { section } from './one-commit.js';
 
 export interface Phase {
   resource: string;
+  /** 'grant' (default): acquireWrite, hold, release. 'section': the one-commit prototype, holding inside its transaction. */
+  via?: 'grant' | 'section';
   waiters: number;
   holdMs: number;
   awayMs: number;
@@ -28,12 +31,24 @@ async function run(phase: Phase): Promise<GrantTimes[]> {
   await Promise.all(Array.from({ length: phase.waiters }, async () => {
     while (now() < phase.endAt) {
       const asked = now();
-      const g = await locks.acquireWrite(phase.resource, { waitMs: 60_000 });
-      const granted = now();
-      await sleep(phase.holdMs);
-      const releasing = now();
-      await g.release();
-      grants.push([asked, granted, releasing, now()]);
+      if (phase.via === 'section') {
+        let granted = 0;
+        let releasing = 0;
+        const done = await section(knex, phase.resource, async () => {
+          granted = now();
+          await sleep(phase.holdMs);
+          releasing = now();
+        });
+        if (!done) throw new Error(`a durable grant holds ${phase.resource}`);
+        grants.push([asked, granted, releasing, now()]);
+      } else {
+        const g = await locks.acquireWrite(phase.resource, { waitMs: 60_000 });
+        const granted = now();
+        await sleep(phase.holdMs);
+        const releasing = now();
+        await g.release();
+        grants.push([asked, granted, releasing, now()]);
+      }
       if (phase.awayMs > 0) await sleep(phase.awayMs);
     }
   }));

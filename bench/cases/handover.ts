@@ -1,8 +1,10 @@
 // Hand-over between processes: 32 waiters in 4 processes on one write lock, each holding it 1 ms,
 // against one holder alone doing the same (for the database CPU a grant costs under contention);
-// and two processes alternating on one lock (hold 10 ms, 30 ms away). A cross-process hand-over is
-// the time from a release returning in one process to the next grant in another, for a waiter that
-// was already waiting when the release returned.
+// the same 32 waiters as one-commit sections (the prototype of bench/cases/one-commit.ts, which wait
+// on the resource row's lock); and two processes alternating on one lock (hold 10 ms, 30 ms away).
+// A cross-process hand-over is the time from a release returning in one process to the next grant
+// in another, for a waiter that was already waiting when the release returned (a section can be
+// granted a moment before its predecessor's commit reply arrives: a hand-over below zero).
 import { fork, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +12,7 @@ import type { Family } from '../lib/family.js';
 import { fmt } from '../lib/format.js';
 import { percentile, pooled, runFor, serverCpuUs, sortedCopy, stats, type Sample } from '../lib/run.js';
 import type { GrantTimes, Phase } from './handover-child.js';
+import { resourceRows } from './one-commit.js';
 import { CEILING } from './throughput.js';
 
 const PROCESSES = 4;
@@ -100,12 +103,14 @@ function summarise(results: PhaseResult[]): Record<string, number | undefined> {
 
 export const handover: Family = {
   groups: ['handover'],
-  async run({ server, dbName, locks, seconds, rounds, log }, results) {
+  async run({ server, dbName, knex, locks, seconds, rounds, log }, results) {
     const children: Child[] = [];
     try {
       for (let p = 0; p < PROCESSES; p++) children.push(await startChild(server.url, dbName));
+      await resourceRows(knex, ['handover-section']);
       const alone: Sample[] = [];
       const many: PhaseResult[] = [];
+      const sections: PhaseResult[] = [];
       const alternate: PhaseResult[] = [];
       for (let r = 0; r < rounds; r++) {
         log(`[bench] hand-over round ${r + 1}/${rounds}: 1 holder here, 32 waiters in ${PROCESSES} processes, 2 processes alternating`);
@@ -116,16 +121,17 @@ export const handover: Family = {
         }, 150));
         many.push(await phase(children, { resource: 'handover-32', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0 }, seconds * 1000, 300));
         alternate.push(await phase(children.slice(0, 2), { resource: 'handover-alt', waiters: 1, holdMs: 10, awayMs: 30 }, seconds * 1000, 150));
+        // the same 32 waiters as one-commit sections (bench/cases/one-commit.ts): they wait on the row lock
+        sections.push(await phase(children, { resource: 'handover-section', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0, via: 'section' }, seconds * 1000, 300));
       }
-      const many32 = summarise(many);
       const ceilingP50 = results.value(CEILING, 'p50', 1);
+      // the hold as it really was (a 1 ms timer sleeps longer) plus one commit: what a hand-over
+      // costs if the release hands the lock over in its own commit
+      const withOneHandover = (r: Record<string, number | undefined>): Record<string, number | undefined> =>
+        ({ ...r, oneHandoverMs: ceilingP50 === undefined ? undefined : r.holdMean! + ceilingP50 });
       results.set('handover.1x1', { ...stats(pooled(alone)) });
-      results.set('handover.32x4', {
-        ...many32,
-        // the hold as it really was (a 1 ms timer sleeps longer) plus one commit: what a hand-over
-        // costs if the release hands the lock over in its own commit
-        oneHandoverMs: ceilingP50 === undefined ? undefined : many32.holdMean! + ceilingP50,
-      });
+      results.set('handover.32x4', withOneHandover(summarise(many)));
+      results.set('handover.32x4.section', withOneHandover(summarise(sections)));
       results.set('handover.alternate2', summarise(alternate));
     } finally {
       for (const c of children) c.process.send({ stop: true });
@@ -136,12 +142,15 @@ export const handover: Family = {
     const one = results.get('handover.1x1');
     const many = results.get('handover.32x4');
     const alt = results.get('handover.alternate2');
-    if (!one || !many || !alt) return [];
+    const sec = results.get('handover.32x4.section');
+    if (!one || !many || !alt || !sec) return [];
     return [
       `hand-over, 32 waiters in ${PROCESSES} processes (1 ms hold, really ${fmt(many.holdMean, 2)} ms): ${fmt(many.opsPerSec)} grants/s (one holder alone ${fmt(one.opsPerSec)}/s);` +
         ` waits p50 ${fmt(many.waitP50, 1)} ms, p99 ${fmt(many.waitP99, 1)} ms, max ${fmt(many.waitMax, 1)} ms; one hand-over at one commit ${fmt(many.oneHandoverMs, 2)} ms;` +
         ` ${fmt(many.crossCount)} cross-process hand-overs p50 ${fmt(many.crossP50, 2)} ms, max ${fmt(many.crossMax, 2)} ms;` +
         ` server CPU per grant ${fmt(many.serverCpuUsPerOp)} µs (alone ${fmt(one.serverCpuUsPerOp)} µs)`,
+      `hand-over, the same 32 waiters as one-commit sections (prototype): ${fmt(sec.opsPerSec)} grants/s; waits p50 ${fmt(sec.waitP50, 1)} ms, p99 ${fmt(sec.waitP99, 1)} ms, max ${fmt(sec.waitMax, 1)} ms;` +
+        ` cross-process hand-overs p50 ${fmt(sec.crossP50, 2)} ms, max ${fmt(sec.crossMax, 2)} ms; server CPU per grant ${fmt(sec.serverCpuUsPerOp)} µs`,
       `hand-over, 2 processes alternating (hold 10 ms, 30 ms away): ${fmt(alt.ops)} grants, ${fmt(alt.crossCount)} to a waiting other process: p50 ${fmt(alt.crossP50, 2)} ms, p99 ${fmt(alt.crossP99, 2)} ms, max ${fmt(alt.crossMax, 2)} ms`,
     ];
   },
@@ -155,6 +164,14 @@ export const handover: Family = {
     {
       id: '14.2 32x4 server CPU', label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold)`,
       of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' }, per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' }, atMost: 1.1,
+    },
+    {
+      id: '14.2 32x4 max wait, sections', label: `the same with one-commit sections (prototype, not built): max wait ÷ (32 × one hand-over at one commit)`,
+      of: { case: 'handover.32x4.section', metric: 'waitMax' }, per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' }, factor: 32, atMost: 1.5,
+    },
+    {
+      id: '14.2 32x4 server CPU, sections', label: 'the same with one-commit sections (prototype, not built): server CPU per grant ÷ one holder alone',
+      of: { case: 'handover.32x4.section', metric: 'serverCpuUsPerOp' }, per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' }, atMost: 1.1,
     },
     { id: '14.2 alt2 p50', label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over p50 ms', of: { case: 'handover.alternate2', metric: 'crossP50' }, atMost: 3 },
     { id: '14.2 alt2 max', label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over max ms', of: { case: 'handover.alternate2', metric: 'crossMax' }, atMost: 10 },

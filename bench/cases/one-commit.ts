@@ -19,14 +19,24 @@ const TAKE_WRITE = `UPDATE t_read_write_lock SET version = version + 1
 const LOG_SECTION = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
 VALUES (?, 0, ${STATUS.released}, NOW(6), 1, 'bench', ?, NOW(6), ${RELEASED_BY.holder})`;
 
-const section = (knex: Knex, resource: string, account: number): Promise<boolean> =>
+/**
+ * Runs `work` as a one-commit section on `resource` (whose row must exist): false, with nothing
+ * done, when a durable grant holds the lock. A section that finds another section holding the row
+ * waits on its InnoDB lock and decides when that commits.
+ */
+export const section = (knex: Knex, resource: string, work: (trx: Knex.Transaction) => Promise<unknown>): Promise<boolean> =>
   knex.transaction(async (trx) => {
     const [taken] = (await trx.raw(TAKE_WRITE, [Buffer.from(resource)])) as unknown as [{ affectedRows: number }];
     if (taken.affectedRows !== 1) return false;
-    await businessUpdate(trx, account);
+    await work(trx);
     await trx.raw(LOG_SECTION, [Buffer.from(resource), randomBytes(16)]);
     return true;
   });
+
+/** A free resource row for each id, as after first use. */
+export async function resourceRows(knex: Knex, ids: string[]): Promise<void> {
+  await knex.raw(`INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES ${ids.map(() => '(?)').join(', ')}`, ids.map((id) => Buffer.from(id)));
+}
 
 const targets: Target[] = [1, 16].map((c) => ({
   id: `14.5 c=${c}`, label: 'one-commit section (prototype, not built) ÷ plain txn (distinct)',
@@ -36,18 +46,16 @@ const targets: Target[] = [1, 16].map((c) => ({
 export const oneCommit: Family = {
   groups: ['fenced'],
   roundCases: async ({ knex }) => {
-    // the resource rows exist, as they would after first use
-    const ids = [...Array.from({ length: 16 }, (_, w) => `oc-${w}`), 'oc-hot'];
-    await knex.raw(`INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES ${ids.map(() => '(?)').join(', ')}`, ids.map((id) => Buffer.from(id)));
+    await resourceRows(knex, [...Array.from({ length: 16 }, (_, w) => `oc-${w}`), 'oc-hot']);
     const ratios = (plain: string) => [{ name: 'x plain tx', to: plain }];
     return [
       {
         id: 'onecommit.write.distinct', group: 'fenced', label: 'one-commit section prototype + 1-row UPDATE, distinct',
-        op: (w) => section(knex, `oc-${w}`, w + 1), ratios: ratios('plain.txn.distinct'),
+        op: (w) => section(knex, `oc-${w}`, (trx) => businessUpdate(trx, w + 1)), ratios: ratios('plain.txn.distinct'),
       },
       {
         id: 'onecommit.write.hot', group: 'fenced', label: 'one-commit section prototype + 1-row UPDATE, one hot',
-        op: () => section(knex, 'oc-hot', 1000), ratios: ratios('plain.txn.hot'),
+        op: () => section(knex, 'oc-hot', (trx) => businessUpdate(trx, 1000)), ratios: ratios('plain.txn.hot'),
       },
     ];
   },
