@@ -130,8 +130,10 @@ describe('checker', () => {
     db.counters = [{ resource: 'r1', value: 1 }];
     expect(check({ events, db }).violations.map((v) => v.detail)).toContain('write b was acknowledged but its business row is missing');
     const failed = clean();
-    failed.events = failed.events.map((e) => (e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'fail' as const } : e));
+    failed.events = failed.events.map((e) => (e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'fail' as const, err: 'NO_PRIMARY' } : e));
     expect(checksOf(check(failed))).toEqual(['ack']);
+    // the violation says how far the operation got, and when, so a rare one can be traced from the summary
+    expect(check(failed).violations[0]!.detail).toBe('write b failed (NO_PRIMARY) but its business row (grant 2) committed; its events: invoke +0ms, granted 2 +1ms, work-done +2ms, fail (NO_PRIMARY) +3ms');
   });
 
   it('accepts either outcome for unknown ops and for ops cut off by a kill', () => {

@@ -313,12 +313,16 @@ interface OpSummary {
   grants: number[];
   /** The error a failed operation reported. */
   err?: string;
+  /** Its events in order, with milliseconds since the first: how far it got, and how long each step took. */
+  trail: string[];
+  from: number;
 }
 
 export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
   const ops = new Map<string, OpSummary>();
   for (const e of events) {
-    const o = ops.get(e.op) ?? { kind: e.kind, outcome: 'unknown' as Outcome, committed: false, grants: [] };
+    const o = ops.get(e.op) ?? { kind: e.kind, outcome: 'unknown' as Outcome, committed: false, grants: [], trail: [], from: e.t };
+    o.trail.push(`${e.ev}${e.grant !== undefined ? ` ${e.grant}` : ''}${e.err !== undefined ? ` (${e.err})` : ''} +${Math.round(e.t - o.from)}ms`);
     if (e.ev === 'granted' && e.grant !== undefined) o.grants.push(e.grant);
     if (e.ev === 'commit-ok') o.committed = true;
     if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') o.outcome = e.ev;
@@ -342,7 +346,7 @@ export function ackViolations(events: OpEvent[], db: DbState): { violations: Vio
     const rows = rowsByOp.get(op) ?? [];
     if (rows.length > 1) out.push({ check: 'ack', detail: `${op}: ${rows.length} business rows for one operation` });
     if (outcome === 'ok' && rows.length === 0) out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
-    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed` });
+    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed; its events: ${s.trail.join(', ')}` });
     if (rows.length === 1 && s.grants.length > 0 && !s.grants.includes(rows[0]!.grant)) {
       out.push({ check: 'ack', detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}` });
     }
