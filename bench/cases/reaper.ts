@@ -40,7 +40,7 @@ export interface ReapFigures extends Metrics {
  * Needs bench_nums and resources res-0 .. res-(total - 1) with total > 2 × count: grants on
  * res-0 .. res-(2 × count - 1) are made stale and reaped; the workers use the rest.
  */
-export async function measureReap(db: Knex, locks: LockManager, { count, total, seconds, log, batchSize }: { count: number; total: number; seconds: number; log: (l: string) => void; batchSize?: number }): Promise<ReapFigures> {
+export async function measureReap(db: Knex, locks: LockManager, { count, total, seconds, log }: { count: number; total: number; seconds: number; log: (l: string) => void }): Promise<ReapFigures> {
   // `count` stale grants (backdated) on res-from .. res-(from + count - 1), their counts taken
   const stale = async (from: number): Promise<void> => {
     log(`[reap] ${count} stale grants on res-${from}..`);
@@ -53,7 +53,7 @@ export async function measureReap(db: Knex, locks: LockManager, { count, total, 
       WHERE b.n < ?`, [from, count]);
   };
   await stale(0);
-  const alone = await reapStaleGrants(db, { staleAfterMs: 600_000, ...(batchSize ? { batchSize } : {}) });
+  const alone = await reapStaleGrants(db, { staleAfterMs: 600_000 });
   await stale(count);
   const other = (): string => `res-${2 * count + Math.floor(Math.random() * (total - 2 * count))}`;
   const acquireOnce = async (into: number[]): Promise<void> => {
@@ -68,7 +68,7 @@ export async function measureReap(db: Knex, locks: LockManager, { count, total, 
   await runFor(seconds * 1000, 8, () => acquireOnce(without));
   const during: number[] = [];
   let reapDone = false;
-  const reap = reapStaleGrants(db, { staleAfterMs: 600_000, ...(batchSize ? { batchSize } : {}) }).finally(() => (reapDone = true));
+  const reap = reapStaleGrants(db, { staleAfterMs: 600_000 }).finally(() => (reapDone = true));
   await Promise.all(Array.from({ length: 8 }, async () => {
     while (!reapDone) await acquireOnce(during);
   }));
