@@ -54,7 +54,8 @@ export class LockLostError extends RwLockError {
 }
 
 /**
- * The connection was lost while a commit was in flight and the outcome could not be determined.
+ * The connection was lost while a commit was in flight, or the commit replied an error, and the
+ * database did not say in time whether it committed.
  * The grant token lets an operator look the row up; a grant left behind is released by the reaper.
  */
 export class LockOutcomeUnknownError extends RwLockError {
@@ -63,7 +64,7 @@ export class LockOutcomeUnknownError extends RwLockError {
   constructor(what: string, token: string, grantId: number | null, cause: unknown) {
     super(
       'ERR_RWLOCK_OUTCOME_UNKNOWN',
-      `connection lost during ${what}; whether it committed is unknown (grant token ${token})`,
+      `connection lost or commit failed during ${what}, and the database did not answer in time: whether it committed is unknown (grant token ${token})`,
       { cause },
     );
     this.token = token;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { isConnectionLost } from './connection.js';
 import type { LockContext } from './context.js';
 import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from './errors.js';
 import type { FenceExecutor, Grant } from './grant.js';
@@ -20,15 +21,17 @@ export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
  * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
  * writes and the release commit together or not at all. Under the library's retry policy: a
  * conflict rolls it back whole and it runs again under the same grant, if that is still live; a
- * COMMIT whose reply was lost is settled from the grant row. Any rejection of `work`, whatever its value, rolls back and
- * is rethrown as it is.
+ * COMMIT whose reply was lost, or that replied an error, is settled from the grant row. Any
+ * rejection of `work`, whatever its value, rolls back and is rethrown as it is.
  */
 export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
   let commitSent = false;
   let value: T | undefined;
   let modeAtStart = grant.mode;
+  let confirmedLive = false;
   return withRetries(ctx.policy, 'the business transaction', async () => {
     commitSent = false;
+    confirmedLive = false;
     value = undefined;
     modeAtStart = grant.mode;
     let failure: { error: unknown } | undefined;
@@ -47,7 +50,20 @@ export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedW
     } catch (caught) {
       // The work's own rejection says what happened: when the connection died under it, knex's
       // failed ROLLBACK would replace it.
-      throw failure ? failure.error : caught;
+      if (failure) throw failure.error;
+      // A lost reply goes to the settling below; an error the COMMIT itself replied is settled here.
+      if (!commitSent || isConnectionLost(caught)) throw caught;
+      // It normally rolled back, but a cluster may apply a commit it replied an error for (see isLive).
+      const live = await grant.isLive().catch((err: unknown) => {
+        throw err instanceof LockOutcomeUnknownError ? new LockOutcomeUnknownError('business commit', grant.token, grant.id, caught) : err;
+      });
+      if (!live) {
+        if (grant.signal.aborted) throw new LockLostError(grant.id);
+        return value as T;
+      }
+      // Rolled back: a conflict runs again, anything else reaches the caller (the grant is released).
+      confirmedLive = true;
+      throw caught;
     }
     grant.committed();
     return value as T;
@@ -62,7 +78,13 @@ export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedW
   }, async (conflict, attempts) => {
     // A conflict rolled the work back: run it again only while the grant is live. A paused holder
     // whose grant was reaped learns so now, instead of redoing work that cannot commit.
-    if (!(await grant.confirmLive())) throw new LockLostError(grant.id);
+    if (!confirmedLive) {
+      // Nothing committed; a database that cannot say whether the grant is live is unreachable.
+      const live = await grant.isLive().catch((err: unknown) => {
+        throw err instanceof LockOutcomeUnknownError ? new ConnectionLostError('the business transaction', conflict) : err;
+      });
+      if (!live) throw new LockLostError(grant.id);
+    }
     // A downgrade or upgrade commits at once, not with the work: a rerun would start under a grant
     // of the other mode (a withWriteLock callback writing under a read grant), so there is none.
     if (grant.mode !== modeAtStart) throw new TransactionConflictError('the business transaction (not run again: its grant changed mode during it)', attempts, conflict);

@@ -157,15 +157,23 @@ export class Grant {
   }
 
   /**
-   * Reads the grant row: true while it is live; otherwise the grant is marked lost. Used before a
-   * business transaction runs again after a conflict, so work is not redone under a lost grant.
-   * @internal
+   * Reads the grant row: true while the grant is live. False once it has ended: by this holder (its
+   * fenced commit or a release; `signal` not aborted) or by the reaper or an operator (`signal`
+   * aborted). After a COMMIT of a fenced transaction that replied an error, this says whether to run
+   * it again: the error normally means it rolled back (true), but a cluster member that leaves the
+   * group while the commit is being certified cannot know the outcome, and the rest of the group may
+   * apply it (false, `signal` not aborted: it committed). Asks until the database answers (through a
+   * failover), then LockOutcomeUnknownError after `resolveTimeoutMs`. For a COMMIT whose reply was
+   * lost use `release()`, which waits for the lost transaction to finish.
    */
-  async confirmLive(): Promise<boolean> {
+  async isLive(): Promise<boolean> {
     if (this.#done) return false;
-    const row = await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
+    const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantByToken(conn, this.#token));
+    if (reply === undefined) throw new LockOutcomeUnknownError('business commit', this.token, this.id, null);
+    const row = reply.answer;
     if (row?.status === STATUS.live) return true;
-    this.#markLost('fence', row?.releasedBy ?? null);
+    if (row?.releasedBy === RELEASED_BY.holder) this.#settle();
+    else this.#markLost('fence', row?.releasedBy ?? null);
     return false;
   }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
+import { createLockManager, LockAbortedError, LockTimeoutError, RELEASE_SQL } from '../src/index.js';
+import { resourceKey } from '../src/resource-id.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations, resourceRows } from './support/state.js';
 
@@ -63,6 +64,23 @@ describe('read-write semantics', () => {
     expect(await locks.forceRelease(g!.id)).toBe(true);
     expect(await locks.forceRelease(g!.id)).toBe(false);
     expect(await g!.release()).toBe(false);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('isLive reads the grant row: true while held; false once released by its holder, or by an operator (then signal aborts)', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const mine = await locks.tryAcquireWrite('is-live-1');
+    expect(await mine!.isLive()).toBe(true);
+    // Released by its holder on another Grant object for the same row: this one learns it from the row.
+    await db.knex.raw(RELEASE_SQL, [1, 1, 0, mine!.id, resourceKey('is-live-1').toString('hex'), 0, mine!.token]);
+    expect(await mine!.isLive()).toBe(false);
+    expect(mine!.signal.aborted).toBe(false);
+    expect(await mine!.release()).toBe(false);
+
+    const taken = await locks.tryAcquireWrite('is-live-2');
+    expect(await locks.forceRelease(taken!.id)).toBe(true);
+    expect(await taken!.isLive()).toBe(false);
+    expect(taken!.signal.aborted).toBe(true);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 });

@@ -1,10 +1,12 @@
 // Property 5: 1213 is retried; 1205 is rolled back and never committed; a connection lost during
-// COMMIT is settled from the grant row (or surfaces as LockOutcomeUnknownError) — never a silent
-// double grant or a leaked count.
+// COMMIT, or an error COMMIT replied, is settled from the grant row (or surfaces as
+// LockOutcomeUnknownError) — never a silent double grant or a leaked count.
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectKnex, parseMysqlUrl } from '../harness/database.js';
-import { FaultProxy } from './support/proxy.js';
+import { connectKnex } from '../harness/database.js';
+import { isConflict } from '../src/connection.js';
+import { knexExecutor } from '../src/fenced.js';
+import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError, TransactionConflictError, type Grant } from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
@@ -18,13 +20,9 @@ beforeAll(async () => {
   await db.knex.raw('CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL) ENGINE=InnoDB');
   await db.knex.raw('INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0)');
   await db.knex.raw('CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(32), grant_id BIGINT) ENGINE=InnoDB');
-  const target = parseMysqlUrl(db.url);
-  proxy = new FaultProxy(target.host, target.port);
-  const port = await proxy.listen();
-  const url = new URL(db.url);
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
-  viaProxy = connectKnex(url.toString(), db.name, { poolMax: 4 });
+  const front = await proxyFor(db.url);
+  proxy = front.proxy;
+  viaProxy = connectKnex(front.url.toString(), db.name, { poolMax: 4 });
 });
 
 afterAll(async () => {
@@ -251,6 +249,125 @@ describe('connection lost during COMMIT', () => {
     await pay().catch(() => pay()); // "retry on connection error"
     await cut;
     expect(await ledgerCount('cl-6')).toBe(2); // what looking the grant up prevents
+  });
+});
+
+describe('an error replied to COMMIT', () => {
+  // Errors a Group Replication member replies to COMMIT: a certification failure, and a failure of
+  // its commit hook. A member that leaves the group while its commit is being certified cannot know
+  // the outcome, and the rest of the group may apply it. The proxy forwards the COMMIT (or a
+  // ROLLBACK in its place) and hands the client the error instead of the server's reply.
+  const CERTIFICATION_FAILED = { errno: 3101, sqlState: '40000', message: 'Plugin instructed the server to rollback the current transaction.' };
+  const HOOK_FAILED = { errno: 3100, sqlState: 'HY000', message: "Error on observer while running replication hook 'before_commit'." };
+
+  it.each([['a conflict (3101)', CERTIFICATION_FAILED], ['another error (3100)', HOOK_FAILED]] as const)(
+    '%s for a COMMIT the server made: settled from the grant row and reported as committed; the work ran once', async (_, error) => {
+      const tag = `cc-ok-${error.errno}`;
+      const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+      let id = 0;
+      let runs = 0;
+      let replaced: Promise<string> | undefined;
+      const value = await locks.withWriteLock(tag, async (trx, grant) => {
+        runs++;
+        replaced ??= proxy.armErrorReply(/^COMMIT/i, error);
+        id = grant.id;
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
+        return 'paid';
+      });
+      expect(await replaced).toMatch(/^COMMIT/i);
+      expect(value).toBe('paid');
+      expect(runs).toBe(1);
+      expect(await ledgerCount(tag)).toBe(1);
+      expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+  it('a conflict for a COMMIT the server rolled back: run again under the same grant and committed once', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const grants = new Set<number>();
+    let runs = 0;
+    let replaced: Promise<string> | undefined;
+    const value = await locks.withWriteLock('cc-retry', async (trx, grant) => {
+      runs++;
+      replaced ??= proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
+      grants.add(grant.id);
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-retry', grant.id]);
+      return 'paid';
+    });
+    expect(await replaced).toMatch(/^COMMIT/i);
+    expect(value).toBe('paid');
+    expect(runs).toBe(2);
+    expect(grants.size).toBe(1);
+    expect(await ledgerCount('cc-retry')).toBe(1);
+    expect(await grantRow(db.knex, [...grants][0]!)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('another error for a COMMIT the server rolled back: the error reaches the caller, nothing committed, the grant released', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    let id = 0;
+    let runs = 0;
+    const err = await locks.withWriteLock('cc-fail', async (trx, grant) => {
+      runs++;
+      void proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
+      id = grant.id;
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-fail', grant.id]);
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ errno: 3100 });
+    expect(runs).toBe(1);
+    expect(await ledgerCount('cc-fail')).toBe(0);
+    expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('your own transaction: grant.isLive() tells a COMMIT that replied an error but committed (false) from one that rolled back (true)', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const pay = (grant: Grant, tag: string): Promise<unknown> => viaProxy.transaction(async (trx) => {
+      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
+      await grant.fence(knexExecutor(trx));
+    }).then(() => null, (err: unknown) => err);
+
+    const committed = await locks.acquireWrite('cc-own-1');
+    void proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
+    expect(isConflict(await pay(committed, 'cc-own-1'))).toBe(true);
+    expect(await committed.isLive()).toBe(false);
+    expect(committed.signal.aborted).toBe(false); // ended by its own commit: do not run it again
+    expect(await ledgerCount('cc-own-1')).toBe(1);
+
+    const rolledBack = await locks.acquireWrite('cc-own-2');
+    void proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
+    expect(isConflict(await pay(rolledBack, 'cc-own-2'))).toBe(true);
+    expect(await rolledBack.isLive()).toBe(true); // nothing committed: run it again under the same grant
+    expect(await pay(rolledBack, 'cc-own-2')).toBeNull();
+    rolledBack.committed();
+    expect(await ledgerCount('cc-own-2')).toBe(1);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('isLive() when the database cannot be reached within resolveTimeoutMs: LockOutcomeUnknownError with the token', async () => {
+    const { proxy: own, url } = await proxyFor(db.url);
+    const knex = connectKnex(url.toString(), db.name, { poolMax: 2 });
+    try {
+      const locks = createLockManager({ knex, resolveTimeoutMs: 300 });
+      const grant = await locks.acquireWrite('cc-unreachable');
+      await own.close(); // every connection cut, and no new one accepted
+      const err = await grant.isLive().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockOutcomeUnknownError);
+      expect(err).toMatchObject({ token: grant.token, grantId: grant.id });
+      expect(await createLockManager({ knex: db.knex }).forceRelease(grant.id)).toBe(true);
+    } finally {
+      await knex.destroy();
+    }
+  });
+
+  it('negative control: running a transaction again on the conflict its COMMIT replied applies it twice', async () => {
+    const replaced = proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
+    const pay = (): Promise<void> => viaProxy.transaction(async (trx) => {
+      await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cc-twice']);
+    });
+    await pay().catch((err: unknown) => (isConflict(err) ? pay() : Promise.reject(err))); // "retry on a conflict"
+    await replaced;
+    expect(await ledgerCount('cc-twice')).toBe(2); // what reading the grant row prevents
   });
 });
 

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
-import { FaultProxy } from './support/proxy.js';
+import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
 import { newToken } from '../src/token.js';
 import { useTestDatabase } from './support/db.js';
@@ -32,11 +32,9 @@ const RUNTIME_GRANTS = (database: string): string[] => [
 beforeAll(async () => {
   await db.knex.raw(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
   for (const grant of RUNTIME_GRANTS(db.name)) await db.knex.raw(grant);
-  const target = parseMysqlUrl(db.url);
-  proxy = new FaultProxy(target.host, target.port);
-  const url = new URL(db.url);
-  url.hostname = '127.0.0.1';
-  url.port = String(await proxy.listen());
+  const front = await proxyFor(db.url);
+  proxy = front.proxy;
+  const url = front.url;
   url.username = user;
   url.password = password;
   runtimeUrl = url.toString();

@@ -1,14 +1,26 @@
 // A TCP proxy between MySQL clients and a server that can cut a connection at a chosen command:
 // it reads the client's packets (3-byte length, sequence byte, payload), and when a COM_QUERY
 // matches an armed pattern it either cuts before forwarding (the server never sees it) or
-// forwards it and cuts before the reply reaches the client (the outcome is unknown to the client).
+// forwards it and cuts before the reply reaches the client (the outcome is unknown to the client),
+// or forwards it (or another statement in its place) and hands the client an error packet instead
+// of the server's reply: an error a server or cluster can reply whether or not the statement took effect.
 import { createServer, Socket, type Server } from 'node:net';
+import { parseMysqlUrl } from '../../harness/database.js';
 
 export type CutMode = 'before-forward' | 'before-reply';
 
+/** An error packet to hand the client in place of a reply. */
+export interface ReplyError {
+  errno: number;
+  sqlState: string;
+  message: string;
+}
+
 interface Arm {
   pattern: RegExp;
-  mode: CutMode;
+  mode: CutMode | 'error-reply';
+  error?: ReplyError;
+  sendInstead?: string;
   fired: (sql: string) => void;
   /** Only the connection whose server thread id (from the handshake) is this one; any when undefined. */
   threadId?: number;
@@ -46,6 +58,24 @@ function queryText(payload: Buffer, queryAttributes: boolean): string | undefine
   return payload.subarray(afterSets).toString('utf8');
 }
 
+/** A COM_QUERY packet whose SQL text `sql` (at its end) is replaced by `text`: same prefix, same sequence number. */
+function withQueryText(packet: Buffer, sql: string, text: string): Buffer {
+  const payload = Buffer.concat([packet.subarray(4, packet.length - Buffer.byteLength(sql, 'utf8')), Buffer.from(text, 'utf8')]);
+  const header = Buffer.alloc(4);
+  header.writeUIntLE(payload.length, 0, 3);
+  header[3] = packet[3]!;
+  return Buffer.concat([header, payload]);
+}
+
+/** An ERR packet (protocol 4.1): 0xff, the error number, '#', the SQL state, the message. */
+function errorPacket(error: ReplyError, sequence: number): Buffer {
+  const payload = Buffer.concat([Buffer.from([0xff, error.errno & 0xff, error.errno >> 8]), Buffer.from(`#${error.sqlState}${error.message}`, 'utf8')]);
+  const header = Buffer.alloc(4);
+  header.writeUIntLE(payload.length, 0, 3);
+  header[3] = sequence;
+  return Buffer.concat([header, payload]);
+}
+
 export class FaultProxy {
   readonly #target: { host: string; port: number };
   readonly #sockets = new Set<Socket>();
@@ -68,6 +98,15 @@ export class FaultProxy {
   /** Cuts the first connection whose next query matches `pattern`; resolves with that SQL. */
   armOnce(pattern: RegExp, mode: CutMode): Promise<string> {
     return new Promise((resolve) => this.#arms.push({ pattern, mode, fired: resolve }));
+  }
+
+  /**
+   * Forwards the first query matching `pattern` (or, with `sendInstead`, that statement in its
+   * place), then gives its client `error` instead of the server's reply; the connection stays open.
+   * Resolves with the SQL the client sent.
+   */
+  armErrorReply(pattern: RegExp, error: ReplyError, sendInstead?: string): Promise<string> {
+    return new Promise((resolve) => this.#arms.push({ pattern, mode: 'error-reply', error, sendInstead, fired: resolve }));
   }
 
   /**
@@ -110,6 +149,8 @@ export class FaultProxy {
     client.on('error', cut);
     server.on('error', cut);
     let swallowReply = false;
+    let replaceReply: ReplyError | undefined;
+    let held = Buffer.alloc(0);
     let threadId: number | undefined;
     // Negotiated capabilities are those both sides offer: the server's handshake and the client's
     // handshake response (its first packet). MariaDB reuses bit 27 of the client's flags, so the
@@ -127,8 +168,15 @@ export class FaultProxy {
           serverCapabilities = chunk.readUInt16LE(end + 14) | (chunk.readUInt16LE(end + 19) << 16);
         }
       }
-      if (swallowReply) cut();
-      else client.write(chunk);
+      if (swallowReply) return cut();
+      if (replaceReply === undefined) return client.write(chunk);
+      // The reply's first packet, whole, becomes the error packet, with the same sequence number.
+      held = Buffer.concat([held, chunk]);
+      if (held.length < 4 || held.length < 4 + held.readUIntLE(0, 3)) return;
+      const rest = held.subarray(4 + held.readUIntLE(0, 3));
+      client.write(Buffer.concat([errorPacket(replaceReply, held[3]!), rest]));
+      replaceReply = undefined;
+      held = Buffer.alloc(0);
     });
     server.connect(this.#target.port, this.#target.host);
     let pending = Buffer.alloc(0);
@@ -141,16 +189,16 @@ export class FaultProxy {
         pending = pending.subarray(4 + length);
         if (capabilities === undefined && packet.length >= 8) capabilities = packet.readUInt32LE(4) & serverCapabilities;
         const arm = this.#match(packet, threadId, ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0);
+        const sql = arm ? queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '' : '';
         if (arm?.mode === 'before-forward') {
           cut();
-          arm.fired(queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '');
+          arm.fired(sql);
           return;
         }
-        if (arm?.mode === 'before-reply') {
-          swallowReply = true;
-          arm.fired(queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '');
-        }
-        server.write(packet);
+        if (arm?.mode === 'before-reply') swallowReply = true;
+        if (arm?.mode === 'error-reply') replaceReply = arm.error;
+        arm?.fired(sql);
+        server.write(arm?.sendInstead === undefined ? packet : withQueryText(packet, sql, arm.sendInstead));
       }
     });
   }
@@ -164,4 +212,14 @@ export class FaultProxy {
     const [arm] = this.#arms.splice(index, 1);
     return arm;
   }
+}
+
+/** A listening proxy in front of the server of `serverUrl`, and that URL with the proxy in its place. */
+export async function proxyFor(serverUrl: string): Promise<{ proxy: FaultProxy; url: URL }> {
+  const target = parseMysqlUrl(serverUrl);
+  const proxy = new FaultProxy(target.host, target.port);
+  const url = new URL(serverUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(await proxy.listen());
+  return { proxy, url };
 }
