@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, RwLockError, SchemaMissingError } from './errors.js';
+import { LockInvariantError, RwLockError, SchemaMissingError, ServerReadOnlyError } from './errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -66,19 +66,22 @@ export function firstRow<T>(callResult: unknown, what: string): T {
 export const ER_SP_DOES_NOT_EXIST = 1305;
 const SCHEMA_MISSING = new Set([1146, ER_SP_DOES_NOT_EXIST]); // no such table, no such procedure
 
+/** read_only / super_read_only (ER_OPTION_PREVENTS_STATEMENT); a read-only session or transaction. */
+const READ_ONLY = new Set([1290, 1792]);
 const ER_DATA_OUT_OF_RANGE = 1690;
 const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB
 
 /**
- * Typed errors for what the lock's own statements can meet: a missing schema, and counts that
- * disagree with the grant log (changed by hand): a count given back below zero, or a count
- * against the tables' CHECK constraint. Only for the library's statements: a
- * business statement's errors are the application's own.
+ * Typed errors for what the lock's own statements can meet: a missing schema, a read-only server,
+ * and counts that disagree with the grant log (changed by hand): a count given back below zero, or
+ * a count against the tables' CHECK constraint. Only for the library's statements: a business
+ * statement's errors are the application's own.
  */
 export function translate(err: unknown): unknown {
   const errno = errnoOf(err);
   if (errno === undefined) return err;
   if (SCHEMA_MISSING.has(errno)) return new SchemaMissingError(err);
+  if (READ_ONLY.has(errno)) return new ServerReadOnlyError(err);
   if (errno === ER_DATA_OUT_OF_RANGE || ER_CHECK_CONSTRAINT.has(errno)) {
     return new LockInvariantError('mysql-rwlock: the lock counts disagree with the grant log (changed by hand?); the transaction was refused', err);
   }

@@ -110,6 +110,18 @@ export class TransactionConflictError extends RwLockError {
   }
 }
 
+/**
+ * The server refused one of the lock's writes because it is read-only: `read_only` or
+ * `super_read_only` (1290: a replica, or a primary that stepped down in a failover), or a read-only
+ * session or transaction (1792). Nothing was changed. Connect to the writable primary (a pool may
+ * still hold connections to a node that stopped being it).
+ */
+export class ServerReadOnlyError extends RwLockError {
+  constructor(cause: unknown) {
+    super('ERR_RWLOCK_READ_ONLY', "the server refused the lock's write: it is read-only (a replica, a primary that stepped down, or a read-only session); nothing was changed: connect to the writable primary", { cause });
+  }
+}
+
 /** Another migrate() held the migration lock for longer than `waitMs`, or a crashed one left it taken. */
 export class MigrationLockedError extends RwLockError {
   constructor(message: string, cause?: unknown) {

@@ -21,6 +21,7 @@ export {
   LockLostError,
   LockOutcomeUnknownError,
   SchemaMissingError,
+  ServerReadOnlyError,
   LockInvariantError,
   ConnectionLostError,
   TransactionConflictError,

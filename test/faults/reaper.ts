@@ -3,8 +3,7 @@
 // same stale grants. Each round is appended to a JSONL file.
 // Usage: node --import tsx test/faults/reaper.ts '<ReaperConfig JSON>'
 import { connectKnex } from '../../harness/database.js';
-import { errnoOf } from '../../src/connection.js';
-import { connectFollowingPrimary, ER_OPTION_PREVENTS_STATEMENT } from '../support/group-replication.js';
+import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import type { Knex } from 'knex';
 import { reapStaleGrants } from '../../src/index.js';
 import { referenceReap } from './broken.js';
@@ -53,7 +52,7 @@ async function main(): Promise<void> {
       const e = err as { code?: string; message?: string };
       run.error = e.code ?? e.message ?? String(err);
       // super_read_only: this pool is on a node that is no longer the primary.
-      if (config.followPrimary && errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT) {
+      if (config.followPrimary && refusedAsReadOnly(err)) {
         const old = db;
         db = connect();
         await old.destroy().catch(() => undefined);

@@ -11,8 +11,8 @@ import type { Knex } from 'knex';
 import { connectKnex } from '../../harness/database.js';
 import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant, type LockManager } from '../../src/index.js';
 import { knexExecutor } from '../../src/fenced.js';
-import { errnoOf, isConflict, isConnectionLost } from '../../src/connection.js';
-import { connectFollowingPrimary, ER_OPTION_PREVENTS_STATEMENT } from '../support/group-replication.js';
+import { isConflict, isConnectionLost } from '../../src/connection.js';
+import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
@@ -287,7 +287,7 @@ async function main(): Promise<void> {
       const c = classify(err);
       log({ op, kind, resource, ev: c.outcome, err: c.err });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: c.outcome, err: c.err });
-      if (config.followPrimary && errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT) await moveToPrimary();
+      if (config.followPrimary && refusedAsReadOnly(err)) await moveToPrimary();
       // The server may be down (restarting): do not spin.
       if (c.outcome !== 'ok' && !stopper.signal.aborted) await new Promise((r) => setTimeout(r, rand(20, 120)));
     }

@@ -13,6 +13,8 @@ import mysql from 'mysql2/promise';
 import { CHROOTS, ensureChroot } from '../../harness/chroot.js';
 import { parseMysqlUrl } from '../../harness/database.js';
 import { freePort, runServer, stopProcess } from '../../harness/server.js';
+import { errnoOf } from '../../src/connection.js';
+import { ServerReadOnlyError } from '../../src/index.js';
 
 export type GroupMode = 'single-primary' | 'multi-primary';
 
@@ -141,6 +143,11 @@ function initialise(root: string, server: string, datadir: string): Promise<void
 }
 
 export const ER_OPTION_PREVENTS_STATEMENT = 1290;
+
+/** A write refused by a node that is not (or no longer) a writable primary: the library's typed error, or a business statement's raw 1290. */
+export function refusedAsReadOnly(err: unknown): boolean {
+  return err instanceof ServerReadOnlyError || errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT;
+}
 
 export async function startGroupReplication(options: { mode: GroupMode; log?: (line: string) => void }): Promise<GroupCluster> {
   const log = options.log ?? (() => undefined);

@@ -1,0 +1,97 @@
+// A server that refuses writes (a replica, a primary that stepped down, a read-only session) gets a
+// typed error from every lock write, and nothing changes in the database.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { connectKnex } from '../harness/database.js';
+import { createLockManager, reapStaleGrants, ServerReadOnlyError } from '../src/index.js';
+import { errnoOf } from '../src/connection.js';
+import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
+import { proxyFor, type FaultProxy } from './support/proxy.js';
+import { invariantViolations } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+/** Every session of this pool is read-only, as on a reader endpoint: the lock's writes fail with 1792. */
+let readOnly: Knex;
+
+beforeAll(() => {
+  readOnly = connectKnex(db.url, db.name, { poolMax: 4, afterCreate: 'SET SESSION TRANSACTION READ ONLY' });
+});
+
+afterAll(async () => {
+  await readOnly?.destroy();
+});
+
+async function logRows(resourceId: string): Promise<number> {
+  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [Array<{ n: number }>];
+  return Number(rows[0]!.n);
+}
+
+function expectReadOnly(err: unknown, errno: number): void {
+  expect(err).toBeInstanceOf(ServerReadOnlyError);
+  expect((err as ServerReadOnlyError).code).toBe('ERR_RWLOCK_READ_ONLY');
+  expect(errnoOf((err as Error).cause)).toBe(errno);
+}
+
+describe('a read-only session', () => {
+  it('acquire, withWriteLock, forceRelease and the reaper throw ServerReadOnlyError; nothing changes', async () => {
+    const locks = createLockManager({ knex: readOnly });
+    expectReadOnly(await locks.tryAcquireWrite('ro-1').catch((e: unknown) => e), 1792);
+    expectReadOnly(await locks.acquireRead('ro-1', { waitMs: 1_000 }).catch((e: unknown) => e), 1792);
+    let ran = false;
+    expectReadOnly(await locks.withWriteLock('ro-1', async () => void (ran = true)).catch((e: unknown) => e), 1792);
+    expect(ran).toBe(false);
+    expect(await logRows('ro-1')).toBe(0);
+
+    // A grant made through a writable pool cannot be released or reaped through the read-only one.
+    const held = await createLockManager({ knex: db.knex }).tryAcquireWrite('ro-2');
+    expectReadOnly(await locks.forceRelease(held!.id).catch((e: unknown) => e), 1792);
+    expect((await locks.inspect('ro-2')).wCount).toBe(1);
+    // The reaper reports a grant it could not release and goes on.
+    const reap = await reapStaleGrants(readOnly, { staleAfterMs: 1 });
+    expect(reap).toMatchObject({ reaped: 0, failed: 1 });
+    expect(reap.problems).toEqual([`grant ${held!.id}: ${new ServerReadOnlyError(null).message}`]);
+    expect((await locks.inspect('ro-2')).holders.map((h) => h.id)).toEqual([held!.id]);
+    expect(await held!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
+describe('a server running read_only (1290, as a Group Replication secondary or a replica replies)', () => {
+  const SUPER_READ_ONLY = { errno: 1290, sqlState: 'HY000', message: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement' };
+  let proxy: FaultProxy;
+  let viaProxy: Knex;
+  beforeAll(async () => {
+    const front = await proxyFor(db.url);
+    proxy = front.proxy;
+    viaProxy = connectKnex(front.url.toString(), db.name, { poolMax: 4 });
+  });
+  afterAll(async () => {
+    await viaProxy?.destroy();
+    await proxy?.close();
+  });
+
+  it('the acquire refused with 1290: ServerReadOnlyError, no grant written', async () => {
+    // The proxy does not forward the acquire's write and answers it the way a read_only server does.
+    const refused = proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, SUPER_READ_ONLY, 'DO 0');
+    const err = await createLockManager({ knex: viaProxy }).tryAcquireWrite('ro-3').catch((e: unknown) => e);
+    await refused;
+    expectReadOnly(err, 1290);
+    expect(await logRows('ro-3')).toBe(0);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('a lost acquire reply settled during a failover: a probe refused with 1290 is asked again, and the grant is found', async () => {
+    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    // The reply that carries the acquire's outcome is cut; the first probe that settles it (the
+    // withdraw-by-token insert) meets a read-only node.
+    const cut = proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
+    const refused = proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, SUPER_READ_ONLY, 'DO 0');
+    const g = await locks.tryAcquireWrite('ro-4');
+    await cut;
+    await refused;
+    expect(g).not.toBeNull();
+    expect((await locks.inspect('ro-4')).holders.map((h) => h.id)).toEqual([g!.id]);
+    expect(await g!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
