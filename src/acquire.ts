@@ -24,7 +24,9 @@ export interface Target {
  */
 export async function acquire(ctx: LockContext, t: Target, waitMs: number, signal: AbortSignal | undefined): Promise<Grant> {
   const { backoffMinMs, backoffMaxMs, writerIntentMs } = ctx.options;
-  const startedAt = Date.now();
+  // A monotonic clock: a wall-clock step must not end a wait early, and whole milliseconds would
+  // end it up to one short.
+  const startedAt = performance.now();
   const deadline = startedAt + waitMs;
   const intentMs = t.mode === 'write' && waitMs > 0 ? writerIntentMs : 0;
   if (signal?.aborted) throw new LockAbortedError(signal.reason);
@@ -42,7 +44,7 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
       if (behind !== null) {
         // The previous head was just granted a conflicting lock: wait for its release (a local
         // release wakes us at once), polling in case it is released elsewhere.
-        await ticket.pause(Math.min(Math.max(0, deadline - Date.now()), backoffMaxMs), signal, behind);
+        await ticket.pause(Math.min(Math.max(0, deadline - performance.now()), backoffMaxMs), signal, behind);
       }
     }
     for (let n = 0; ; n++) {
@@ -53,14 +55,14 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
         granted = signal?.aborted ? null : t.mode;
         return await unlessAborted(grant, signal);
       }
-      const remaining = deadline - Date.now();
+      const remaining = deadline - performance.now();
       if (remaining <= 0) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
       // A release in this process during the failed attempt: try again at once, backoff restarted.
       if (ticket.epoch !== seen) {
         n = -1;
         continue;
       }
-      await ticket.pause(Math.min(remaining, backoffDelay(n, backoffMinMs, backoffMaxMs, Date.now() - startedAt)), signal, seen);
+      await ticket.pause(Math.min(remaining, backoffDelay(n, backoffMinMs, backoffMaxMs, performance.now() - startedAt)), signal, seen);
     }
   } finally {
     ticket.leave(granted);

@@ -94,7 +94,7 @@ export async function migrate(db: Knex, options?: MigrateOptions): Promise<Migra
     throw new InvalidOptionsError(`procedures must be true or false, got ${typeof o.procedures}`);
   }
   const what: MigrationOptions = { procedures: o.procedures ?? MIGRATE_DEFAULTS.procedures };
-  const deadline = Date.now() + waitMs;
+  const deadline = performance.now() + waitMs;
   await ensureBookkeeping(db);
   for (let n = 0; ; n++) {
     if (await tryLock(db)) {
@@ -104,7 +104,7 @@ export async function migrate(db: Knex, options?: MigrateOptions): Promise<Migra
         await unlock(db);
       }
     }
-    if (Date.now() >= deadline) {
+    if (performance.now() >= deadline) {
       throw new MigrationLockedError(
         `migrate: ${LOCK_TABLE} stayed locked for ${waitMs} ms. If no migrate() is running, one crashed holding it: ` +
           `run UPDATE ${LOCK_TABLE} SET is_locked = 0, then migrate() again`,

@@ -59,7 +59,7 @@ const PROBE_PAUSE_MS = 50;
  * a read-only server is asked again, as a failover may be about to make it the primary.
  */
 export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: RawConnection) => Promise<T>): Promise<{ answer: T } | undefined> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     try {
       return { answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))) };
@@ -67,7 +67,7 @@ export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: 
       // A read-only server is one a failover has not finished with: ask again.
       if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError)) throw err;
     }
-    if (Date.now() >= deadline) return undefined;
+    if (performance.now() >= deadline) return undefined;
     await sleep(PROBE_PAUSE_MS);
   }
 }

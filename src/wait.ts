@@ -133,13 +133,19 @@ export class Ticket {
   }
 
   /**
-   * Resolves true once this ticket is the head of its queue, false when `deadline` passes first;
-   * rejects with LockAbortedError when `signal` aborts.
+   * Resolves true once this ticket is the head of its queue, false when `deadline` (on the
+   * `performance.now()` clock) passes first; rejects with LockAbortedError when `signal` aborts.
    */
   async untilHead(deadline: number, signal: AbortSignal | undefined): Promise<boolean> {
-    const head = await this.#sleep(() => this.isHead, Math.max(0, deadline - Date.now()), signal, true);
-    if (head) this.#wasHead = true;
-    return head;
+    // A timer may fire a little before its time: sleep again until the deadline has truly passed.
+    for (let left = deadline - performance.now(); ; left = deadline - performance.now()) {
+      const head = await this.#sleep(() => this.isHead, Math.max(0, left), signal, true);
+      if (head) {
+        this.#wasHead = true;
+        return true;
+      }
+      if (performance.now() >= deadline) return false;
+    }
   }
 
   /**

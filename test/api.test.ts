@@ -103,11 +103,31 @@ describe('waiting', () => {
   it('times out with LockTimeoutError and leaves nothing behind', async () => {
     const locks = createLockManager({ knex: db.knex });
     const held = await locks.tryAcquireWrite('wait-2');
-    const started = Date.now();
+    const started = performance.now();
     await expect(locks.acquireRead('wait-2', { waitMs: 150 })).rejects.toBeInstanceOf(LockTimeoutError);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
     await held!.release();
     expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('never gives up before waitMs has passed on a monotonic clock, as the head of the queue or behind it', async () => {
+    // Short waits, many of them: a deadline kept in whole milliseconds of the wall clock, or a
+    // timer that fires early, ends some of these waits up to a millisecond short.
+    const locks = createLockManager({ knex: db.knex });
+    const held = await locks.tryAcquireWrite('wait-2b');
+    const waited = async (mode: 'read' | 'write', waitMs: number): Promise<number> => {
+      const started = performance.now();
+      await expect(locks[mode === 'read' ? 'acquireRead' : 'acquireWrite']('wait-2b', { waitMs })).rejects.toBeInstanceOf(LockTimeoutError);
+      return performance.now() - started;
+    };
+    for (let i = 0; i < 40; i++) {
+      const waitMs = 3 + (i % 5);
+      // The reader queues behind the writer, which outlasts it: it times out still waiting its turn.
+      const [head, behind] = await Promise.all([waited('write', 3 * waitMs), waited('read', waitMs)]);
+      expect(head).toBeGreaterThanOrEqual(3 * waitMs);
+      expect(behind).toBeGreaterThanOrEqual(waitMs);
+    }
+    await held!.release();
   });
 
   it('an AbortSignal cancels the wait with an AbortError', async () => {
