@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, RwLockError, SchemaMissingError, ServerReadOnlyError } from './errors.js';
+import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, ServerReadOnlyError } from './errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -68,12 +68,14 @@ const SCHEMA_MISSING = new Set([1146, ER_SP_DOES_NOT_EXIST]); // no such table, 
 
 /** read_only / super_read_only (ER_OPTION_PREVENTS_STATEMENT); a read-only session or transaction. */
 const READ_ONLY = new Set([1290, 1792]);
+/** Galera's refusal on a node outside the primary component or still joining (the code MySQL uses for an unknown command). */
+const ER_NODE_NOT_READY = 1047;
 const ER_DATA_OUT_OF_RANGE = 1690;
 const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB
 
 /**
  * Typed errors for what the lock's own statements can meet: a missing schema, a read-only server,
- * and counts that disagree with the grant log (changed by hand): a count given back below zero, or
+ * a Galera node that is not ready, and counts that disagree with the grant log (changed by hand): a count given back below zero, or
  * a count against the tables' CHECK constraint. Only for the library's statements: a business
  * statement's errors are the application's own.
  */
@@ -82,6 +84,7 @@ export function translate(err: unknown): unknown {
   if (errno === undefined) return err;
   if (SCHEMA_MISSING.has(errno)) return new SchemaMissingError(err);
   if (READ_ONLY.has(errno)) return new ServerReadOnlyError(err);
+  if (errno === ER_NODE_NOT_READY) return new NodeNotReadyError(err);
   if (errno === ER_DATA_OUT_OF_RANGE || ER_CHECK_CONSTRAINT.has(errno)) {
     return new LockInvariantError('mysql-rwlock: the lock counts disagree with the grant log (changed by hand?); the transaction was refused', err);
   }

@@ -122,6 +122,18 @@ export class ServerReadOnlyError extends RwLockError {
   }
 }
 
+/**
+ * A Galera node refused the lock's statement because it is not ready for clients (1047, "WSREP has
+ * not yet prepared node for application use"): it is outside the cluster's primary component (cut
+ * off from the majority) or still joining. Nothing was changed. Connect to a node of the primary
+ * component, or try again once this one has rejoined.
+ */
+export class NodeNotReadyError extends RwLockError {
+  constructor(cause: unknown) {
+    super('ERR_RWLOCK_NODE_NOT_READY', "the Galera node refused the lock's statement: it is not ready for clients (outside the primary component, or still joining); nothing was changed: connect to a node of the primary component", { cause });
+  }
+}
+
 /** Another migrate() held the migration lock for longer than `waitMs`, or a crashed one left it taken. */
 export class MigrationLockedError extends RwLockError {
   constructor(message: string, cause?: unknown) {

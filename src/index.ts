@@ -22,6 +22,7 @@ export {
   LockOutcomeUnknownError,
   SchemaMissingError,
   ServerReadOnlyError,
+  NodeNotReadyError,
   LockInvariantError,
   ConnectionLostError,
   TransactionConflictError,

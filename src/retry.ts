@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
-import { ConnectionLostError, RwLockError, ServerReadOnlyError, TransactionConflictError } from './errors.js';
+import { ConnectionLostError, NodeNotReadyError, RwLockError, ServerReadOnlyError, TransactionConflictError } from './errors.js';
 
 export interface RetryPolicy {
   /** Runs after the first of a transaction that a conflict rolled back, or whose connection died before it could commit. */
@@ -56,7 +56,8 @@ const PROBE_PAUSE_MS = 50;
  * get an answer (a server restarting or failing over refuses, times out, or has no free
  * connection) is retried the same way: until the deadline, not knowing is the only honest answer.
  * Only the library's own typed errors (a missing schema, counts changed by hand) end it at once;
- * a read-only server is asked again, as a failover may be about to make it the primary.
+ * a read-only server or a Galera node that is not ready is asked again, as a failover or a rejoin
+ * may be about to make it writable.
  */
 export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: RawConnection) => Promise<T>): Promise<{ answer: T } | undefined> {
   const deadline = performance.now() + timeoutMs;
@@ -64,8 +65,8 @@ export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: 
     try {
       return { answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))) };
     } catch (err) {
-      // A read-only server is one a failover has not finished with: ask again.
-      if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError)) throw err;
+      // A read-only server, or a node not ready, is one a failover or rejoin has not finished with: ask again.
+      if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError) && !(err instanceof NodeNotReadyError)) throw err;
     }
     if (performance.now() >= deadline) return undefined;
     await sleep(PROBE_PAUSE_MS);

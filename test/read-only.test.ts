@@ -1,9 +1,11 @@
-// A server that refuses writes (a replica, a primary that stepped down, a read-only session) gets a
-// typed error from every lock write, and nothing changes in the database.
+// A server that refuses the lock's writes (a replica, a primary that stepped down, a read-only
+// session, a Galera node outside the primary component) gets a typed error from every lock write,
+// and nothing changes in the database. A real Galera node cut off from its cluster is in the
+// reliability suite (test/faults/galera-non-primary.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex } from '../harness/database.js';
-import { createLockManager, reapStaleGrants, ServerReadOnlyError } from '../src/index.js';
+import { createLockManager, NodeNotReadyError, reapStaleGrants, RwLockError, ServerReadOnlyError } from '../src/index.js';
 import { errnoOf } from '../src/connection.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { proxyFor, type FaultProxy } from './support/proxy.js';
@@ -56,8 +58,20 @@ describe('a read-only session', () => {
   });
 });
 
-describe('a server running read_only (1290, as a Group Replication secondary or a replica replies)', () => {
-  const SUPER_READ_ONLY = { errno: 1290, sqlState: 'HY000', message: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement' };
+const REFUSALS = [
+  {
+    name: 'a server running read_only (1290, as a Group Replication secondary or a replica replies)',
+    reply: { errno: 1290, sqlState: 'HY000', message: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement' },
+    type: ServerReadOnlyError, code: 'ERR_RWLOCK_READ_ONLY',
+  },
+  {
+    name: 'a Galera node that is not ready (1047, outside the primary component or joining)',
+    reply: { errno: 1047, sqlState: '08S01', message: 'WSREP has not yet prepared node for application use' },
+    type: NodeNotReadyError, code: 'ERR_RWLOCK_NODE_NOT_READY',
+  },
+];
+
+describe.each(REFUSALS)('$name', ({ reply, type, code }) => {
   let proxy: FaultProxy;
   let viaProxy: Knex;
   beforeAll(async () => {
@@ -70,27 +84,31 @@ describe('a server running read_only (1290, as a Group Replication secondary or 
     await proxy?.close();
   });
 
-  it('the acquire refused with 1290: ServerReadOnlyError, no grant written', async () => {
-    // The proxy does not forward the acquire's write and answers it the way a read_only server does.
-    const refused = proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, SUPER_READ_ONLY, 'DO 0');
-    const err = await createLockManager({ knex: viaProxy }).tryAcquireWrite('ro-3').catch((e: unknown) => e);
+  it(`the acquire refused: ${code}, no grant written`, async () => {
+    // The proxy does not forward the acquire's write and answers it the way such a server does.
+    const refused = proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, reply, 'DO 0');
+    const resource = `ro-3-${reply.errno}`;
+    const err = await createLockManager({ knex: viaProxy }).tryAcquireWrite(resource).catch((e: unknown) => e);
     await refused;
-    expectReadOnly(err, 1290);
-    expect(await logRows('ro-3')).toBe(0);
+    expect(err).toBeInstanceOf(type);
+    expect((err as RwLockError).code).toBe(code);
+    expect(errnoOf((err as Error).cause)).toBe(reply.errno);
+    expect(await logRows(resource)).toBe(0);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('a lost acquire reply settled during a failover: a probe refused with 1290 is asked again, and the grant is found', async () => {
+  it('a lost acquire reply settled during a failover: a probe refused so is asked again, and the grant is found', async () => {
     const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
     // The reply that carries the acquire's outcome is cut; the first probe that settles it (the
     // withdraw-by-token insert) meets a read-only node.
     const cut = proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
-    const refused = proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, SUPER_READ_ONLY, 'DO 0');
-    const g = await locks.tryAcquireWrite('ro-4');
+    const refused = proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, reply, 'DO 0');
+    const resource = `ro-4-${reply.errno}`;
+    const g = await locks.tryAcquireWrite(resource);
     await cut;
     await refused;
     expect(g).not.toBeNull();
-    expect((await locks.inspect('ro-4')).holders.map((h) => h.id)).toEqual([g!.id]);
+    expect((await locks.inspect(resource)).holders.map((h) => h.id)).toEqual([g!.id]);
     expect(await g!.release()).toBe(true);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
