@@ -3,6 +3,7 @@ import * as m001 from './001_lock_tables.js';
 import * as m002 from './002_acquire_v2.js';
 import * as m003 from './003_mode_changes.js';
 import * as m004 from './004_release_notes.js';
+import * as m005 from './005_history_index.js';
 
 /** What a migration creates: `procedures: false` leaves stored routines out (see `migrate`). */
 export interface MigrationOptions {
@@ -25,10 +26,11 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '002_acquire_v2', up: m002.up, down: m002.down },
   { name: '003_mode_changes', up: m003.up, down: m003.down },
   { name: '004_release_notes', up: m004.up, down: m004.down },
+  { name: '005_history_index', up: m005.up, down: m005.down },
 ];
 
 /** The procedures the current schema has, by name: each from the newest migration that defines it. */
 export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m001.PROCEDURES, ...m002.PROCEDURES };
 /** The tables the current schema has: created by the first and fourth migrations, then altered in place by these statements. */
 export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES];
-export const TABLE_CHANGES: readonly string[] = m003.STATEMENTS;
+export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STATEMENTS];

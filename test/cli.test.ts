@@ -202,7 +202,7 @@ describe('changing commands', () => {
       const env = { MYSQL_URL: databaseUrl(db.url, name) };
       const first = await cli(['migrate'], env);
       expect(first.status).toBe(0);
-      expect(first.stdout).toBe('applied 001_lock_tables\napplied 002_acquire_v2\napplied 003_mode_changes\napplied 004_release_notes\n');
+      expect(first.stdout).toBe('applied 001_lock_tables\napplied 002_acquire_v2\napplied 003_mode_changes\napplied 004_release_notes\napplied 005_history_index\n');
       const second = await cli(['migrate', '--json'], env);
       expect(second.status).toBe(1);
       expect(JSON.parse(second.stdout)).toEqual({ applied: [], repaired: [] });

@@ -1,14 +1,15 @@
 // The operator API: list, history, stats, forceRelease with a reason, onLockLost, `await using`,
-// and migration 004 applied to a database at the previous schema.
+// and migrations 004 and 005 applied to a database at an earlier schema.
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import * as m004 from '../migrations/004_release_notes.js';
+import * as m005 from '../migrations/005_history_index.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import {
   createLockManager, InvalidOptionsError, InvalidResourceIdError, LIMITS, LockLostError, migrate, reapStaleGrants,
   type Grant, type LockLostInfo,
 } from '../src/index.js';
-import { listQuery } from '../src/sql/operate.js';
+import { historyQuery, listQuery } from '../src/sql/operate.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
 
@@ -117,21 +118,8 @@ describe('list()', () => {
   });
 
   it('reads live grants through the (status, create_time) index, not the log (EXPLAIN)', async () => {
-    // 20,000 released rows so the optimizer has a log worth avoiding.
-    await db.knex.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-      SELECT CONVERT(CONCAT('bulk-', n) USING binary), 0, 2, NOW(6) - INTERVAL n SECOND, 1, 'bulk', UNHEX(LPAD(HEX(1000000 + n), 32, '0')), NOW(6), 1
-        FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n
-                FROM (${digits()}) a, (${digits()}) b, (${digits()}) c, (${digits()}) e, (SELECT 0 d UNION ALL SELECT 1) f) nums`);
-    await db.knex.raw('ANALYZE TABLE t_lock_log');
+    await bulkReleasedGrants('bulk-', 1_000_000);
     const filter = { mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined };
-    const logAccess = async (sql: string, params: unknown[]): Promise<{ type: string; key: string | null }> => {
-      // The tabular plan: MySQL names its format (its default may be another), MariaDB has only this one.
-      const plan = await rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN FORMAT=TRADITIONAL ${sql}`, params)
-        .catch(() => rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
-      const row = plan.find((p) => p.table === 'l');
-      if (!row) throw new Error(`no plan row for the log in ${JSON.stringify(plan)}`);
-      return { type: row.type, key: row.key };
-    };
     const first = listQuery(filter, 600_000);
     expect(await logAccess(first.sql, first.params)).toEqual({ type: 'ref', key: 'ix_lock_log_status_time' });
     const paged = listQuery({ ...filter, staleOnly: true }, 600_000, { id: 1, days: 739000, us: 0 });
@@ -144,6 +132,25 @@ describe('list()', () => {
 
 function digits(): string {
   return Array.from({ length: 10 }, (_, i) => (i === 0 ? 'SELECT 0 d' : `SELECT ${i}`)).join(' UNION ALL ');
+}
+
+/** 20,000 released grants of resources `${prefix}0` to `${prefix}19999`, so the optimizer has a log worth avoiding. */
+async function bulkReleasedGrants(prefix: string, tokenBase: number): Promise<void> {
+  await db.knex.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+    SELECT CONVERT(CONCAT(?, n) USING binary), 0, 2, NOW(6) - INTERVAL n SECOND, 1, 'bulk', UNHEX(LPAD(HEX(? + n), 32, '0')), NOW(6), 1
+      FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n
+              FROM (${digits()}) a, (${digits()}) b, (${digits()}) c, (${digits()}) e, (SELECT 0 d UNION ALL SELECT 1) f) nums`, [prefix, tokenBase]);
+  await db.knex.raw('ANALYZE TABLE t_lock_log');
+}
+
+/** How the log (alias `l`) is read by `sql`, from its tabular plan. */
+async function logAccess(sql: string, params: unknown[]): Promise<{ type: string; key: string | null }> {
+  // The tabular plan: MySQL names its format (its default may be another), MariaDB has only this one.
+  const plan = await rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN FORMAT=TRADITIONAL ${sql}`, params)
+    .catch(() => rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
+  const row = plan.find((p) => p.table === 'l');
+  if (!row) throw new Error(`no plan row for the log in ${JSON.stringify(plan)}`);
+  return { type: row.type, key: row.key };
 }
 
 describe('history()', () => {
@@ -176,6 +183,24 @@ describe('history()', () => {
     expect(rest).toEqual({ grants: [expect.objectContaining({ id: byHolder.id })], next: null });
     expect(await locks.history('hist:never-used')).toEqual({ grants: [], next: null });
     await releaseAll();
+  });
+
+  it('reads a resource\'s grants through its index on resource_id, not by scanning the log (EXPLAIN)', async () => {
+    await bulkReleasedGrants('hbulk-', 2_000_000);
+    const resource = Buffer.from('hbulk-1234');
+    // The indexes the plan reads the log through (MySQL may intersect it with the primary key for a later page).
+    const keys = async (q: { sql: string; params: unknown[] }): Promise<string[]> => ((await logAccess(q.sql, q.params)).key ?? '').split(',');
+    const first = historyQuery(resource, 50, undefined);
+    expect(await keys(first)).toContain('ix_lock_log_resource');
+    expect(await keys(historyQuery(resource, 50, 5_000_000))).toContain('ix_lock_log_resource');
+    // The check catches a scan: the schema without the index (migration 005 undone).
+    await m005.down(db.knex);
+    try {
+      expect(await keys(first)).not.toContain('ix_lock_log_resource');
+    } finally {
+      await m005.up(db.knex);
+    }
+    expect(await keys(first)).toContain('ix_lock_log_resource');
   });
 });
 
@@ -377,7 +402,7 @@ describe('await using', () => {
   });
 });
 
-describe('migration 004', () => {
+describe('migrations 004 and 005', () => {
   it('migrate() upgrades a database at schema 003 with live grants to 004', async () => {
     // The 003 schema as its migrations create it, and as a migrated database rolled back to it.
     for (const m of MIGRATIONS.slice(0, 3)) await m.up(direct003.knex);
@@ -396,5 +421,20 @@ describe('migration 004', () => {
     expect(await createLockManager({ knex: at003.knex, owner: 'ops' }).forceRelease(held.id, { reason: 'after upgrade' })).toBe(true);
     expect((await app.history('upgrade-me')).grants).toEqual([expect.objectContaining({ id: held.id, releasedBy: 'operator', releaser: 'ops', reason: 'after upgrade' })]);
     expect(await migrate(at003.knex)).toEqual({ applied: [], repaired: [] });
+  });
+
+  it('migrate() adds the history index to a database at schema 004 with live grants, once, in place', async () => {
+    const indexes = async (): Promise<string[]> => (await rows<{ i: string }>(db.knex,
+      "SELECT DISTINCT INDEX_NAME AS i FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 't_lock_log' ORDER BY 1", [db.name])).map((r) => r.i).sort();
+    await m005.down(db.knex);
+    await db.knex.raw("DELETE FROM rwlock_migrations WHERE name = '005_history_index'");
+    expect(await indexes()).not.toContain('ix_lock_log_resource');
+    const app = createLockManager({ knex: db.knex });
+    const held = (await app.tryAcquireWrite('upgrade-005'))!;
+    expect(await migrate(db.knex)).toEqual({ applied: ['005_history_index'], repaired: [] });
+    expect(await indexes()).toEqual(['PRIMARY', 'ix_lock_log_resource', 'ix_lock_log_status_time', 'uk_lock_log_token']);
+    expect((await app.history('upgrade-005')).grants.map((g) => g.id)).toEqual([held.id]);
+    expect(await held.release()).toBe(true);
+    expect(await migrate(db.knex)).toEqual({ applied: [], repaired: [] });
   });
 });
