@@ -12,6 +12,9 @@ export default defineConfig({
     globalSetup: ['test/support/global-server.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll awaits a condition the system promises to reach, not a time it promises to reach
+    // it in: wait up to half a test's time, so a busy machine cannot fail it (the default is 1 s).
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
     // The JSON report lets .ci/run print a plain "N passed, N failed" line, one report per server
     // flavour and acquire path.

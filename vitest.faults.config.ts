@@ -7,6 +7,8 @@ export default defineConfig({
     include: ['test/faults/**/*.test.ts'],
     testTimeout: 600_000,
     hookTimeout: 300_000,
+    // As in vitest.config.ts: expect.poll waits for a promised condition, not a promised time.
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
     fileParallelism: false,
     reporters: ['default', 'json'],
