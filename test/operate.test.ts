@@ -10,7 +10,7 @@ import {
   type Grant, type LockLostInfo,
 } from '../src/index.js';
 import { historyQuery, listQuery } from '../src/sql/operate.js';
-import { useTestDatabase } from './support/db.js';
+import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -431,10 +431,10 @@ describe('migrations 004 and 005', () => {
     expect(await indexes()).not.toContain('ix_lock_log_resource');
     const app = createLockManager({ knex: db.knex });
     const held = (await app.tryAcquireWrite('upgrade-005'))!;
-    expect(await migrate(db.knex)).toEqual({ applied: ['005_history_index'], repaired: [] });
+    expect(await migrate(db.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: ['005_history_index'], repaired: [] });
     expect(await indexes()).toEqual(['PRIMARY', 'ix_lock_log_resource', 'ix_lock_log_status_time', 'uk_lock_log_token']);
     expect((await app.history('upgrade-005')).grants.map((g) => g.id)).toEqual([held.id]);
     expect(await held.release()).toBe(true);
-    expect(await migrate(db.knex)).toEqual({ applied: [], repaired: [] });
+    expect(await migrate(db.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: [], repaired: [] });
   });
 });
