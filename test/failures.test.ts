@@ -2,32 +2,23 @@
 // COMMIT, or an error COMMIT replied, is settled from the grant row (or surfaces as
 // LockOutcomeUnknownError) — never a silent double grant or a leaked count.
 import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
 import { isConflict } from '../src/connection.js';
 import { knexExecutor } from '../src/fenced.js';
-import { proxyFor, type FaultProxy } from './support/proxy.js';
+import { proxyFor, useProxiedKnex } from './support/proxy.js';
 import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError, TransactionConflictError, type Grant } from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
-let proxy: FaultProxy;
-let viaProxy: Knex;
+const via = useProxiedKnex(db);
 
 beforeAll(async () => {
   await db.knex.raw('CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL) ENGINE=InnoDB');
   await db.knex.raw('INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0)');
   await db.knex.raw('CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(32), grant_id BIGINT) ENGINE=InnoDB');
-  const front = await proxyFor(db.url);
-  proxy = front.proxy;
-  viaProxy = connectKnex(front.url.toString(), db.name, { poolMax: 4 });
-});
-
-afterAll(async () => {
-  await viaProxy?.destroy();
-  await proxy?.close();
 });
 
 async function ledgerCount(tag: string): Promise<number> {
@@ -153,13 +144,13 @@ describe('lock wait timeout (1205)', () => {
 
 describe('connection lost during COMMIT', () => {
   it('reply lost after the server committed: the outcome is looked up and reported as committed, once', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     let id = 0;
     let cut: Promise<string> | undefined;
     const value = await locks.withWriteLock('cl-1', async (trx, grant) => {
       // Armed once the lock is held, so it is the business COMMIT that is cut (the plain-statement
       // acquire commits too).
-      cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
+      cut = via.proxy.armOnce(/^COMMIT/i, 'before-reply');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-1', grant.id]);
       return 'paid';
@@ -172,10 +163,10 @@ describe('connection lost during COMMIT', () => {
   });
 
   it('COMMIT never reached the server: ConnectionLostError, nothing committed, the grant is released', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     let id = 0;
     const err = await locks.withWriteLock('cl-2', async (trx, grant) => {
-      void proxy.armOnce(/^COMMIT/i, 'before-forward');
+      void via.proxy.armOnce(/^COMMIT/i, 'before-forward');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
     }).catch((e: unknown) => e);
@@ -186,9 +177,9 @@ describe('connection lost during COMMIT', () => {
   });
 
   it('acquire reply lost: the grant is found by its token, so it is neither doubled nor leaked', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     // The reply that carries the acquire's outcome: the CALL's, or the plain statements' COMMIT's.
-    const cut = proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
+    const cut = via.proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
     const g = await locks.tryAcquireWrite('cl-3');
     await cut;
     expect(g).not.toBeNull();
@@ -200,23 +191,23 @@ describe('connection lost during COMMIT', () => {
   });
 
   it('release reply lost: the release is confirmed by reading the row back', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     const g = await locks.tryAcquireRead('cl-4');
-    const cut = proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-reply');
+    const cut = via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-reply');
     expect(await g!.release()).toBe(true);
     expect(await cut).toMatch(/^UPDATE t_lock_log/);
     expect((await locks.inspect('cl-4')).rCount).toBe(0);
   });
 
   it('downgrade and upgrade replies lost: the grant row says the change was made, and the release gives back the right count', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     const g = (await locks.tryAcquireWrite('cl-mode'))!;
-    const down = proxy.armOnce(/SET l\.lock_type/, 'before-reply');
+    const down = via.proxy.armOnce(/SET l\.lock_type/, 'before-reply');
     await g.downgrade();
     expect(await down).toMatch(/^UPDATE t_lock_log l JOIN/);
     expect(g.mode).toBe('read');
     expect(await locks.inspect('cl-mode')).toMatchObject({ wCount: 0, rCount: 1 });
-    const up = proxy.armOnce(/SET l\.lock_type/, 'before-reply');
+    const up = via.proxy.armOnce(/SET l\.lock_type/, 'before-reply');
     expect(await g.tryUpgrade()).toBe(g);
     await up;
     expect(g.mode).toBe('write');
@@ -226,11 +217,11 @@ describe('connection lost during COMMIT', () => {
   });
 
   it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 0 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 0 });
     let grantId = 0;
     const pending = locks.withWriteLock('cl-5', async (trx, grant) => {
       // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
-      void proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
+      void via.proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
       grantId = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
     }).catch((e: unknown) => e);
@@ -242,8 +233,8 @@ describe('connection lost during COMMIT', () => {
   });
 
   it('negative control: blindly retrying a business transaction whose COMMIT reply was lost applies it twice', async () => {
-    const cut = proxy.armOnce(/^COMMIT/i, 'before-reply');
-    const pay = (): Promise<void> => viaProxy.transaction(async (trx) => {
+    const cut = via.proxy.armOnce(/^COMMIT/i, 'before-reply');
+    const pay = (): Promise<void> => via.knex.transaction(async (trx) => {
       await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cl-6']);
     });
     await pay().catch(() => pay()); // "retry on connection error"
@@ -263,13 +254,13 @@ describe('an error replied to COMMIT', () => {
   it.each([['a conflict (3101)', CERTIFICATION_FAILED], ['another error (3100)', HOOK_FAILED]] as const)(
     '%s for a COMMIT the server made: settled from the grant row and reported as committed; the work ran once', async (_, error) => {
       const tag = `cc-ok-${error.errno}`;
-      const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+      const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
       let id = 0;
       let runs = 0;
       let replaced: Promise<string> | undefined;
       const value = await locks.withWriteLock(tag, async (trx, grant) => {
         runs++;
-        replaced ??= proxy.armErrorReply(/^COMMIT/i, error);
+        replaced ??= via.proxy.armErrorReply(/^COMMIT/i, error);
         id = grant.id;
         await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
         return 'paid';
@@ -283,13 +274,13 @@ describe('an error replied to COMMIT', () => {
     });
 
   it('a conflict for a COMMIT the server rolled back: run again under the same grant and committed once', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     const grants = new Set<number>();
     let runs = 0;
     let replaced: Promise<string> | undefined;
     const value = await locks.withWriteLock('cc-retry', async (trx, grant) => {
       runs++;
-      replaced ??= proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
+      replaced ??= via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
       grants.add(grant.id);
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-retry', grant.id]);
       return 'paid';
@@ -304,12 +295,12 @@ describe('an error replied to COMMIT', () => {
   });
 
   it('another error for a COMMIT the server rolled back: the error reaches the caller, nothing committed, the grant released', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     let id = 0;
     let runs = 0;
     const err = await locks.withWriteLock('cc-fail', async (trx, grant) => {
       runs++;
-      void proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
+      void via.proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-fail', grant.id]);
     }).catch((e: unknown) => e);
@@ -321,21 +312,21 @@ describe('an error replied to COMMIT', () => {
   });
 
   it('your own transaction: grant.isLive() tells a COMMIT that replied an error but committed (false) from one that rolled back (true)', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
-    const pay = (grant: Grant, tag: string): Promise<unknown> => viaProxy.transaction(async (trx) => {
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
+    const pay = (grant: Grant, tag: string): Promise<unknown> => via.knex.transaction(async (trx) => {
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
       await grant.fence(knexExecutor(trx));
     }).then(() => null, (err: unknown) => err);
 
     const committed = await locks.acquireWrite('cc-own-1');
-    void proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
+    void via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
     expect(isConflict(await pay(committed, 'cc-own-1'))).toBe(true);
     expect(await committed.isLive()).toBe(false);
     expect(committed.signal.aborted).toBe(false); // ended by its own commit: do not run it again
     expect(await ledgerCount('cc-own-1')).toBe(1);
 
     const rolledBack = await locks.acquireWrite('cc-own-2');
-    void proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
+    void via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
     expect(isConflict(await pay(rolledBack, 'cc-own-2'))).toBe(true);
     expect(await rolledBack.isLive()).toBe(true); // nothing committed: run it again under the same grant
     expect(await pay(rolledBack, 'cc-own-2')).toBeNull();
@@ -361,8 +352,8 @@ describe('an error replied to COMMIT', () => {
   });
 
   it('negative control: running a transaction again on the conflict its COMMIT replied applies it twice', async () => {
-    const replaced = proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
-    const pay = (): Promise<void> => viaProxy.transaction(async (trx) => {
+    const replaced = via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
+    const pay = (): Promise<void> => via.knex.transaction(async (trx) => {
       await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cc-twice']);
     });
     await pay().catch((err: unknown) => (isConflict(err) ? pay() : Promise.reject(err))); // "retry on a conflict"

@@ -8,7 +8,7 @@ import { connectKnex } from '../harness/database.js';
 import { createLockManager, NodeNotReadyError, reapStaleGrants, RwLockError, ServerReadOnlyError } from '../src/index.js';
 import { errnoOf } from '../src/connection.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
-import { proxyFor, type FaultProxy } from './support/proxy.js';
+import { useProxiedKnex } from './support/proxy.js';
 import { invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -72,23 +72,13 @@ const REFUSALS = [
 ];
 
 describe.each(REFUSALS)('$name', ({ reply, type, code }) => {
-  let proxy: FaultProxy;
-  let viaProxy: Knex;
-  beforeAll(async () => {
-    const front = await proxyFor(db.url);
-    proxy = front.proxy;
-    viaProxy = connectKnex(front.url.toString(), db.name, { poolMax: 4 });
-  });
-  afterAll(async () => {
-    await viaProxy?.destroy();
-    await proxy?.close();
-  });
+  const via = useProxiedKnex(db);
 
   it(`the acquire refused: ${code}, no grant written`, async () => {
     // The proxy does not forward the acquire's write and answers it the way such a server does.
-    const refused = proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, reply, 'DO 0');
+    const refused = via.proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, reply, 'DO 0');
     const resource = `ro-3-${reply.errno}`;
-    const err = await createLockManager({ knex: viaProxy }).tryAcquireWrite(resource).catch((e: unknown) => e);
+    const err = await createLockManager({ knex: via.knex }).tryAcquireWrite(resource).catch((e: unknown) => e);
     await refused;
     expect(err).toBeInstanceOf(type);
     expect((err as RwLockError).code).toBe(code);
@@ -98,11 +88,11 @@ describe.each(REFUSALS)('$name', ({ reply, type, code }) => {
   });
 
   it('a lost acquire reply settled during a failover: a probe refused so is asked again, and the grant is found', async () => {
-    const locks = createLockManager({ knex: viaProxy, resolveTimeoutMs: 10_000 });
+    const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     // The reply that carries the acquire's outcome is cut; the first probe that settles it (the
     // withdraw-by-token insert) meets a read-only node.
-    const cut = proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
-    const refused = proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, reply, 'DO 0');
+    const cut = via.proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
+    const refused = via.proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, reply, 'DO 0');
     const resource = `ro-4-${reply.errno}`;
     const g = await locks.tryAcquireWrite(resource);
     await cut;

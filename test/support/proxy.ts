@@ -4,8 +4,10 @@
 // forwards it and cuts before the reply reaches the client (the outcome is unknown to the client),
 // or forwards it (or another statement in its place) and hands the client an error packet instead
 // of the server's reply: an error a server or cluster can reply whether or not the statement took effect.
+import type { Knex } from 'knex';
 import { createServer, Socket, type Server } from 'node:net';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { afterAll, beforeAll } from 'vitest';
+import { connectKnex, parseMysqlUrl } from '../../harness/database.js';
 
 export type CutMode = 'before-forward' | 'before-reply';
 
@@ -222,4 +224,30 @@ export async function proxyFor(serverUrl: string): Promise<{ proxy: FaultProxy; 
   url.hostname = '127.0.0.1';
   url.port = String(await proxy.listen());
   return { proxy, url };
+}
+
+/**
+ * For a test file or a describe block: a proxy in front of `db`'s server and a knex pool of
+ * `poolMax` connections through it, opened before the block's tests and closed after them.
+ */
+export function useProxiedKnex(db: { url: string; name: string }, poolMax = 4): { readonly proxy: FaultProxy; readonly knex: Knex } {
+  let proxy: FaultProxy | undefined;
+  let knex: Knex | undefined;
+  beforeAll(async () => {
+    const front = await proxyFor(db.url);
+    proxy = front.proxy;
+    knex = connectKnex(front.url.toString(), db.name, { poolMax });
+  });
+  afterAll(async () => {
+    await knex?.destroy();
+    await proxy?.close();
+  });
+  return {
+    get proxy() {
+      return proxy!;
+    },
+    get knex() {
+      return knex!;
+    },
+  };
 }
