@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
 
 /**
  * Version 3: `t_lock_log.mode_changed_at`, when a grant was downgraded from write to read (or
@@ -8,20 +9,14 @@ import type { Knex } from 'knex';
  * Written as plain statements that add the column only when it is missing, so `up` stays
  * idempotent on MySQL (which has no ADD COLUMN IF NOT EXISTS) and sql/schema.sql can carry them.
  */
-export const STATEMENTS: readonly string[] = [
-  `SET @rwlock_ddl = IF((SELECT COUNT(*) FROM information_schema.COLUMNS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND COLUMN_NAME = 'mode_changed_at') = 0,
-    'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL', 'DO 0')`,
-  'PREPARE rwlock_ddl FROM @rwlock_ddl',
-  'EXECUTE rwlock_ddl',
-  'DEALLOCATE PREPARE rwlock_ddl',
-];
+export const STATEMENTS: readonly string[] = unlessPresent(
+  `SELECT COUNT(*) FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND COLUMN_NAME = 'mode_changed_at'`,
+  'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL',
+);
 
 export async function up(knex: Knex): Promise<void> {
-  // One connection: the statements share a session variable and a prepared statement.
-  await knex.transaction(async (trx) => {
-    for (const sql of STATEMENTS) await trx.raw(sql);
-  });
+  await runOnOneConnection(knex, STATEMENTS);
 }
 
 export async function down(knex: Knex): Promise<void> {

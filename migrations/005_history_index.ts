@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
 
 /**
  * Version 5: `ix_lock_log_resource`, so `history(resourceId)` reads a resource's grants through an
@@ -9,23 +10,16 @@ import type { Knex } from 'knex';
  * Built in place without blocking the lock's traffic (ALGORITHM=INPLACE, LOCK=NONE: a server that
  * cannot do that refuses the statement rather than locking the table). On Galera the build runs in
  * total order and holds up the cluster's other writes while it lasts: purge the log first, or run
- * it with wsrep_OSU_method=RSU node by node. Plain statements that add the index only when it is
- * missing, so `up` stays idempotent on MySQL (which has no ADD INDEX IF NOT EXISTS).
+ * it with wsrep_OSU_method=RSU node by node. Added only when missing, so `up` stays idempotent.
  */
-export const STATEMENTS: readonly string[] = [
-  `SET @rwlock_ddl = IF((SELECT COUNT(*) FROM information_schema.STATISTICS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND INDEX_NAME = 'ix_lock_log_resource') = 0,
-    'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE', 'DO 0')`,
-  'PREPARE rwlock_ddl FROM @rwlock_ddl',
-  'EXECUTE rwlock_ddl',
-  'DEALLOCATE PREPARE rwlock_ddl',
-];
+export const STATEMENTS: readonly string[] = unlessPresent(
+  `SELECT COUNT(*) FROM information_schema.STATISTICS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND INDEX_NAME = 'ix_lock_log_resource'`,
+  'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE',
+);
 
 export async function up(knex: Knex): Promise<void> {
-  // One connection: the statements share a session variable and a prepared statement.
-  await knex.transaction(async (trx) => {
-    for (const sql of STATEMENTS) await trx.raw(sql);
-  });
+  await runOnOneConnection(knex, STATEMENTS);
 }
 
 export async function down(knex: Knex): Promise<void> {
