@@ -75,9 +75,9 @@ const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB
 
 /**
  * Typed errors for what the lock's own statements can meet: a missing schema, a read-only server,
- * a Galera node that is not ready, and counts that disagree with the grant log (changed by hand): a count given back below zero, or
- * a count against the tables' CHECK constraint. Only for the library's statements: a business
- * statement's errors are the application's own.
+ * a Galera node that is not ready, and counts that disagree with the grant log (changed by hand):
+ * a count given back below zero, or a count against the tables' CHECK constraint. Only for the
+ * library's statements: a business statement's errors are the application's own.
  */
 export function translate(err: unknown): unknown {
   const errno = errnoOf(err);
