@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
+import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditional-ddl.js';
 
 /**
  * Version 3: `t_lock_log.mode_changed_at`, when a grant was downgraded from write to read (or
@@ -9,11 +9,9 @@ import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
  * Written as plain statements that add the column only when it is missing, so `up` stays
  * idempotent on MySQL (which has no ADD COLUMN IF NOT EXISTS) and sql/schema.sql can carry them.
  */
-export const STATEMENTS: readonly string[] = unlessPresent(
-  `SELECT COUNT(*) FROM information_schema.COLUMNS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND COLUMN_NAME = 'mode_changed_at'`,
-  'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL',
-);
+export const ADDS: AddedInPlace = { kind: 'column', table: 't_lock_log', name: 'mode_changed_at' };
+
+export const STATEMENTS: readonly string[] = unlessPresent(ADDS, 'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL');
 
 export async function up(knex: Knex): Promise<void> {
   await runOnOneConnection(knex, STATEMENTS);

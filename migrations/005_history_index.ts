@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
+import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditional-ddl.js';
 
 /**
  * Version 5: `ix_lock_log_resource`, so `history(resourceId)` reads a resource's grants through an
@@ -12,11 +12,9 @@ import { runOnOneConnection, unlessPresent } from './conditional-ddl.js';
  * total order and holds up the cluster's other writes while it lasts: purge the log first, or run
  * it with wsrep_OSU_method=RSU node by node. Added only when missing, so `up` stays idempotent.
  */
-export const STATEMENTS: readonly string[] = unlessPresent(
-  `SELECT COUNT(*) FROM information_schema.STATISTICS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND INDEX_NAME = 'ix_lock_log_resource'`,
-  'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE',
-);
+export const ADDS: AddedInPlace = { kind: 'index', table: 't_lock_log', name: 'ix_lock_log_resource' };
+
+export const STATEMENTS: readonly string[] = unlessPresent(ADDS, 'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE');
 
 export async function up(knex: Knex): Promise<void> {
   await runOnOneConnection(knex, STATEMENTS);

@@ -1,13 +1,29 @@
 import type { Knex } from 'knex';
 
+/** A column or an index that a migration adds to an existing table (ALTER TABLE), by name. */
+export interface AddedInPlace {
+  kind: 'column' | 'index';
+  table: string;
+  name: string;
+}
+
+/** The information_schema count that finds `what`: 0 when it is missing. */
+export function presenceCount(what: AddedInPlace): string {
+  return what.kind === 'column'
+    ? `SELECT COUNT(*) FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '${what.table}' AND COLUMN_NAME = '${what.name}'`
+    : `SELECT COUNT(*) FROM information_schema.STATISTICS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '${what.table}' AND INDEX_NAME = '${what.name}'`;
+}
+
 /**
- * Statements that run `ddl` only when `countSql` (a SELECT COUNT(*) of what the DDL creates, from
- * information_schema) finds nothing: MySQL has no ADD COLUMN / ADD INDEX IF NOT EXISTS, and plain
- * statements can also be written to sql/schema.sql. `ddl` must not contain a single quote.
+ * Statements that run `ddl`, which adds `what`, only when it is missing: MySQL has no ADD COLUMN /
+ * ADD INDEX IF NOT EXISTS, and plain statements can also be written to sql/schema.sql. `ddl` must
+ * not contain a single quote.
  */
-export function unlessPresent(countSql: string, ddl: string): readonly string[] {
+export function unlessPresent(what: AddedInPlace, ddl: string): readonly string[] {
   return [
-    `SET @rwlock_ddl = IF((${countSql}) = 0,\n    '${ddl}', 'DO 0')`,
+    `SET @rwlock_ddl = IF((${presenceCount(what)}) = 0,\n    '${ddl}', 'DO 0')`,
     'PREPARE rwlock_ddl FROM @rwlock_ddl',
     'EXECUTE rwlock_ddl',
     'DEALLOCATE PREPARE rwlock_ddl',

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../migrations/index.js';
+import { presenceCount } from '../migrations/conditional-ddl.js';
+import { ADDED_IN_PLACE, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from './errors.js';
 import { integerOption, knexOption, LIMITS, optionsObject } from './options.js';
 
@@ -55,7 +56,10 @@ async function unlock(db: Knex): Promise<void> {
   await db.raw(`UPDATE ${LOCK_TABLE} SET is_locked = 0 WHERE \`index\` = 1`);
 }
 
-/** Names of the schema's tables and (when asked for) procedures that this database lacks. */
+/**
+ * Names of the schema's tables, the columns and indexes migrations added to them in place, and
+ * (when asked for) procedures that this database lacks: what running every migration again rebuilds.
+ */
 async function missingObjects(db: Knex, options: MigrationOptions): Promise<string[]> {
   const tables = new Set((await rows<{ name: string }>(db, 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()')).map((r) => r.name));
   const procedures = new Set((await rows<{ name: string }>(
@@ -63,7 +67,14 @@ async function missingObjects(db: Knex, options: MigrationOptions): Promise<stri
   )).map((r) => r.name));
   const expectedTables = CURRENT_TABLES.map((ddl) => /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)![1]!);
   const expectedProcedures = options.procedures ? Object.keys(CURRENT_PROCEDURES) : [];
-  return [...expectedTables.filter((t) => !tables.has(t)), ...expectedProcedures.filter((p) => !procedures.has(p))];
+  const missingTables = expectedTables.filter((t) => !tables.has(t));
+  const missingAdditions: string[] = [];
+  for (const added of ADDED_IN_PLACE) {
+    if (missingTables.includes(added.table)) continue; // rebuilt with its table
+    const [row] = await rows<{ n: number | string }>(db, `SELECT (${presenceCount(added)}) AS n`);
+    if (Number(row?.n) === 0) missingAdditions.push(`${added.table}.${added.name}`);
+  }
+  return [...missingTables, ...missingAdditions, ...expectedProcedures.filter((p) => !procedures.has(p))];
 }
 
 /** Under the lock: applies what has not run, and rebuilds objects dropped since. */

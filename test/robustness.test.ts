@@ -151,6 +151,24 @@ describe('a damaged schema', () => {
     expect(await g!.release()).toBe(true);
   });
 
+  it('a column and an index that migrations added in place, dropped by hand, are rebuilt by migrate() and listed', async () => {
+    const present = async (): Promise<string[]> => (await rowsOf<{ n: string }>(damaged.knex,
+      `SELECT COLUMN_NAME AS n FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND COLUMN_NAME = 'mode_changed_at'
+       UNION ALL SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't_lock_log' AND INDEX_NAME = 'ix_lock_log_resource'`)).map((r) => r.n);
+    expect(await present()).toEqual(['mode_changed_at', 'ix_lock_log_resource']);
+    await damaged.knex.raw('ALTER TABLE t_lock_log DROP COLUMN mode_changed_at, DROP INDEX ix_lock_log_resource');
+    expect(await present()).toEqual([]);
+    expect(await migrate(damaged.knex)).toEqual({ applied: [], repaired: ['t_lock_log.mode_changed_at', 't_lock_log.ix_lock_log_resource'] });
+    expect(await present()).toEqual(['mode_changed_at', 'ix_lock_log_resource']);
+    // A downgrade writes the rebuilt column.
+    const locks = createLockManager({ knex: damaged.knex });
+    const g = await locks.acquireWrite('rebuilt');
+    await g.downgrade();
+    expect((await locks.history('rebuilt')).grants[0]).toMatchObject({ id: g.id, mode: 'read', modeChangedAt: expect.any(Date) });
+    expect(await g.release()).toBe(true);
+    expect(await migrate(damaged.knex)).toEqual({ applied: [], repaired: [] });
+  });
+
   it('a table missing at the fenced commit gives SchemaMissingError and nothing commits', async () => {
     const locks = createLockManager({ knex: damaged.knex });
     await damaged.knex.raw('CREATE TABLE IF NOT EXISTS fenced_work (tag VARCHAR(16)) ENGINE=InnoDB');
