@@ -1,4 +1,4 @@
-// The operator reads at scale: list(), stats() and history() with 1,000,000 resources, a log of
+// The operator reads at scale: list(), stats(), history() and checkLockCounts() with 1,000,000 resources, a log of
 // 2,000,000 released grants and 10,000 live ones (about 4,000 of them stale, 100 with a writer waiting),
 // bulk-loaded with INSERT ... SELECT. Prints each call's median and p95 over repeated runs, and
 // the plan of list()'s statement. Usage: MYSQL_URL=mysql://root@127.0.0.1:3306 npx tsx bench/list-scale.ts [--runs 20]
@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { connectKnex, createDatabase, dropDatabase } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
-import { createLockManager, migrate } from '../src/index.js';
+import { checkLockCounts, createLockManager, migrate } from '../src/index.js';
 import { listQuery } from '../src/sql/operate.js';
 
 const RESOURCES = 1_000_000;
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
       live: (await locks.stats()).live,
       firstPage: first.grants.length,
       stale: (await locks.list({ staleOnly: true, limit: 10_000 })).grants.length,
+      countDisagreements: (await checkLockCounts(db)).disagreements.length,
     };
     const plan = async (sql: string, params: unknown[]): Promise<unknown[]> =>
       ((await db.raw(`EXPLAIN ${sql}`, params as Knex.RawBinding[])) as unknown as [Array<Record<string, unknown>>])[0] // MariaDB's tabular plan; on MySQL set explain_format=TRADITIONAL.map((r) => ({ table: r.table, type: r.type, key: r.key, rows: r.rows, Extra: r.Extra }));
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
       'stats()': await timed(runs, () => locks.stats()),
       'history() of a resource with a live grant': await timed(runs, () => locks.history('res-999900')),
       'history() of a resource granted only 2,000,000 grants ago': await timed(3, () => locks.history('res-0')),
+      'checkLockCounts() (every count agrees)': await timed(3, () => checkLockCounts(db)),
       listPlan: await plan(q.sql, q.params),
     };
     console.log(JSON.stringify(report, null, 2));

@@ -2,6 +2,7 @@ export { createLockManager, LockManager, type LockedWork } from './manager.js';
 export { Grant, type FenceExecutor } from './grant.js';
 export { migrate, MIGRATION_TABLE, MIGRATE_DEFAULTS, type MigrateOptions, type MigrateResult } from './migrate.js';
 export { reapStaleGrants, purgeReleasedGrants, REAP_DEFAULTS, type ReapOptions, type ReapResult, type PurgeOptions } from './reaper.js';
+export { checkLockCounts, repairLockCounts, type CountCheckOptions, type CountCheck, type CountRepair, type CountDisagreement } from './recount.js';
 export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel, type ProceduresMode } from './options.js';
 export { OPERATE_DEFAULTS, type ListOptions, type HistoryOptions, type ForceReleaseOptions, type LockLostHandler, type LockLostInfo } from './options.js';
 export type { ListedGrant, GrantHistoryEntry, LockStats } from './sql/operate.js';

@@ -42,7 +42,7 @@ export const LIMITS = Object.freeze({
   maxOwnerChars: 255,
   /** `t_lock_release_note.reason` is VARCHAR(500): characters (code points). */
   maxReasonChars: 500,
-  /** Rows one call of `list()` or `history()` returns; a page is read and sent at once. */
+  /** Rows one call of `list()`, `history()` or `checkLockCounts()` returns; a page is read and sent at once. */
   maxPageSize: 10_000,
   /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
   maxReapBatch: 10_000,
@@ -236,7 +236,7 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
 }
 
 /** Defaults of the operator reads (`list()`, `history()`). */
-export const OPERATE_DEFAULTS = Object.freeze({ listLimit: 100, historyLimit: 50 });
+export const OPERATE_DEFAULTS = Object.freeze({ listLimit: 100, historyLimit: 50, countCheckLimit: 1000 });
 
 export interface ListOptions {
   /** Only grants of this mode. */

@@ -54,7 +54,7 @@ describe('mysql-rwlock --help', () => {
     expect(top.status).toBe(0);
     expect(top.stdout).toMatch(/^Usage: mysql-rwlock <command>/);
     const names = COMMANDS.map((c) => c.name);
-    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate', 'dashboard']);
+    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate', 'check', 'dashboard']);
     for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
     const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
     for (const [i, h] of helps.entries()) {
@@ -193,6 +193,25 @@ describe('changing commands', () => {
     expect((JSON.parse(first.stdout) as { purged: number }).purged).toBeGreaterThanOrEqual(1);
     expect((await locks.history('cli-purge')).grants).toEqual([]);
     expect((await cli(['purge', '--retention', '3600000'])).status).toBe(1);
+  });
+
+  it('check finds counts that disagree with the log (exit 1), --repair sets them (exit 0), then all agree (exit 0)', SLOW, async () => {
+    await releaseAll(db.knex);
+    const locks = createLockManager({ knex: db.knex });
+    await (await locks.tryAcquireWrite('cli-check'))!.release();
+    await db.knex.raw("UPDATE t_read_write_lock SET w_count = 1 WHERE resource_id = 'cli-check'");
+    const found = await cli(['check']);
+    expect(found.status).toBe(1);
+    expect(found.stdout).toMatch(/^RESOURCE +W_COUNT +R_COUNT +LIVE WRITE +LIVE READ +NOTE\ncli-check +1 +0 +0 +0 *\n1 resource disagrees: run check --repair\n$/);
+    const asJson = await cli(['check', '--json']);
+    expect(asJson.status).toBe(1);
+    expect(JSON.parse(asJson.stdout)).toEqual({ disagreements: [{ resourceId: 'cli-check', wCount: 1, rCount: 0, liveWrites: 0, liveReads: 0, rowMissing: false }], more: false });
+    const repaired = await cli(['check', '--repair']);
+    expect(repaired.status).toBe(0);
+    expect(repaired.stdout).toMatch(/^repaired 1 resource in [^\n]*\nRESOURCE [^\n]*\ncli-check +1 +0 +0 +0 *\n$/);
+    const again = await cli(['check']);
+    expect(again).toMatchObject({ status: 0, stdout: 'every count agrees with the live grants\n' });
+    expect(await locks.tryAcquireWrite('cli-check')).not.toBeNull();
   });
 
   it('migrate creates the schema on an empty database (exit 0), then has nothing to do (exit 1)', async () => {

@@ -1,7 +1,8 @@
-// The commands that change lock state: release, reap, purge, migrate.
+// The commands that change lock state: release, reap, purge, migrate, and check (which changes it with --repair).
 import { migrate } from '../migrate.js';
 import { DEFAULTS, REAP_DEFAULTS } from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../reaper.js';
+import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../recount.js';
 import { EXIT, UsageError, wholeNumber, type Command } from './command.js';
 import { cell, duration, json, plural, table } from './format.js';
 
@@ -80,4 +81,50 @@ const migrateCommand: Command = {
   },
 };
 
-export const WRITE_COMMANDS: readonly Command[] = [release, reap, purge, migrateCommand];
+function countsTable(found: CountDisagreement[], note: (d: CountDisagreement) => string): string {
+  return table(['RESOURCE', 'W_COUNT', 'R_COUNT', 'LIVE WRITE', 'LIVE READ', 'NOTE'],
+    found.map((d) => [cell(d.resourceId), d.rowMissing ? '-' : String(d.wCount), d.rowMissing ? '-' : String(d.rCount), String(d.liveWrites), String(d.liveReads), note(d)]));
+}
+
+const missingRow = (d: CountDisagreement): string => (d.rowMissing ? 'resource row missing' : '');
+
+const check: Command = {
+  name: 'check',
+  summary: 'find resources whose counts disagree with their live grants; --repair sets them from the log',
+  args: [],
+  options: {
+    repair: { type: 'boolean', help: 'set each disagreeing count from the live grants, under the resource row\'s lock (safe beside traffic)' },
+    limit: { type: 'string', value: 'N', help: 'resources per run (default 1000, at most 10000)' },
+  },
+  details: 'With --json: the result of checkLockCounts() ({ disagreements, more }), or with --repair of repairLockCounts() ({ repaired, conflicting, skipped, more, durationMs }). ' +
+    'Exit 0 when every count agrees (with --repair: when all that disagreed were repaired); 1 when disagreements remain: found without --repair, live grants that exclude each other (release one with `release`), busy resources or more than --limit (run it again).',
+  async run({ db, values, json: asJson, io }) {
+    const limit = wholeNumber('--limit', values.limit);
+    const options = limit !== undefined ? { limit } : {};
+    if (!values.repair) {
+      const r = await checkLockCounts(db(), options);
+      if (asJson) io.out(json(r));
+      else if (r.disagreements.length === 0) io.out('every count agrees with the live grants');
+      else {
+        io.out(countsTable(r.disagreements, missingRow));
+        io.out(`${plural(r.disagreements.length, 'resource')} ${r.disagreements.length === 1 ? 'disagrees' : 'disagree'}${r.more ? ', and more' : ''}: run check --repair`);
+      }
+      return r.disagreements.length === 0 ? EXIT.done : EXIT.nothing;
+    }
+    const r = await repairLockCounts(db(), options);
+    if (asJson) io.out(json(r));
+    else {
+      io.out(`repaired ${plural(r.repaired.length, 'resource')} in ${duration(r.durationMs)}`);
+      if (r.repaired.length > 0) io.out(countsTable(r.repaired, missingRow));
+      if (r.conflicting.length > 0) {
+        io.out(countsTable(r.conflicting, () => 'grants exclude each other: release one'));
+        io.err(`${plural(r.conflicting.length, 'resource')} left as they are: live grants that exclude each other (see ls --prefix, then release)`);
+      }
+      for (const id of r.skipped) io.err(`skipped ${cell(id)}: busy, run check --repair again`);
+      if (r.more) io.err('more disagreements than --limit: run check --repair again');
+    }
+    return r.conflicting.length + r.skipped.length === 0 && !r.more ? EXIT.done : EXIT.nothing;
+  },
+};
+
+export const WRITE_COMMANDS: readonly Command[] = [release, reap, purge, migrateCommand, check];

@@ -45,7 +45,7 @@ function usageOf(c: Command): string {
 
 const EXIT_HELP = `Exit codes:
   0  done
-  1  nothing found or nothing done
+  1  nothing found or nothing done (check: disagreements remain)
   2  bad usage: unknown command or flag, bad id, number or URL (nothing was changed)
   3  failed: database unreachable, schema missing, or the server refused`;
 

@@ -1,0 +1,117 @@
+import { query, type RawConnection } from '../connection.js';
+import { LOCK_TYPE, STATUS } from '../types.js';
+
+/** A resource whose counts in `t_read_write_lock` are not the live grants of the log. */
+export interface CountDisagreement {
+  resourceId: string;
+  /** The counts in the resource row; 0 when the row is missing. */
+  wCount: number;
+  rCount: number;
+  /** Live grants of the resource in the grant log, by mode. */
+  liveWrites: number;
+  liveReads: number;
+  /** No resource row although grants are live: a first acquire would insert one and be granted beside them. */
+  rowMissing: boolean;
+}
+
+/** Live grants by resource, read from the (status, create_time) index: the cost follows the live grants only. */
+const LIVE_BY_RESOURCE = `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
+       FROM t_lock_log WHERE status = ${STATUS.live} GROUP BY resource_id`;
+
+/**
+ * Every disagreement in one statement, so in one consistent read: an acquire, release, reap or mode
+ * change writes a resource row and its grant rows in one transaction, so a snapshot never shows
+ * one half of it. Rows whose counts are zero and that have no live grant agree; the scan of the
+ * resource table is the statement's cost.
+ */
+export const DISAGREEMENTS_SQL = `SELECT r.resource_id, r.w_count, r.r_count, COALESCE(g.w, 0) AS live_w, COALESCE(g.r, 0) AS live_r, 0 AS row_missing
+       FROM t_read_write_lock r LEFT JOIN (${LIVE_BY_RESOURCE}) g ON g.resource_id = r.resource_id
+      WHERE r.w_count <> COALESCE(g.w, 0) OR r.r_count <> COALESCE(g.r, 0)
+     UNION ALL
+     SELECT g.resource_id, 0, 0, g.w, g.r, 1
+       FROM (${LIVE_BY_RESOURCE}) g LEFT JOIN t_read_write_lock r ON r.resource_id = g.resource_id
+      WHERE r.resource_id IS NULL
+      ORDER BY 1 LIMIT ?`;
+
+interface DisagreementRow {
+  resource_id: Buffer;
+  w_count: number | string;
+  r_count: number | string;
+  live_w: number | string;
+  live_r: number | string;
+  row_missing: number | string;
+}
+
+function disagreement(r: DisagreementRow): CountDisagreement {
+  return {
+    resourceId: r.resource_id.toString('utf8'),
+    wCount: Number(r.w_count),
+    rCount: Number(r.r_count),
+    liveWrites: Number(r.live_w),
+    liveReads: Number(r.live_r),
+    rowMissing: Number(r.row_missing) === 1,
+  };
+}
+
+/**
+ * Up to `limit + 1` disagreements, by resource id (the extra one says there are more), each with
+ * the resource's bytes as stored, which a repair must name (an id written by hand need not be UTF-8).
+ */
+export async function findDisagreements(conn: RawConnection, limit: number): Promise<Array<{ resource: Buffer; found: CountDisagreement }>> {
+  const rows = await query<DisagreementRow[]>(conn, DISAGREEMENTS_SQL, [limit + 1]);
+  return rows.map((r) => ({ resource: r.resource_id, found: disagreement(r) }));
+}
+
+/** The resource row, locked: every change to the resource's live grants writes it too, so holding it holds them still. */
+export const LOCK_RESOURCE_ROW = 'SELECT w_count, r_count FROM t_read_write_lock WHERE resource_id = ? FOR UPDATE';
+/** The live grants of one resource, by mode (a non-locking read: see `recountResource`). */
+export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r
+   FROM t_lock_log WHERE resource_id = ? AND status = ${STATUS.live}`;
+export const SET_COUNTS = 'UPDATE t_read_write_lock SET w_count = ?, r_count = ?, version = version + 1 WHERE resource_id = ?';
+const INSERT_ROW = 'INSERT INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
+
+/** What a recount of one resource found: nothing to do, counts set from the log, or grants that exclude each other. */
+export type RecountOutcome =
+  | { kind: 'agreed' }
+  | { kind: 'repaired'; found: CountDisagreement }
+  | { kind: 'conflicting'; found: CountDisagreement };
+
+/**
+ * Sets one resource's counts to its live grants, in one READ COMMITTED transaction. The resource
+ * row is locked first; acquire, release, reaper and mode changes all write that row in the
+ * transaction that changes a grant, so none can commit until this one does, and the count read
+ * after the lock (a fresh snapshot under READ COMMITTED) is the log as it stays. Live grants that
+ * exclude each other (two writers, or a writer beside readers) cannot be counted into a valid row
+ * (the table's CHECK refuses it): they are left as they are, for an operator's forceRelease.
+ * A missing row is inserted; a first acquire inserting it meanwhile fails the insert (1062),
+ * rolled back here for the caller to recount.
+ */
+export async function recountResource(conn: RawConnection, resource: Buffer): Promise<RecountOutcome> {
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  await query(conn, 'START TRANSACTION');
+  try {
+    const [row] = await query<Array<{ w_count: number; r_count: number }>>(conn, LOCK_RESOURCE_ROW, [resource]);
+    const [live] = await query<Array<{ w: number | string; r: number | string }>>(conn, COUNT_LIVE, [resource]);
+    const found: CountDisagreement = {
+      resourceId: resource.toString('utf8'),
+      wCount: row ? Number(row.w_count) : 0,
+      rCount: row ? Number(row.r_count) : 0,
+      liveWrites: Number(live?.w ?? 0),
+      liveReads: Number(live?.r ?? 0),
+      rowMissing: row === undefined && Number(live?.w ?? 0) + Number(live?.r ?? 0) > 0,
+    };
+    let outcome: RecountOutcome;
+    if (!found.rowMissing && found.wCount === found.liveWrites && found.rCount === found.liveReads) outcome = { kind: 'agreed' };
+    else if (found.liveWrites > 1 || (found.liveWrites === 1 && found.liveReads > 0)) outcome = { kind: 'conflicting', found };
+    else {
+      if (found.rowMissing) await query(conn, INSERT_ROW, [resource, found.liveWrites, found.liveReads]);
+      else await query(conn, SET_COUNTS, [found.liveWrites, found.liveReads, resource]);
+      outcome = { kind: 'repaired', found };
+    }
+    await query(conn, 'COMMIT');
+    return outcome;
+  } catch (err) {
+    await query(conn, 'ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}

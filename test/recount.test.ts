@@ -1,0 +1,197 @@
+// checkLockCounts and repairLockCounts: counts that disagree with the log (made by hand here, as
+// an operator's edit or a partial restore would), what each kind does to the lock, and a repair
+// racing an acquire, with a repair that counts before it locks as the negative control.
+import type { Knex } from 'knex';
+import { describe, expect, it } from 'vitest';
+import { withConnection, query, type RawConnection } from '../src/connection.js';
+import { checkLockCounts, createLockManager, InvalidOptionsError, LIMITS, repairLockCounts, type CountDisagreement, type Grant } from '../src/index.js';
+import { COUNT_LIVE, LOCK_RESOURCE_ROW, recountResource, SET_COUNTS } from '../src/sql/recount.js';
+import { useTestDatabase } from './support/db.js';
+import { lockWaitCount } from './support/lock-waits.js';
+import { invariantViolations, snapshot } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+async function setCounts(resource: string, w: number, r: number): Promise<void> {
+  await db.knex.raw('UPDATE t_read_write_lock SET w_count = ?, r_count = ? WHERE resource_id = ?', [w, r, Buffer.from(resource)]);
+}
+
+async function releaseAll(): Promise<void> {
+  const locks = createLockManager({ knex: db.knex, owner: 'cleanup' });
+  for (const g of (await locks.list({ limit: 10_000 })).grants) await locks.forceRelease(g.id, { reason: 'test cleanup' });
+}
+
+const found = (resourceId: string, wCount: number, rCount: number, liveWrites: number, liveReads: number, rowMissing = false): CountDisagreement =>
+  ({ resourceId, wCount, rCount, liveWrites, liveReads, rowMissing });
+
+describe('checkLockCounts()', () => {
+  it('finds nothing while the counts follow the log, whatever is held', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const w = (await locks.tryAcquireWrite('agree:w'))!;
+    const r1 = (await locks.tryAcquireRead('agree:r'))!;
+    const r2 = (await locks.tryAcquireRead('agree:r'))!;
+    await (await locks.tryAcquireWrite('agree:released'))!.release();
+    const w2 = (await locks.tryAcquireWrite('agree:downgraded'))!;
+    await w2.downgrade();
+    expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [], more: false });
+    for (const g of [w, r1, r2, w2]) await g.release();
+    expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [], more: false });
+  });
+
+  it('finds every kind of disagreement, by resource id, and changes nothing', async () => {
+    await releaseAll();
+    const locks = createLockManager({ knex: db.knex });
+    // a write count left behind with no grant: the resource is blocked for good
+    await (await locks.tryAcquireWrite('kind:stuck'))!.release();
+    await setCounts('kind:stuck', 1, 0);
+    // fewer readers counted than hold it
+    const readers = [(await locks.tryAcquireRead('kind:under'))!, (await locks.tryAcquireRead('kind:under'))!];
+    await setCounts('kind:under', 0, 1);
+    // a live grant whose resource row was deleted
+    const orphan = (await locks.tryAcquireWrite('kind:missing'))!;
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('kind:missing')]);
+    const before = await snapshot(db.knex);
+
+    const check = await checkLockCounts(db.knex);
+    expect(check).toEqual({
+      disagreements: [found('kind:missing', 0, 0, 1, 0, true), found('kind:stuck', 1, 0, 0, 0), found('kind:under', 0, 1, 0, 2)],
+      more: false,
+    });
+    expect(await checkLockCounts(db.knex, { limit: 2 })).toEqual({ disagreements: check.disagreements.slice(0, 2), more: true });
+    expect(await snapshot(db.knex)).toBe(before);
+
+    // what each does to the lock, before any repair
+    expect(await locks.tryAcquireWrite('kind:stuck')).toBeNull();
+    await readers[0]!.release();
+    const intruder = await locks.tryAcquireWrite('kind:under'); // granted beside the reader still holding
+    expect(intruder).not.toBeNull();
+    await intruder!.release();
+    await readers[1]!.release().catch(() => undefined); // its count is already gone: refused
+    await orphan.release().catch(() => undefined);
+    await db.knex.raw('DELETE FROM t_lock_log WHERE resource_id LIKE ?', ['kind:%']);
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id LIKE ?', ['kind:%']);
+  });
+
+  it('refuses a bad limit, unknown options or a db that is not knex, with nothing changed', async () => {
+    await (await createLockManager({ knex: db.knex }).tryAcquireRead('bad:stuck'))!.release();
+    await setCounts('bad:stuck', 1, 0);
+    const before = await snapshot(db.knex);
+    await expect(checkLockCounts(db.knex, { limit: 0 })).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(checkLockCounts(db.knex, { limit: LIMITS.maxPageSize + 1 })).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(repairLockCounts(db.knex, { limit: 1.5 })).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(repairLockCounts(db.knex, { batch: 3 } as never)).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(checkLockCounts({} as Knex)).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(repairLockCounts({} as Knex)).rejects.toBeInstanceOf(InvalidOptionsError);
+    expect(await snapshot(db.knex)).toBe(before);
+    await setCounts('bad:stuck', 0, 0);
+  });
+});
+
+describe('repairLockCounts()', () => {
+  it('sets counts from the log, so a blocked resource grants again and a counted reader keeps writers out', async () => {
+    await releaseAll();
+    const locks = createLockManager({ knex: db.knex });
+    await (await locks.tryAcquireWrite('fix:stuck'))!.release();
+    await setCounts('fix:stuck', 1, 0);
+    const readers = [(await locks.tryAcquireRead('fix:under'))!, (await locks.tryAcquireRead('fix:under'))!];
+    await setCounts('fix:under', 0, 1);
+    const orphan = (await locks.tryAcquireWrite('fix:missing'))!;
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('fix:missing')]);
+    // two live writers: what a missing row let in
+    const first = (await locks.tryAcquireWrite('fix:two-writers'))!;
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('fix:two-writers')]);
+    const second = (await locks.tryAcquireWrite('fix:two-writers'))!;
+    expect(second).not.toBeNull();
+
+    const repair = await repairLockCounts(db.knex);
+    expect(repair).toMatchObject({
+      repaired: [found('fix:missing', 0, 0, 1, 0, true), found('fix:stuck', 1, 0, 0, 0), found('fix:under', 0, 1, 0, 2)],
+      conflicting: [found('fix:two-writers', 1, 0, 2, 0)],
+      skipped: [],
+      more: false,
+    });
+    expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [found('fix:two-writers', 1, 0, 2, 0)], more: false });
+
+    const stuck = await locks.tryAcquireWrite('fix:stuck');
+    expect(stuck).not.toBeNull();
+    await stuck!.release();
+    await readers[0]!.release();
+    expect(await locks.tryAcquireWrite('fix:under')).toBeNull(); // the other reader still holds it
+    await readers[1]!.release();
+    expect(await locks.tryAcquireWrite('fix:missing')).toBeNull();
+    expect(await orphan.release()).toBe(true);
+
+    // the conflicting pair waits for an operator: force one out, then the counts can follow the log
+    expect(await locks.forceRelease(first.id, { reason: 'two writers after a lost row' })).toBe(true);
+    expect((await repairLockCounts(db.knex)).repaired).toEqual([found('fix:two-writers', 0, 0, 1, 0)]);
+    await expect(first.release()).resolves.toBe(false);
+    expect(await second.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+    expect(await repairLockCounts(db.knex)).toMatchObject({ repaired: [], conflicting: [], skipped: [], more: false });
+  });
+
+  /**
+   * A connection that, right after the repair has counted the live grants, has a reader try to
+   * acquire the resource, and goes on once the reader is granted or waits for a row lock.
+   */
+  function readerArrivesAfterCount(conn: RawConnection, reader: () => Promise<Grant | null>, arrived: Array<Grant | null>): RawConnection {
+    return {
+      threadId: conn.threadId,
+      query(sql, values, cb) {
+        conn.query(sql, values, (err, rows) => {
+          if (err || sql !== COUNT_LIVE) return cb(err, rows);
+          let settled = false;
+          const granted = reader().then((g) => void arrived.push(g)).finally(() => (settled = true));
+          const blocked = (async () => {
+            while (!settled && (await lockWaitCount(db.knex)) === 0) await new Promise((r) => setTimeout(r, 5));
+          })();
+          void Promise.race([granted, blocked]).then(() => cb(null, rows), (e: unknown) => cb(e as Error, null));
+        });
+      },
+    };
+  }
+
+  /** The negative control: counts, then locks the row and writes what it counted. */
+  async function countThenLock(conn: RawConnection, resource: Buffer): Promise<void> {
+    await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    await query(conn, 'START TRANSACTION');
+    const [live] = await query<Array<{ w: number | string; r: number | string }>>(conn, COUNT_LIVE, [resource]);
+    await query(conn, LOCK_RESOURCE_ROW, [resource]);
+    await query(conn, SET_COUNTS, [Number(live!.w), Number(live!.r), resource]);
+    await query(conn, 'COMMIT');
+  }
+
+  it.each([
+    ['locks the resource row, then counts: the reader waits and is counted', false],
+    ['negative control: counts, then locks: the reader granted in between is lost from the count', true],
+  ])('a reader acquiring during a repair: %s', async (_name, broken) => {
+    const id = `race:${broken ? 'broken' : 'locked'}`;
+    const resource = Buffer.from(id);
+    const locks = createLockManager({ knex: db.knex });
+    await (await locks.tryAcquireRead(id))!.release();
+    await setCounts(id, 0, 5); // five readers counted, none live
+    const arrived: Array<Grant | null> = [];
+    await withConnection(db.knex, async (conn) => {
+      const racing = readerArrivesAfterCount(conn, () => locks.tryAcquireRead(id), arrived);
+      if (broken) await countThenLock(racing, resource);
+      else expect((await recountResource(racing, resource)).kind).toBe('repaired');
+    });
+    await expect.poll(() => arrived.length).toBe(1);
+    const reader = arrived[0]!;
+    expect(reader).not.toBeNull();
+    const check = await checkLockCounts(db.knex);
+    const writer = await locks.tryAcquireWrite(id);
+    if (broken) {
+      expect(check.disagreements).toEqual([found(id, 0, 0, 0, 1)]);
+      expect(writer).not.toBeNull(); // a writer beside the live reader
+      await writer!.release();
+      await setCounts(id, 0, 1); // so that the reader's release can give its count back
+      expect(await reader.release()).toBe(true);
+    } else {
+      expect(check.disagreements).toEqual([]);
+      expect(writer).toBeNull();
+      expect(await reader.release()).toBe(true);
+    }
+    expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [], more: false });
+  });
+});
