@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { CreatedIndex } from './conditional-ddl.js';
 
 /**
  * Version 1 of the lock schema. The DDL lives here once; `npm run schema:sql` writes the same
@@ -42,6 +43,16 @@ export const TABLES: readonly string[] = [
   KEY ix_lock_log_status_time (status, create_time),
   CONSTRAINT ck_lock_log_enums CHECK (lock_type IN (0, 1) AND status IN (0, 1, 2))
 ) ENGINE=InnoDB`,
+];
+
+/**
+ * The secondary indexes of the tables above, for `migrate` to build again if one is dropped: the
+ * token's uniqueness is what settles an acquire whose reply was lost (a withdrawal by token must
+ * fail on a granted one), and the reaper and list() read live grants through (status, create_time).
+ */
+export const INDEXES: readonly CreatedIndex[] = [
+  { kind: 'index', table: 't_lock_log', name: 'uk_lock_log_token', rebuild: 'ALTER TABLE t_lock_log ADD UNIQUE KEY uk_lock_log_token (token), ALGORITHM=INPLACE, LOCK=NONE' },
+  { kind: 'index', table: 't_lock_log', name: 'ix_lock_log_status_time', rebuild: 'ALTER TABLE t_lock_log ADD KEY ix_lock_log_status_time (status, create_time), ALGORITHM=INPLACE, LOCK=NONE' },
 ];
 
 export const PROCEDURES: Readonly<Record<string, string>> = {

@@ -7,6 +7,16 @@ export interface AddedInPlace {
   name: string;
 }
 
+/**
+ * An index a table was created with, and the in-place statement that builds it again if it was
+ * dropped by hand. Created with the table (CREATE TABLE), so no migration rebuilds it: `migrate`
+ * runs `rebuild` when it finds it missing.
+ */
+export interface CreatedIndex extends AddedInPlace {
+  kind: 'index';
+  rebuild: string;
+}
+
 /** The information_schema count that finds `what`: 0 when it is missing. */
 export function presenceCount(what: AddedInPlace): string {
   return what.kind === 'column'

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AddedInPlace } from './conditional-ddl.js';
+import type { AddedInPlace, CreatedIndex } from './conditional-ddl.js';
 import * as m001 from './001_lock_tables.js';
 import * as m002 from './002_acquire_v2.js';
 import * as m003 from './003_mode_changes.js';
@@ -37,3 +37,5 @@ export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES
 export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STATEMENTS];
 /** What those statements add to the tables, so that `migrate` can tell when one was dropped. */
 export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS];
+/** The indexes the tables were created with, and how to build each again in place. */
+export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m004.INDEXES];

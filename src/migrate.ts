@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { presenceCount } from '../migrations/conditional-ddl.js';
-import { ADDED_IN_PLACE, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../migrations/index.js';
+import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../migrations/conditional-ddl.js';
+import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from './errors.js';
 import { integerOption, knexOption, LIMITS, optionsObject } from './options.js';
 
@@ -57,8 +57,9 @@ async function unlock(db: Knex): Promise<void> {
 }
 
 /**
- * Names of the schema's tables, the columns and indexes migrations added to them in place, and
- * (when asked for) procedures that this database lacks: what running every migration again rebuilds.
+ * Names of the schema's tables, their indexes, the columns and indexes migrations added to them in
+ * place, and (when asked for) procedures that this database lacks: what running every migration
+ * again, then the missing indexes' rebuilds, restores.
  */
 async function missingObjects(db: Knex, options: MigrationOptions): Promise<string[]> {
   const tables = new Set((await rows<{ name: string }>(db, 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()')).map((r) => r.name));
@@ -68,13 +69,17 @@ async function missingObjects(db: Knex, options: MigrationOptions): Promise<stri
   const expectedTables = CURRENT_TABLES.map((ddl) => /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)![1]!);
   const expectedProcedures = options.procedures ? Object.keys(CURRENT_PROCEDURES) : [];
   const missingTables = expectedTables.filter((t) => !tables.has(t));
-  const missingAdditions: string[] = [];
-  for (const added of ADDED_IN_PLACE) {
-    if (missingTables.includes(added.table)) continue; // rebuilt with its table
-    const [row] = await rows<{ n: number | string }>(db, `SELECT (${presenceCount(added)}) AS n`);
-    if (Number(row?.n) === 0) missingAdditions.push(`${added.table}.${added.name}`);
+  const missingParts: string[] = [];
+  for (const part of [...CREATED_INDEXES, ...ADDED_IN_PLACE]) {
+    if (missingTables.includes(part.table)) continue; // rebuilt with its table
+    if (!(await isPresent(db, part))) missingParts.push(`${part.table}.${part.name}`);
   }
-  return [...missingTables, ...missingAdditions, ...expectedProcedures.filter((p) => !procedures.has(p))];
+  return [...missingTables, ...missingParts, ...expectedProcedures.filter((p) => !procedures.has(p))];
+}
+
+async function isPresent(db: Knex, part: AddedInPlace): Promise<boolean> {
+  const [row] = await rows<{ n: number | string }>(db, `SELECT (${presenceCount(part)}) AS n`);
+  return Number(row?.n) > 0;
 }
 
 /** Under the lock: applies what has not run, and rebuilds objects dropped since. */
@@ -87,8 +92,12 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
     await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [m.name, Number(batch) + 1]);
   }
   const missing = await missingObjects(db, options);
-  // Every migration's `up` is idempotent, so running them all in order rebuilds exactly what is missing.
-  if (missing.length > 0) for (const m of MIGRATIONS) await m.up(db, options);
+  // Every migration's `up` is idempotent, so running them all in order rebuilds exactly what is
+  // missing but the indexes a CREATE TABLE made, which are built again only when missing.
+  if (missing.length > 0) {
+    for (const m of MIGRATIONS) await m.up(db, options);
+    for (const index of CREATED_INDEXES) await runOnOneConnection(db, unlessPresent(index, index.rebuild));
+  }
   return { applied: pending.map((m) => m.name), repaired: missing };
 }
 

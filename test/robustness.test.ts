@@ -8,6 +8,8 @@ import * as v1 from '../migrations/001_lock_tables.js';
 import {
   createLockManager, InvalidOptionsError, LIMITS, LockInvariantError, migrate, purgeReleasedGrants, reapStaleGrants, SchemaMissingError,
 } from '../src/index.js';
+import { errnoOf, ER_DUP_ENTRY, withConnection } from '../src/connection.js';
+import { withdrawAcquire } from '../src/sql/withdraw.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -165,6 +167,29 @@ describe('a damaged schema', () => {
     const g = await locks.acquireWrite('rebuilt');
     await g.downgrade();
     expect((await locks.history('rebuilt')).grants[0]).toMatchObject({ id: g.id, mode: 'read', modeChangedAt: expect.any(Date) });
+    expect(await g.release()).toBe(true);
+    expect(await migrate(damaged.knex)).toEqual({ applied: [], repaired: [] });
+  });
+
+  it('indexes the tables were created with, dropped by hand, are built again by migrate() and listed; the token is unique again', async () => {
+    const indexes = async (): Promise<string[]> => (await rowsOf<{ n: string }>(damaged.knex,
+      `SELECT DISTINCT CONCAT(TABLE_NAME, '.', INDEX_NAME) AS n FROM information_schema.STATISTICS
+        WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME IN ('uk_lock_log_token', 'ix_lock_log_status_time', 'ix_release_note_time') ORDER BY n`)).map((r) => r.n);
+    const all = ['t_lock_log.ix_lock_log_status_time', 't_lock_log.uk_lock_log_token', 't_lock_release_note.ix_release_note_time'];
+    expect(await indexes()).toEqual(all);
+    const locks = createLockManager({ knex: damaged.knex });
+    const g = await locks.acquireWrite('created-indexes');
+    const withdrawn = (): Promise<unknown> => withConnection(damaged.knex, (conn) => withdrawAcquire(conn, Buffer.from('created-indexes'), 'write', Buffer.from(g.token, 'hex')))
+      .then(() => 'inserted', (e: unknown) => errnoOf(e));
+    expect(await withdrawn()).toBe(ER_DUP_ENTRY); // a granted acquire cannot be withdrawn: how a lost reply is settled
+    await damaged.knex.raw('ALTER TABLE t_lock_log DROP INDEX uk_lock_log_token, DROP INDEX ix_lock_log_status_time');
+    await damaged.knex.raw('ALTER TABLE t_lock_release_note DROP INDEX ix_release_note_time');
+    expect(await indexes()).toEqual([]);
+    expect(await withdrawn()).toBe('inserted'); // without the unique token, a live grant would be settled as never granted
+    await damaged.knex.raw("DELETE FROM t_lock_log WHERE resource_id = 'created-indexes' AND status = 2");
+    expect(await migrate(damaged.knex)).toEqual({ applied: [], repaired: ['t_lock_log.uk_lock_log_token', 't_lock_log.ix_lock_log_status_time', 't_lock_release_note.ix_release_note_time'] });
+    expect(await indexes()).toEqual(all);
+    expect(await withdrawn()).toBe(ER_DUP_ENTRY);
     expect(await g.release()).toBe(true);
     expect(await migrate(damaged.knex)).toEqual({ applied: [], repaired: [] });
   });
