@@ -1,11 +1,13 @@
 // checkLockCounts and repairLockCounts: counts that disagree with the log (made by hand here, as
 // an operator's edit or a partial restore would), what each kind does to the lock, and a repair
 // racing an acquire, with a repair that counts before it locks as the negative control.
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { withConnection, query, type RawConnection } from '../src/connection.js';
 import { checkLockCounts, createLockManager, InvalidOptionsError, LIMITS, repairLockCounts, type CountDisagreement, type Grant } from '../src/index.js';
 import { COUNT_LIVE, LOCK_RESOURCE_ROW, recountResource, SET_COUNTS } from '../src/sql/recount.js';
+import { connectKnex } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { invariantViolations, snapshot } from './support/state.js';
@@ -193,5 +195,48 @@ describe('repairLockCounts()', () => {
       expect(await reader.release()).toBe(true);
     }
     expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [], more: false });
+  });
+});
+
+describe('privileges', () => {
+  it('the check needs SELECT on both tables, the repair also INSERT and UPDATE on t_read_write_lock, as documented', async () => {
+    await releaseAll();
+    const locks = createLockManager({ knex: db.knex });
+    await (await locks.tryAcquireWrite('grants:stuck'))!.release();
+    await setCounts('grants:stuck', 1, 0);
+    const orphan = (await locks.tryAcquireRead('grants:missing'))!;
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('grants:missing')]);
+    const suffix = randomBytes(3).toString('hex');
+    const password = randomBytes(9).toString('hex');
+    const users = { checker: `rwl_chk_${suffix}`, repairer: `rwl_rep_${suffix}` };
+    const grants = {
+      checker: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.checker}'@'%'`, `GRANT SELECT ON \`${db.name}\`.t_read_write_lock TO '${users.checker}'@'%'`],
+      repairer: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.repairer}'@'%'`, `GRANT SELECT, INSERT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.repairer}'@'%'`],
+    };
+    const connections: Knex[] = [];
+    try {
+      for (const who of ['checker', 'repairer'] as const) {
+        await db.knex.raw(`CREATE USER '${users[who]}'@'%' IDENTIFIED BY '${password}'`);
+        for (const g of grants[who]) await db.knex.raw(g);
+      }
+      const as = (user: string): Knex => {
+        const url = new URL(db.url);
+        url.username = user;
+        url.password = password;
+        const k = connectKnex(url.toString(), db.name, { poolMax: 2 });
+        connections.push(k);
+        return k;
+      };
+      const checker = as(users.checker);
+      const repairer = as(users.repairer);
+      expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck']);
+      await expect(repairLockCounts(checker)).rejects.toMatchObject({ errno: expect.any(Number) }); // no UPDATE: refused
+      expect((await repairLockCounts(repairer)).repaired.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck']);
+      expect(await checkLockCounts(checker)).toEqual({ disagreements: [], more: false });
+      expect(await orphan.release()).toBe(true);
+    } finally {
+      await Promise.all(connections.map((k) => k.destroy()));
+      for (const user of Object.values(users)) await db.knex.raw(`DROP USER IF EXISTS '${user}'@'%'`);
+    }
   });
 });
