@@ -21,7 +21,9 @@ Options:
 Environment:
 ${JOB_ENV.map((v) => `  ${v.name.padEnd(20)} ${v.default === 'required' ? 'required' : `default ${v.default}`}\n  ${''.padEnd(20)} ${v.meaning}`).join('\n')}
 
-Output: one JSON line per run ({"event":"reaper.run","ok":true,"reaped":0,...}) and per reaped grant.
+Output: one JSON line per run ({"event":"reaper.run","ok":true,"reaped":0,...}), per reaped grant and per
+count check ({"event":"reaper.counts","ok":true,"found":0,"remaining":0,...}; daemon only: --once does not
+check counts, run mysql-rwlock check for that).
 
 With METRICS_PORT (daemon only): GET /metrics (Prometheus text) and GET /healthz: 200 while the last run
 succeeded and finished within two schedule periods + 30 s, else 503; a JSON report either way.
@@ -75,7 +77,7 @@ async function main(): Promise<void> {
     process.exitCode = ok ? 0 : 1;
     return;
   }
-  const { cron, runAtStart, staleAfterMs, batchSize, retentionMs, target } = config;
+  const { cron, runAtStart, staleAfterMs, batchSize, retentionMs, target, countCheckCron, countRepair } = config;
   // Signal handlers first, the start line last: whoever waits for that line may signal at once.
   let job: { stop(): Promise<void> } | undefined;
   let server: ReaperServer | undefined;
@@ -105,7 +107,7 @@ async function main(): Promise<void> {
     };
   }
   job = scheduleReaper(db, config, observe);
-  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, metricsPort: server?.port ?? null, pid: process.pid });
+  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, countCheckCron, countRepair, metricsPort: server?.port ?? null, pid: process.pid });
 }
 
 main().catch((err: unknown) => {

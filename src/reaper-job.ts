@@ -3,6 +3,7 @@ import cron from 'node-cron';
 import { InvalidOptionsError } from './errors.js';
 import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption } from './options.js';
 import { purgeReleasedGrants, reapStaleGrants } from './reaper.js';
+import { checkLockCounts, repairLockCounts, type CountDisagreement } from './recount.js';
 
 export interface ReaperJobConfig {
   /** MYSQL_URL, checked: mysql:// or mariadb://, a host, a port in range if given, a database. */
@@ -21,9 +22,13 @@ export interface ReaperJobConfig {
   metricsPort: number | null;
   /** Address that server binds. @defaultValue '0.0.0.0' */
   metricsHost: string;
+  /** Cron expression of the count check (checkLockCounts); null: never. @defaultValue '37 3 * * *' (daily) */
+  countCheckCron: string | null;
+  /** The count check also repairs what disagrees (repairLockCounts). @defaultValue false */
+  countRepair: boolean;
 }
 
-export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: REAP_DEFAULTS.retentionMs, metricsHost: '0.0.0.0' });
+export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: REAP_DEFAULTS.retentionMs, metricsHost: '0.0.0.0', countCheckCron: '37 3 * * *' });
 
 /**
  * The job's environment variables, their defaults and meaning: the source of `--help` and of the
@@ -39,6 +44,8 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   { name: 'RETENTION_MS', default: String(JOB_DEFAULTS.retentionMs), meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})` },
   { name: 'METRICS_PORT', default: 'off', meaning: 'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)' },
   { name: 'METRICS_HOST', default: JOB_DEFAULTS.metricsHost, meaning: 'address the metrics server binds' },
+  { name: 'COUNT_CHECK_CRON', default: JOB_DEFAULTS.countCheckCron, meaning: 'schedule of a check that the lock counts agree with the live grants (reads the whole resource table); off: never' },
+  { name: 'COUNT_REPAIR', default: '0', meaning: '1: the count check also sets counts that disagree from the log (as mysql-rwlock check --repair); 0: it only reports them' },
 ]);
 
 const URL_EXAMPLE = 'mysql://user:password@host:3306/database';
@@ -98,6 +105,10 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
   if (atStart !== undefined && atStart !== '' && atStart !== '0' && atStart !== '1') {
     throw new InvalidOptionsError(`REAPER_RUN_AT_START must be 0 or 1, got ${JSON.stringify(atStart)}`);
   }
+  const countCheck = env.COUNT_CHECK_CRON || JOB_DEFAULTS.countCheckCron;
+  if (countCheck !== 'off' && !cron.validate(countCheck)) throw new InvalidOptionsError(`COUNT_CHECK_CRON is not a valid cron expression or off: ${JSON.stringify(countCheck)}`);
+  const repair = env.COUNT_REPAIR;
+  if (repair !== undefined && repair !== '' && repair !== '0' && repair !== '1') throw new InvalidOptionsError(`COUNT_REPAIR must be 0 or 1, got ${JSON.stringify(repair)}`);
   const metricsHost = env.METRICS_HOST || JOB_DEFAULTS.metricsHost;
   if (/[\s/]/.test(metricsHost)) throw new InvalidOptionsError(`METRICS_HOST must be an address or host name, got ${JSON.stringify(metricsHost)}`);
   return {
@@ -110,6 +121,8 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     retentionMs: num('RETENTION_MS', JOB_DEFAULTS.retentionMs, 0, LIMITS.maxRetentionMs),
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === '' ? null : num('METRICS_PORT', 0, 0, 65535),
     metricsHost,
+    countCheckCron: countCheck === 'off' ? null : countCheck,
+    countRepair: repair === '1',
   };
 }
 
@@ -199,12 +212,46 @@ export async function runReaperOnce(db: Knex, config: Pick<ReaperJobConfig, 'sta
   }
 }
 
+/** Resource ids a count-check line names at most; the rest are counted. */
+const LOGGED_RESOURCES = 20;
+
+/**
+ * One count check: finds counts that disagree with the live grants, and with `repair` sets them
+ * from the log. Logs one `reaper.counts` line; `remaining` is what still disagrees after it (all it
+ * found, or with `repair` the conflicting and skipped ones). Resolves to the line's `ok`: false
+ * when the database refused or could not be reached.
+ */
+export async function runCountCheck(db: Knex, repair: boolean, log: (line: LogLine) => void): Promise<boolean> {
+  const started = performance.now();
+  const ids = (found: CountDisagreement[]): string[] => found.slice(0, LOGGED_RESOURCES).map((d) => d.resourceId);
+  try {
+    if (repair) {
+      const r = await repairLockCounts(db);
+      log({
+        event: 'reaper.counts', ok: true, repaired: r.repaired.length, conflicting: r.conflicting.length, skipped: r.skipped.length, more: r.more,
+        remaining: r.conflicting.length + r.skipped.length, resources: [...ids(r.repaired), ...ids(r.conflicting)].slice(0, LOGGED_RESOURCES),
+        durationMs: Math.round(performance.now() - started),
+      });
+    } else {
+      const r = await checkLockCounts(db);
+      log({ event: 'reaper.counts', ok: true, found: r.disagreements.length, more: r.more, remaining: r.disagreements.length, resources: ids(r.disagreements), durationMs: Math.round(performance.now() - started) });
+    }
+    return true;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    log({ event: 'reaper.counts', ok: false, error: e.message, code: e.code, durationMs: Math.round(performance.now() - started) });
+    return false;
+  }
+}
+
 /**
  * Schedules runReaperOnce, and runs it at once first when `runAtStart`. A run never overlaps the
  * previous one; `stop()` waits for the run in progress, so SIGTERM handling can stop, then close the
  * pool, then exit.
  */
-export function scheduleReaper(db: Knex, config: Pick<ReaperJobConfig, 'cron' | 'runAtStart' | 'staleAfterMs' | 'batchSize' | 'retentionMs'>, log: (line: LogLine) => void): { stop(): Promise<void> } {
+export function scheduleReaper(
+  db: Knex, config: Pick<ReaperJobConfig, 'cron' | 'runAtStart' | 'staleAfterMs' | 'batchSize' | 'retentionMs' | 'countCheckCron' | 'countRepair'>, log: (line: LogLine) => void,
+): { stop(): Promise<void> } {
   let running: Promise<boolean> | null = null;
   const tick = (): Promise<boolean> | undefined => {
     if (running) {
@@ -218,11 +265,21 @@ export function scheduleReaper(db: Knex, config: Pick<ReaperJobConfig, 'cron' | 
   };
   const task = cron.schedule(config.cron, () => tick(), { name: 'mysql-rwlock-reaper', noOverlap: true });
   if (config.runAtStart) void tick();
+  // A check skips its turn while the previous one still reads (a large table on a short schedule).
+  let checking: Promise<boolean> | null = null;
+  const countTask = config.countCheckCron === null ? null : cron.schedule(config.countCheckCron, () => {
+    if (checking) return;
+    checking = runCountCheck(db, config.countRepair, log).finally(() => {
+      checking = null;
+    });
+  }, { name: 'mysql-rwlock-count-check', noOverlap: true });
   return {
     async stop() {
-      await task.stop();
-      await task.destroy();
-      await running;
+      for (const t of [task, countTask]) {
+        await t?.stop();
+        await t?.destroy();
+      }
+      await Promise.all([running, checking]);
     },
   };
 }

@@ -18,7 +18,7 @@ export interface ReaperServer {
 /**
  * Starts the server. /metrics: the process's default metrics, the lock metrics of this process
  * (reaped grants, reap runs) and the gauges read from the database at scrape time, and the job's
- * runs. /healthz: 200 while `health` reports healthy, else 503, with the report as JSON.
+ * runs and count checks. /healthz: 200 while `health` reports healthy, else 503, with the report as JSON.
  */
 export async function startReaperServer(db: Knex, options: { port: number; host: string; staleAfterMs: number }, health: ReaperHealth): Promise<ReaperServer> {
   const registry = new Registry();
@@ -31,6 +31,11 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
   const duration = new Histogram({ name: 'mysql_rwlock_reaper_run_duration_seconds', help: 'Duration of a reaper job run (reap and purge)', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300], registers });
   const lastRun = new Gauge({ name: 'mysql_rwlock_reaper_last_run_timestamp_seconds', help: 'When the last run finished (Unix time)', registers });
   const lastSuccess = new Gauge({ name: 'mysql_rwlock_reaper_last_success_timestamp_seconds', help: 'When the last successful run finished (Unix time)', registers });
+  const disagreements = new Gauge({
+    name: 'mysql_rwlock_count_disagreements', registers,
+    help: 'Resources whose lock counts disagreed with their live grants at the last count check (after its repair, with COUNT_REPAIR=1); absent before the first check',
+  });
+  const lastCheck = new Gauge({ name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds', help: 'When the last successful count check finished (Unix time)', registers });
   new Gauge({
     name: 'mysql_rwlock_reaper_healthy', help: '1 when /healthz answers 200', registers,
     collect() {
@@ -66,6 +71,10 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
   return {
     port: (server.address() as AddressInfo).port,
     observe(line) {
+      if (line.event === 'reaper.counts' && line.ok === true && typeof line.remaining === 'number') {
+        disagreements.set(line.remaining);
+        lastCheck.set(Date.now() / 1000);
+      }
       if (line.event !== 'reaper.run') return;
       const now = Date.now() / 1000;
       runs.inc({ outcome: line.ok === true ? 'ok' : 'failed' });

@@ -87,7 +87,7 @@ function expectStoppedBySigterm(lines: Line[]): void {
   const stops = lines.filter((l) => l.event === 'reaper.stop');
   expect(stops).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
   const after = lines.slice(lines.indexOf(stops[0]!) + 1).map((l) => l.event);
-  expect(after.every((e) => e === 'reaper.grant' || e === 'reaper.problem' || e === 'reaper.run')).toBe(true);
+  expect(after.every((e) => e === 'reaper.grant' || e === 'reaper.problem' || e === 'reaper.run' || e === 'reaper.counts')).toBe(true);
   expect(after.filter((e) => e === 'reaper.run').length).toBeLessThanOrEqual(1);
 }
 
@@ -202,6 +202,8 @@ describe('jobs/reaper.ts', () => {
       [{ MYSQL_URL: url, METRICS_PORT: '70000' }, [], /^METRICS_PORT must be an integer from 0 to 65535, got 70000/],
       [{ MYSQL_URL: url, METRICS_PORT: 'http' }, [], /^METRICS_PORT/],
       [{ MYSQL_URL: url, METRICS_PORT: '0', METRICS_HOST: 'http://x/' }, [], /^METRICS_HOST/],
+      [{ MYSQL_URL: url, COUNT_CHECK_CRON: 'daily' }, [], /^COUNT_CHECK_CRON is not a valid cron expression or off/],
+      [{ MYSQL_URL: url, COUNT_REPAIR: 'yes' }, ['--once'], /^COUNT_REPAIR must be 0 or 1/],
     ];
     const runs = await Promise.all(cases.map(([env, args]) => runOnce(env, args)));
     for (const [i, [env, args, error]] of cases.entries()) {
@@ -287,6 +289,33 @@ describe('jobs/reaper.ts', () => {
       job.child.kill('SIGTERM');
       expect(await job.exited).toBe(0);
       await live!.release();
+    });
+
+    it('checks lock counts on COUNT_CHECK_CRON, logs and exports what disagrees, and with COUNT_REPAIR=1 sets it', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      await (await locks.tryAcquireWrite('job-counts'))!.release();
+      await db.knex.raw("UPDATE t_read_write_lock SET w_count = 1 WHERE resource_id = 'job-counts'");
+      expect(await locks.tryAcquireWrite('job-counts')).toBeNull(); // blocked for good: no grant for the reaper
+      const env = { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_RUN_AT_START: '0', COUNT_CHECK_CRON: '* * * * * *', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' };
+
+      const checking = tsxJob([], env);
+      const port = (await checking.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
+      expect(await checking.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({ ok: true, found: 1, more: false, remaining: 1, resources: ['job-counts'] });
+      expect(sample((await get(port, '/metrics')).body, 'mysql_rwlock_count_disagreements')).toBe(1);
+      checking.child.kill('SIGTERM');
+      expect(await checking.exited).toBe(0);
+      expect(await locks.tryAcquireWrite('job-counts')).toBeNull(); // reported, not changed
+
+      const repairing = tsxJob([], { ...env, COUNT_REPAIR: '1' });
+      const port2 = (await repairing.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
+      expect(await repairing.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({ ok: true, repaired: 1, conflicting: 0, skipped: 0, remaining: 0, resources: ['job-counts'] });
+      await repairing.lineWhere((l) => l.event === 'reaper.counts' && l.repaired === 0);
+      expect(sample((await get(port2, '/metrics')).body, 'mysql_rwlock_count_disagreements')).toBe(0);
+      repairing.child.kill('SIGTERM');
+      expect(await repairing.exited).toBe(0);
+      const g = await locks.tryAcquireWrite('job-counts');
+      expect(g).not.toBeNull();
+      await g!.release();
     });
 
     it('/healthz answers 503 while the runs fail (negative control: the same job, a database without the schema)', async () => {
