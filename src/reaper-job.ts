@@ -218,8 +218,8 @@ const LOGGED_RESOURCES = 20;
 /**
  * One count check: finds counts that disagree with the live grants, and with `repair` sets them
  * from the log. Logs one `reaper.counts` line; `remaining` is what still disagrees after it (all it
- * found, or with `repair` the conflicting and skipped ones). Resolves to the line's `ok`: false
- * when the database refused or could not be reached.
+ * found, or with `repair` the conflicting, skipped and refused ones). Resolves to the line's `ok`:
+ * false when the database refused (a resource's repair, or the check) or could not be reached.
  */
 export async function runCountCheck(db: Knex, repair: boolean, log: (line: LogLine) => void): Promise<boolean> {
   const started = performance.now();
@@ -228,8 +228,8 @@ export async function runCountCheck(db: Knex, repair: boolean, log: (line: LogLi
     if (repair) {
       const r = await repairLockCounts(db);
       log({
-        event: 'reaper.counts', ok: true, repaired: r.repaired.length, conflicting: r.conflicting.length, skipped: r.skipped.length, more: r.more,
-        remaining: r.conflicting.length + r.skipped.length, resources: [...ids(r.repaired), ...ids(r.conflicting)].slice(0, LOGGED_RESOURCES),
+        event: 'reaper.counts', ok: r.problems.length === 0, problems: r.problems, repaired: r.repaired.length, conflicting: r.conflicting.length, skipped: r.skipped.length, more: r.more,
+        remaining: r.conflicting.length + r.skipped.length + r.problems.length, resources: [...ids(r.repaired), ...ids(r.conflicting)].slice(0, LOGGED_RESOURCES),
         durationMs: Math.round(performance.now() - started),
       });
     } else {

@@ -35,7 +35,7 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
     name: 'mysql_rwlock_count_disagreements', registers,
     help: 'Resources whose lock counts disagreed with their live grants at the last count check (after its repair, with COUNT_REPAIR=1); absent before the first check',
   });
-  const lastCheck = new Gauge({ name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds', help: 'When the last successful count check finished (Unix time)', registers });
+  const lastCheck = new Gauge({ name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds', help: 'When the last count check finished (Unix time)', registers });
   new Gauge({
     name: 'mysql_rwlock_reaper_healthy', help: '1 when /healthz answers 200', registers,
     collect() {
@@ -71,7 +71,7 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
   return {
     port: (server.address() as AddressInfo).port,
     observe(line) {
-      if (line.event === 'reaper.counts' && line.ok === true && typeof line.remaining === 'number') {
+      if (line.event === 'reaper.counts' && typeof line.remaining === 'number') {
         disagreements.set(line.remaining);
         lastCheck.set(Date.now() / 1000);
       }

@@ -39,6 +39,8 @@ export interface CountRepair {
   conflicting: CountDisagreement[];
   /** Busy past the lock wait timeout or in a persisting deadlock: run it again. */
   skipped: string[];
+  /** Resources the database refused to repair for another reason (a missing privilege, say): `resource: message`. */
+  problems: string[];
   /** More disagreements than `limit` were found: run it again. */
   more: boolean;
   durationMs: number;
@@ -49,8 +51,9 @@ const INSERT_RACES = 3;
 /**
  * Sets the counts of each resource `checkLockCounts` finds to its live grants, one transaction per
  * resource under the resource row's lock, so acquires and releases racing it are counted or wait
- * (see `recountResource`). Live grants that exclude each other are reported, not counted. Safe
- * beside traffic, the reaper and other repairs.
+ * (see `recountResource`). Live grants that exclude each other are reported, not counted; a
+ * resource the database refuses is reported in `problems` and the others go on. Safe beside
+ * traffic, the reaper and other repairs.
  */
 export async function repairLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountRepair> {
   knexOption('db', db);
@@ -58,7 +61,7 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
   const started = performance.now();
   return withConnection(db, (conn) => withLockWaitTimeout(conn, REAP_DEFAULTS.lockWaitTimeoutSec, async () => {
     const { found, more } = page(await findDisagreements(conn, limit), limit);
-    const result: CountRepair = { repaired: [], conflicting: [], skipped: [], more, durationMs: 0 };
+    const result: CountRepair = { repaired: [], conflicting: [], skipped: [], problems: [], more, durationMs: 0 };
     for (const { resource, found: d } of found) {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -70,11 +73,10 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
           if (isConnectionLost(err)) throw err;
           // A first acquire inserted the missing row meanwhile: recount with it.
           if (errnoOf(err) === ER_DUP_ENTRY && attempt < INSERT_RACES) continue;
-          if (isLockWaitTimeout(err) || isConflict(err)) {
-            result.skipped.push(d.resourceId);
-            break;
-          }
-          throw err;
+          if (isLockWaitTimeout(err) || isConflict(err)) result.skipped.push(d.resourceId);
+          // One resource the database refuses never stops the others.
+          else result.problems.push(`${d.resourceId}: ${(err as Error).message}`);
+          break;
         }
       }
     }

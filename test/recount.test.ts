@@ -110,6 +110,7 @@ describe('repairLockCounts()', () => {
       repaired: [found('fix:missing', 0, 0, 1, 0, true), found('fix:stuck', 1, 0, 0, 0), found('fix:under', 0, 1, 0, 2)],
       conflicting: [found('fix:two-writers', 1, 0, 2, 0)],
       skipped: [],
+      problems: [],
       more: false,
     });
     expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [found('fix:two-writers', 1, 0, 2, 0)], more: false });
@@ -129,7 +130,7 @@ describe('repairLockCounts()', () => {
     await expect(first.release()).resolves.toBe(false);
     expect(await second.release()).toBe(true);
     expect(await invariantViolations(db.knex)).toEqual([]);
-    expect(await repairLockCounts(db.knex)).toMatchObject({ repaired: [], conflicting: [], skipped: [], more: false });
+    expect(await repairLockCounts(db.knex)).toMatchObject({ repaired: [], conflicting: [], skipped: [], problems: [], more: false });
   });
 
   /**
@@ -199,7 +200,7 @@ describe('repairLockCounts()', () => {
 });
 
 describe('privileges', () => {
-  it('the check needs SELECT on both tables, the repair also INSERT and UPDATE on t_read_write_lock, as documented', async () => {
+  it('the check needs SELECT on both tables, the repair also INSERT and UPDATE on t_read_write_lock, as documented; a refused resource stops no other', async () => {
     await releaseAll();
     const locks = createLockManager({ knex: db.knex });
     await (await locks.tryAcquireWrite('grants:stuck'))!.release();
@@ -208,14 +209,16 @@ describe('privileges', () => {
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('grants:missing')]);
     const suffix = randomBytes(3).toString('hex');
     const password = randomBytes(9).toString('hex');
-    const users = { checker: `rwl_chk_${suffix}`, repairer: `rwl_rep_${suffix}` };
+    const users = { checker: `rwl_chk_${suffix}`, reaper: `rwl_rea_${suffix}`, repairer: `rwl_rep_${suffix}` };
     const grants = {
       checker: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.checker}'@'%'`, `GRANT SELECT ON \`${db.name}\`.t_read_write_lock TO '${users.checker}'@'%'`],
+      // the reaper's documented privileges: no INSERT on t_read_write_lock
+      reaper: [`GRANT SELECT, UPDATE, DELETE ON \`${db.name}\`.t_lock_log TO '${users.reaper}'@'%'`, `GRANT SELECT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.reaper}'@'%'`],
       repairer: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.repairer}'@'%'`, `GRANT SELECT, INSERT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.repairer}'@'%'`],
     };
     const connections: Knex[] = [];
     try {
-      for (const who of ['checker', 'repairer'] as const) {
+      for (const who of ['checker', 'reaper', 'repairer'] as const) {
         await db.knex.raw(`CREATE USER '${users[who]}'@'%' IDENTIFIED BY '${password}'`);
         for (const g of grants[who]) await db.knex.raw(g);
       }
@@ -230,8 +233,14 @@ describe('privileges', () => {
       const checker = as(users.checker);
       const repairer = as(users.repairer);
       expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck']);
-      await expect(repairLockCounts(checker)).rejects.toMatchObject({ errno: expect.any(Number) }); // no UPDATE: refused
-      expect((await repairLockCounts(repairer)).repaired.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck']);
+      const refused = await repairLockCounts(checker); // no UPDATE: each resource refused, none changed
+      expect(refused).toMatchObject({ repaired: [], conflicting: [], skipped: [] });
+      expect(refused.problems).toEqual([expect.stringMatching(/^grants:missing: /), expect.stringMatching(/^grants:stuck: /)]);
+      // no INSERT: the missing row is refused, and the other resource is still repaired after it
+      const partly = await repairLockCounts(as(users.reaper));
+      expect(partly.repaired.map((d) => d.resourceId)).toEqual(['grants:stuck']);
+      expect(partly.problems).toEqual([expect.stringMatching(/^grants:missing: .*INSERT/i)]);
+      expect((await repairLockCounts(repairer)).repaired.map((d) => d.resourceId)).toEqual(['grants:missing']);
       expect(await checkLockCounts(checker)).toEqual({ disagreements: [], more: false });
       expect(await orphan.release()).toBe(true);
     } finally {

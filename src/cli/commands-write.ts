@@ -96,8 +96,8 @@ const check: Command = {
     repair: { type: 'boolean', help: 'set each disagreeing count from the live grants, under the resource row\'s lock (safe beside traffic)' },
     limit: { type: 'string', value: 'N', help: 'resources per run (default 1000, at most 10000)' },
   },
-  details: 'With --json: the result of checkLockCounts() ({ disagreements, more }), or with --repair of repairLockCounts() ({ repaired, conflicting, skipped, more, durationMs }). ' +
-    'Exit 0 when every count agrees (with --repair: when all that disagreed were repaired); 1 when disagreements remain: found without --repair, live grants that exclude each other (release one with `release`), busy resources or more than --limit (run it again).',
+  details: 'With --json: the result of checkLockCounts() ({ disagreements, more }), or with --repair of repairLockCounts() ({ repaired, conflicting, skipped, problems, more, durationMs }). ' +
+    'Exit 0 when every count agrees (with --repair: when all that disagreed were repaired); 1 when disagreements remain: found without --repair, live grants that exclude each other (release one with `release`), busy resources or more than --limit (run it again); 3 when the database refused a repair (each printed as a problem).',
   async run({ db, values, json: asJson, io }) {
     const limit = wholeNumber('--limit', values.limit);
     const options = limit !== undefined ? { limit } : {};
@@ -121,8 +121,10 @@ const check: Command = {
         io.err(`${plural(r.conflicting.length, 'resource')} left as they are: live grants that exclude each other (see ls --prefix, then release)`);
       }
       for (const id of r.skipped) io.err(`skipped ${cell(id)}: busy, run check --repair again`);
+      for (const p of r.problems) io.err(`problem: ${p}`);
       if (r.more) io.err('more disagreements than --limit: run check --repair again');
     }
+    if (r.problems.length > 0) return EXIT.failed;
     return r.conflicting.length + r.skipped.length === 0 && !r.more ? EXIT.done : EXIT.nothing;
   },
 };
