@@ -4,12 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
-import { withConnection, query, type RawConnection } from '../src/connection.js';
+import { withConnection, type RawConnection } from '../src/connection.js';
 import { checkLockCounts, createLockManager, InvalidOptionsError, LIMITS, repairLockCounts, type CountDisagreement, type Grant } from '../src/index.js';
-import { COUNT_LIVE, LOCK_RESOURCE_ROW, recountResource, SET_COUNTS } from '../src/sql/recount.js';
+import { recountResource } from '../src/sql/recount.js';
 import { connectKnex } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
+import { afterCount, countThenLock } from './support/recount.js';
 import { invariantViolations, snapshot } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -138,30 +139,14 @@ describe('repairLockCounts()', () => {
    * acquire the resource, and goes on once the reader is granted or waits for a row lock.
    */
   function readerArrivesAfterCount(conn: RawConnection, reader: () => Promise<Grant | null>, arrived: Array<Grant | null>): RawConnection {
-    return {
-      threadId: conn.threadId,
-      query(sql, values, cb) {
-        conn.query(sql, values, (err, rows) => {
-          if (err || sql !== COUNT_LIVE) return cb(err, rows);
-          let settled = false;
-          const granted = reader().then((g) => void arrived.push(g)).finally(() => (settled = true));
-          const blocked = (async () => {
-            while (!settled && (await lockWaitCount(db.knex)) === 0) await new Promise((r) => setTimeout(r, 5));
-          })();
-          void Promise.race([granted, blocked]).then(() => cb(null, rows), (e: unknown) => cb(e as Error, null));
-        });
-      },
-    };
-  }
-
-  /** The negative control: counts, then locks the row and writes what it counted. */
-  async function countThenLock(conn: RawConnection, resource: Buffer): Promise<void> {
-    await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-    await query(conn, 'START TRANSACTION');
-    const [live] = await query<Array<{ w: number | string; r: number | string }>>(conn, COUNT_LIVE, [resource]);
-    await query(conn, LOCK_RESOURCE_ROW, [resource]);
-    await query(conn, SET_COUNTS, [Number(live!.w), Number(live!.r), resource]);
-    await query(conn, 'COMMIT');
+    return afterCount(conn, async () => {
+      let settled = false;
+      const granted = reader().then((g) => void arrived.push(g)).finally(() => (settled = true));
+      const blocked = (async () => {
+        while (!settled && (await lockWaitCount(db.knex)) === 0) await new Promise((r) => setTimeout(r, 5));
+      })();
+      await Promise.race([granted, blocked]);
+    });
   }
 
   it.each([
