@@ -24,6 +24,22 @@ async function releaseAll(): Promise<void> {
   for (const g of (await locks.list({ limit: 10_000 })).grants) await locks.forceRelease(g.id, { reason: 'test cleanup' });
 }
 
+/**
+ * The three kinds of disagreement, made by hand under `prefix`: `stuck`, a write count with no grant
+ * (blocked for good); `under`, two live readers counted as one; `missing`, a live write grant whose
+ * resource row was deleted. Returns the grants left live.
+ */
+async function makeDisagreements(prefix: string): Promise<{ readers: Grant[]; orphan: Grant }> {
+  const locks = createLockManager({ knex: db.knex });
+  await (await locks.tryAcquireWrite(`${prefix}:stuck`))!.release();
+  await setCounts(`${prefix}:stuck`, 1, 0);
+  const readers = [(await locks.tryAcquireRead(`${prefix}:under`))!, (await locks.tryAcquireRead(`${prefix}:under`))!];
+  await setCounts(`${prefix}:under`, 0, 1);
+  const orphan = (await locks.tryAcquireWrite(`${prefix}:missing`))!;
+  await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from(`${prefix}:missing`)]);
+  return { readers, orphan };
+}
+
 const found = (resourceId: string, wCount: number, rCount: number, liveWrites: number, liveReads: number, rowMissing = false): CountDisagreement =>
   ({ resourceId, wCount, rCount, liveWrites, liveReads, rowMissing });
 
@@ -44,15 +60,7 @@ describe('checkLockCounts()', () => {
   it('finds every kind of disagreement, by resource id, and changes nothing', async () => {
     await releaseAll();
     const locks = createLockManager({ knex: db.knex });
-    // a write count left behind with no grant: the resource is blocked for good
-    await (await locks.tryAcquireWrite('kind:stuck'))!.release();
-    await setCounts('kind:stuck', 1, 0);
-    // fewer readers counted than hold it
-    const readers = [(await locks.tryAcquireRead('kind:under'))!, (await locks.tryAcquireRead('kind:under'))!];
-    await setCounts('kind:under', 0, 1);
-    // a live grant whose resource row was deleted
-    const orphan = (await locks.tryAcquireWrite('kind:missing'))!;
-    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('kind:missing')]);
+    const { readers, orphan } = await makeDisagreements('kind');
     const before = await snapshot(db.knex);
 
     const check = await checkLockCounts(db.knex);
@@ -94,12 +102,7 @@ describe('repairLockCounts()', () => {
   it('sets counts from the log, so a blocked resource grants again and a counted reader keeps writers out', async () => {
     await releaseAll();
     const locks = createLockManager({ knex: db.knex });
-    await (await locks.tryAcquireWrite('fix:stuck'))!.release();
-    await setCounts('fix:stuck', 1, 0);
-    const readers = [(await locks.tryAcquireRead('fix:under'))!, (await locks.tryAcquireRead('fix:under'))!];
-    await setCounts('fix:under', 0, 1);
-    const orphan = (await locks.tryAcquireWrite('fix:missing'))!;
-    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('fix:missing')]);
+    const { readers, orphan } = await makeDisagreements('fix');
     // two live writers: what a missing row let in
     const first = (await locks.tryAcquireWrite('fix:two-writers'))!;
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('fix:two-writers')]);
@@ -187,11 +190,7 @@ describe('repairLockCounts()', () => {
 describe('privileges', () => {
   it('the check needs SELECT on both tables, the repair also INSERT and UPDATE on t_read_write_lock, as documented; a refused resource stops no other', async () => {
     await releaseAll();
-    const locks = createLockManager({ knex: db.knex });
-    await (await locks.tryAcquireWrite('grants:stuck'))!.release();
-    await setCounts('grants:stuck', 1, 0);
-    const orphan = (await locks.tryAcquireRead('grants:missing'))!;
-    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('grants:missing')]);
+    const { readers, orphan } = await makeDisagreements('grants');
     const suffix = randomBytes(3).toString('hex');
     const password = randomBytes(9).toString('hex');
     const users = { checker: `rwl_chk_${suffix}`, reaper: `rwl_rea_${suffix}`, repairer: `rwl_rep_${suffix}` };
@@ -217,17 +216,17 @@ describe('privileges', () => {
       };
       const checker = as(users.checker);
       const repairer = as(users.repairer);
-      expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck']);
+      expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck', 'grants:under']);
       const refused = await repairLockCounts(checker); // no UPDATE: each resource refused, none changed
       expect(refused).toMatchObject({ repaired: [], conflicting: [], skipped: [] });
-      expect(refused.problems).toEqual([expect.stringMatching(/^grants:missing: /), expect.stringMatching(/^grants:stuck: /)]);
-      // no INSERT: the missing row is refused, and the other resource is still repaired after it
+      expect(refused.problems).toEqual([expect.stringMatching(/^grants:missing: /), expect.stringMatching(/^grants:stuck: /), expect.stringMatching(/^grants:under: /)]);
+      // no INSERT: the missing row is refused, and the other resources are still repaired after it
       const partly = await repairLockCounts(as(users.reaper));
-      expect(partly.repaired.map((d) => d.resourceId)).toEqual(['grants:stuck']);
+      expect(partly.repaired.map((d) => d.resourceId)).toEqual(['grants:stuck', 'grants:under']);
       expect(partly.problems).toEqual([expect.stringMatching(/^grants:missing: .*INSERT/i)]);
       expect((await repairLockCounts(repairer)).repaired.map((d) => d.resourceId)).toEqual(['grants:missing']);
       expect(await checkLockCounts(checker)).toEqual({ disagreements: [], more: false });
-      expect(await orphan.release()).toBe(true);
+      for (const g of [orphan, ...readers]) expect(await g.release()).toBe(true);
     } finally {
       await Promise.all(connections.map((k) => k.destroy()));
       for (const user of Object.values(users)) await db.knex.raw(`DROP USER IF EXISTS '${user}'@'%'`);

@@ -1,18 +1,13 @@
 // A real Galera node cut off from its cluster (gmcast.isolate) is outside the primary component and
 // refuses clients with 1047. Every lock call through it gets NodeNotReadyError and nothing changes
 // on the primary component; once the node rejoins, the lock works through it again.
-import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectKnex } from '../../harness/database.js';
+import { describe, expect, it } from 'vitest';
 import { errnoOf } from '../../src/connection.js';
-import { createLockManager, migrate, NodeNotReadyError, reapStaleGrants, type Grant } from '../../src/index.js';
-import { galeraMissing, startGalera, type GaleraCluster } from '../support/galera.js';
+import { createLockManager, NodeNotReadyError, reapStaleGrants, type Grant } from '../../src/index.js';
+import { useGaleraDatabase } from '../support/galera.js';
 
-const DATABASE = 'rwlock_non_primary';
-let cluster: GaleraCluster;
-let primary: Knex;
-let isolated: Knex;
+const galera = useGaleraDatabase('rwlock_non_primary', 'galera-non-primary');
 
 async function status(port: number, name: string): Promise<string | undefined> {
   const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root' });
@@ -34,7 +29,7 @@ async function isolate(port: number, on: boolean): Promise<void> {
 }
 
 async function logRows(resourceId: string): Promise<number> {
-  const [rows] = (await primary.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await galera.node(0).raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n);
 }
 
@@ -44,26 +39,10 @@ function expectNotReady(err: unknown): void {
   expect(errnoOf((err as Error).cause)).toBe(1047);
 }
 
-beforeAll(async () => {
-  const missing = galeraMissing();
-  if (missing) throw new Error(missing);
-  cluster = await startGalera({ log: (l) => console.log(`[galera-non-primary] ${l}`) });
-  const admin = await mysql.createConnection({ host: '127.0.0.1', port: cluster.nodes[0]!.port, user: 'root' });
-  await admin.query(`CREATE DATABASE ${DATABASE}`);
-  await admin.end();
-  primary = connectKnex(cluster.nodes[0]!.url, DATABASE, { poolMax: 4 });
-  await migrate(primary);
-  isolated = connectKnex(cluster.nodes[2]!.url, DATABASE, { poolMax: 4 });
-});
-
-afterAll(async () => {
-  await isolated?.destroy();
-  await primary?.destroy();
-  await cluster?.stop();
-});
-
 describe('a Galera node outside the primary component', () => {
   it('refuses every lock call with NodeNotReadyError and changes nothing; after the rejoin it grants again', async () => {
+    const { cluster } = galera;
+    const [primary, isolated] = [galera.node(0), galera.node(2)];
     const onPrimary = createLockManager({ knex: primary });
     const throughIsolated = createLockManager({ knex: isolated });
     // A grant made before the cut, replicated to every node: the isolated node cannot release it.

@@ -3,42 +3,18 @@
 // and applying it aborts the repair (a deadlock error), which leaves the counts to a later repair
 // rather than writing a stale count. The negative control, a repair that counts before it locks,
 // commits the stale count there, and a writer then gets in beside the reader.
-import type { Knex } from 'knex';
-import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectKnex } from '../../harness/database.js';
+import { describe, expect, it } from 'vitest';
 import { isConflict, withConnection } from '../../src/connection.js';
-import { checkLockCounts, createLockManager, migrate, repairLockCounts, type Grant } from '../../src/index.js';
+import { checkLockCounts, createLockManager, repairLockCounts, type Grant } from '../../src/index.js';
 import { recountResource } from '../../src/sql/recount.js';
-import { galeraMissing, startGalera, type GaleraCluster } from '../support/galera.js';
+import { useGaleraDatabase } from '../support/galera.js';
 import { afterCount, countThenLock } from '../support/recount.js';
 
-const DATABASE = 'rwlock_recount';
-let cluster: GaleraCluster;
-let node1: Knex;
-let node3: Knex;
-
-beforeAll(async () => {
-  const missing = galeraMissing();
-  if (missing) throw new Error(missing);
-  cluster = await startGalera({ log: (l) => console.log(`[galera-recount] ${l}`) });
-  const admin = await mysql.createConnection({ host: '127.0.0.1', port: cluster.nodes[0]!.port, user: 'root' });
-  await admin.query(`CREATE DATABASE ${DATABASE}`);
-  await admin.end();
-  node1 = connectKnex(cluster.nodes[0]!.url, DATABASE, { poolMax: 4 });
-  await migrate(node1);
-  node3 = connectKnex(cluster.nodes[2]!.url, DATABASE, { poolMax: 4 });
-});
-
-afterAll(async () => {
-  await node3?.destroy();
-  await node1?.destroy();
-  await cluster?.stop();
-});
+const galera = useGaleraDatabase('rwlock_recount', 'galera-recount');
 
 /** True once node 1 has applied the grant row with this token. */
 async function appliedOnNode1(token: string): Promise<boolean> {
-  const [rows] = (await node1.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE token = UNHEX(?)', [token])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await galera.node(0).raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE token = UNHEX(?)', [token])) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n) === 1;
 }
 
@@ -47,6 +23,7 @@ describe('repairing counts on Galera while another node grants', () => {
     ['locks, then counts: applying the other node\'s grant aborts the repair, and a repair after it counts the grant', false],
     ['negative control: counts, then locks: the stale count commits and a writer gets in beside the reader', true],
   ])('%s', async (_name, broken) => {
+    const [node1, node3] = [galera.node(0), galera.node(2)];
     const id = `galera-race:${broken ? 'broken' : 'locked'}`;
     const resource = Buffer.from(id);
     const onNode1 = createLockManager({ knex: node1 });

@@ -9,8 +9,12 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
+import { afterAll, beforeAll } from 'vitest';
+import { connectKnex } from '../../harness/database.js';
 import { findBinary, freePort, stopProcess } from '../../harness/server.js';
+import { migrate } from '../../src/index.js';
 
 export const GALERA_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
 
@@ -156,4 +160,42 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
     for (const node of nodes) if (node.process) await stopProcess(node.process, 'SIGKILL').catch(() => undefined);
     throw err;
   }
+}
+
+export interface GaleraDatabase {
+  readonly cluster: GaleraCluster;
+  /** A knex pool on node `i` (0-based) of the cluster, on the database. */
+  node(i: number): Knex;
+}
+
+/**
+ * For one test file: a 3-node cluster started before its tests and stopped after them, a database
+ * on it migrated through node 1, and a knex pool on each node.
+ */
+export function useGaleraDatabase(database: string, label: string): GaleraDatabase {
+  let cluster: GaleraCluster | undefined;
+  const pools: Knex[] = [];
+  beforeAll(async () => {
+    cluster = await startGalera({ log: (l) => console.log(`[${label}] ${l}`) });
+    const admin = await mysql.createConnection({ host: '127.0.0.1', port: cluster.nodes[0]!.port, user: 'root' });
+    await admin.query(`CREATE DATABASE ${database}`);
+    await admin.end();
+    for (const node of cluster.nodes) pools.push(connectKnex(node.url, database, { poolMax: 4 }));
+    await migrate(pools[0]!);
+  });
+  afterAll(async () => {
+    await Promise.all(pools.map((k) => k.destroy()));
+    await cluster?.stop();
+  });
+  return {
+    get cluster(): GaleraCluster {
+      if (!cluster) throw new Error('cluster not started: use it inside tests or hooks');
+      return cluster;
+    },
+    node(i: number): Knex {
+      const pool = pools[i];
+      if (!pool) throw new Error(`no pool on node ${i}: use it inside tests or hooks`);
+      return pool;
+    },
+  };
 }
