@@ -44,7 +44,7 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   { name: 'RETENTION_MS', default: String(JOB_DEFAULTS.retentionMs), meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})` },
   { name: 'METRICS_PORT', default: 'off', meaning: 'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)' },
   { name: 'METRICS_HOST', default: JOB_DEFAULTS.metricsHost, meaning: 'address the metrics server binds' },
-  { name: 'COUNT_CHECK_CRON', default: JOB_DEFAULTS.countCheckCron, meaning: 'schedule of a check that the lock counts agree with the live grants (reads the whole resource table); off: never' },
+  { name: 'COUNT_CHECK_CRON', default: JOB_DEFAULTS.countCheckCron, meaning: 'schedule of a check that the lock counts agree with the live grants (reads the whole resource table, a page at a time); off: never' },
   { name: 'COUNT_REPAIR', default: '0', meaning: '1: the count check also sets counts that disagree from the log (as mysql-rwlock check --repair); 0: it only reports them' },
 ]);
 

@@ -17,11 +17,11 @@ export interface CountCheck {
 }
 
 /**
- * Resources whose counts in `t_read_write_lock` are not their live grants in the log, read in one
- * consistent snapshot. The library never makes one: both change in one transaction. They come from
+ * Resources whose counts in `t_read_write_lock` are not their live grants in the log, each judged on
+ * one consistent snapshot of its row and grants (see `findDisagreements`). The library never makes one: both change in one transaction. They come from
  * hand edits, or a restore of one table without the other. A count above the live grants blocks
  * the resource for good (no grant is left for the reaper to release); one below them, or a missing
- * row, lets a conflicting acquire in beside a live grant. Reads only; scans the resource table.
+ * row, lets a conflicting acquire in beside a live grant. Reads only, the resource table a page at a time.
  */
 export async function checkLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountCheck> {
   knexOption('db', db);

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { withConnection, type RawConnection } from '../src/connection.js';
 import { checkLockCounts, createLockManager, InvalidOptionsError, LIMITS, repairLockCounts, type CountDisagreement, type Grant } from '../src/index.js';
-import { recountResource } from '../src/sql/recount.js';
+import { findDisagreements, recountResource } from '../src/sql/recount.js';
 import { connectKnex } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
@@ -81,6 +81,22 @@ describe('checkLockCounts()', () => {
     await orphan.release().catch(() => undefined);
     await db.knex.raw('DELETE FROM t_lock_log WHERE resource_id LIKE ?', ['kind:%']);
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id LIKE ?', ['kind:%']);
+  });
+
+  it('reads the resource table a page at a time, and finds the same whatever the page size', async () => {
+    await releaseAll();
+    await makeDisagreements('page');
+    const locks = createLockManager({ knex: db.knex });
+    for (const id of ['page:a', 'page:n', 'page:t', 'page:z']) await (await locks.tryAcquireWrite(id))!.release(); // agreeing, in between
+    const find = (limit: number, pageRows?: number) => withConnection(db.knex, (conn) => findDisagreements(conn, limit, pageRows));
+    const whole = await find(1000);
+    expect(whole.map((d) => d.found.resourceId)).toEqual(['page:missing', 'page:stuck', 'page:under']);
+    for (const pageRows of [1, 2, 3, 7]) {
+      expect(await find(1000, pageRows), `pages of ${pageRows}`).toEqual(whole);
+      for (const limit of [1, 2]) expect(await find(limit, pageRows), `pages of ${pageRows}, limit ${limit}`).toEqual(whole.slice(0, limit + 1));
+    }
+    await db.knex.raw('DELETE FROM t_lock_log WHERE resource_id LIKE ?', ['page:%']);
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id LIKE ?', ['page:%']);
   });
 
   it('refuses a bad limit, unknown options or a db that is not knex, with nothing changed', async () => {

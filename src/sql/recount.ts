@@ -15,23 +15,30 @@ export interface CountDisagreement {
 }
 
 /** Live grants by resource, read from the (status, create_time) index: the cost follows the live grants only. */
-const LIVE_BY_RESOURCE = `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
-       FROM t_lock_log WHERE status = ${STATUS.live} GROUP BY resource_id`;
+const liveByResource = (range: string): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
+       FROM t_lock_log WHERE status = ${STATUS.live}${range} GROUP BY resource_id`;
+
+/** Resource rows read per statement: each statement is one short consistent read, never one of the whole table. */
+export const PAGE_ROWS = 100_000;
+
+/** The last resource id of the page after `?` (NULL past the end), from the primary key alone. */
+const PAGE_END = 'SELECT MAX(resource_id) AS last FROM (SELECT resource_id FROM t_read_write_lock WHERE resource_id > ? ORDER BY resource_id LIMIT ?) p';
 
 /**
- * Every disagreement in one statement, so in one consistent read: an acquire, release, reap or mode
- * change writes a resource row and its grant rows in one transaction, so a snapshot never shows
- * one half of it. Rows whose counts are zero and that have no live grant agree; the scan of the
- * resource table is the statement's cost.
+ * The disagreements among the resources of one page (ids in (?, ?]), in one statement: a
+ * consistent read of those rows and their live grants. An acquire, release, reap or mode change
+ * writes a resource row and its grant rows in one transaction, so a snapshot never shows one half of
+ * it, and each resource is judged exactly.
  */
-export const DISAGREEMENTS_SQL = `SELECT r.resource_id, r.w_count, r.r_count, COALESCE(g.w, 0) AS live_w, COALESCE(g.r, 0) AS live_r, 0 AS row_missing
-       FROM t_read_write_lock r LEFT JOIN (${LIVE_BY_RESOURCE}) g ON g.resource_id = r.resource_id
-      WHERE r.w_count <> COALESCE(g.w, 0) OR r.r_count <> COALESCE(g.r, 0)
-     UNION ALL
-     SELECT g.resource_id, 0, 0, g.w, g.r, 1
-       FROM (${LIVE_BY_RESOURCE}) g LEFT JOIN t_read_write_lock r ON r.resource_id = g.resource_id
-      WHERE r.resource_id IS NULL
-      ORDER BY 1 LIMIT ?`;
+export const PAGE_DISAGREEMENTS = `SELECT r.resource_id, r.w_count, r.r_count, COALESCE(g.w, 0) AS live_w, COALESCE(g.r, 0) AS live_r, 0 AS row_missing
+       FROM t_read_write_lock r LEFT JOIN (${liveByResource(' AND resource_id > ? AND resource_id <= ?')}) g ON g.resource_id = r.resource_id
+      WHERE r.resource_id > ? AND r.resource_id <= ? AND (r.w_count <> COALESCE(g.w, 0) OR r.r_count <> COALESCE(g.r, 0))
+      ORDER BY r.resource_id`;
+
+/** Live grants whose resource row is missing, by resource id. */
+export const MISSING_ROWS = `SELECT g.resource_id, 0 AS w_count, 0 AS r_count, g.w AS live_w, g.r AS live_r, 1 AS row_missing
+       FROM (${liveByResource('')}) g LEFT JOIN t_read_write_lock r ON r.resource_id = g.resource_id
+      WHERE r.resource_id IS NULL ORDER BY g.resource_id LIMIT ?`;
 
 interface DisagreementRow {
   resource_id: Buffer;
@@ -56,10 +63,26 @@ function disagreement(r: DisagreementRow): CountDisagreement {
 /**
  * Up to `limit + 1` disagreements, by resource id (the extra one says there are more), each with
  * the resource's bytes as stored, which a repair must name (an id written by hand need not be UTF-8).
+ * The resource table is read a page at a time, by primary key, until more than `limit` are found.
  */
-export async function findDisagreements(conn: RawConnection, limit: number): Promise<Array<{ resource: Buffer; found: CountDisagreement }>> {
-  const rows = await query<DisagreementRow[]>(conn, DISAGREEMENTS_SQL, [limit + 1]);
-  return rows.map((r) => ({ resource: r.resource_id, found: disagreement(r) }));
+export async function findDisagreements(conn: RawConnection, limit: number, pageRows = PAGE_ROWS): Promise<Array<{ resource: Buffer; found: CountDisagreement }>> {
+  const rows = await query<DisagreementRow[]>(conn, MISSING_ROWS, [limit + 1]);
+  let after: Buffer = Buffer.alloc(0);
+  let exhausted = false;
+  const inPages: DisagreementRow[] = [];
+  while (inPages.length <= limit) {
+    const [{ last } = { last: null }] = await query<Array<{ last: Buffer | null }>>(conn, PAGE_END, [after, pageRows]);
+    if (last === null) {
+      exhausted = true;
+      break;
+    }
+    inPages.push(...(await query<DisagreementRow[]>(conn, PAGE_DISAGREEMENTS, [after, last, after, last])));
+    after = last;
+  }
+  // A missing row past the pages read is left to the next call, which `more` announces.
+  const merged = [...inPages, ...rows.filter((r) => exhausted || Buffer.compare(r.resource_id, after) <= 0)]
+    .sort((a, b) => Buffer.compare(a.resource_id, b.resource_id));
+  return merged.slice(0, limit + 1).map((r) => ({ resource: r.resource_id, found: disagreement(r) }));
 }
 
 /** The resource row, locked: every change to the resource's live grants writes it too, so holding it holds them still. */
