@@ -115,14 +115,14 @@ export async function recountResource(conn: RawConnection, resource: Buffer): Pr
   try {
     const [row] = await query<Array<{ w_count: number; r_count: number }>>(conn, LOCK_RESOURCE_ROW, [resource]);
     const [live] = await query<Array<{ w: number | string; r: number | string }>>(conn, COUNT_LIVE, [resource]);
-    const found: CountDisagreement = {
-      resourceId: resource.toString('utf8'),
-      wCount: row ? Number(row.w_count) : 0,
-      rCount: row ? Number(row.r_count) : 0,
-      liveWrites: Number(live?.w ?? 0),
-      liveReads: Number(live?.r ?? 0),
-      rowMissing: row === undefined && Number(live?.w ?? 0) + Number(live?.r ?? 0) > 0,
-    };
+    const found = disagreement({
+      resource_id: resource,
+      w_count: row?.w_count ?? 0,
+      r_count: row?.r_count ?? 0,
+      live_w: live?.w ?? 0,
+      live_r: live?.r ?? 0,
+      row_missing: row === undefined && Number(live?.w ?? 0) + Number(live?.r ?? 0) > 0 ? 1 : 0,
+    });
     let outcome: RecountOutcome;
     if (!found.rowMissing && found.wCount === found.liveWrites && found.rCount === found.liveReads) outcome = { kind: 'agreed' };
     else if (found.liveWrites > 1 || (found.liveWrites === 1 && found.liveReads > 0)) outcome = { kind: 'conflicting', found };
