@@ -46,7 +46,7 @@ echo "$(basename "$tarball"):"
 tar -tzvf "$tarball" | awk '{ print "  " $1 "  " $NF }' | sort -k2
 files=$(tar -tzf "$tarball")
 for required in package/package.json package/README.md package/LICENSE package/sql/schema.sql \
-  package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
+  package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/observability/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
 if grep -Ev '^package/(package\.json|README\.md|LICENSE|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then

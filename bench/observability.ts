@@ -13,8 +13,8 @@ import { Registry } from 'prom-client';
 import { connectKnex, createDatabase, dropDatabase } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
 import { CHANNELS, createLockManager, migrate } from '../src/index.js';
-import { registerLockMetrics } from '../src/prometheus.js';
-import { acquireChannel, traced } from '../src/tracing.js';
+import { registerLockMetrics } from '../src/observability/prometheus.js';
+import { acquireChannel, traced } from '../src/observability/tracing.js';
 import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js';
 
 const argv = process.argv.slice(2);

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
-import type { Grant } from './grant.js';
+import type { Grant } from './lock/grant.js';
 
 /** Defaults of every option of the lock manager; documented on the option types below. */
 export const DEFAULTS = Object.freeze({

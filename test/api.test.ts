@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLockManager, LockAbortedError, LockTimeoutError, RELEASE_SQL } from '../src/index.js';
-import { resourceKey } from '../src/resource-id.js';
+import { resourceKey } from '../src/lock/resource-id.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations, resourceRows } from './support/state.js';
 

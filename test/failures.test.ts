@@ -4,8 +4,8 @@
 import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
-import { isConflict } from '../src/connection.js';
-import { knexExecutor } from '../src/fenced.js';
+import { isConflict } from '../src/sql/connection.js';
+import { knexExecutor } from '../src/lock/fenced.js';
 import { proxyFor, useProxiedKnex } from './support/proxy.js';
 import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError, TransactionConflictError, type Grant } from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
-import { newToken } from '../src/token.js';
+import { newToken } from '../src/lock/token.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 

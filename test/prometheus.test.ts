@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/server.js';
 import { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError, reapStaleGrants } from '../src/index.js';
-import { METRICS, registerLockMetrics } from '../src/prometheus.js';
+import { METRICS, registerLockMetrics } from '../src/observability/prometheus.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
 

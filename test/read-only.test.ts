@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex } from '../harness/database.js';
 import { createLockManager, NodeNotReadyError, reapStaleGrants, RwLockError, ServerReadOnlyError } from '../src/index.js';
-import { errnoOf } from '../src/connection.js';
+import { errnoOf } from '../src/sql/connection.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { useProxiedKnex } from './support/proxy.js';
 import { invariantViolations } from './support/state.js';

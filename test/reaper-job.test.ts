@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
 import { createLockManager } from '../src/index.js';
-import { HEALTH_SLACK_MS, JOB_ENV, ReaperHealth, cronPeriodMs } from '../src/reaper-job.js';
+import { HEALTH_SLACK_MS, JOB_ENV, ReaperHealth, cronPeriodMs } from '../src/reaper/job.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow } from './support/state.js';
 

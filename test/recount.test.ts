@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
-import { withConnection, type RawConnection } from '../src/connection.js';
+import { withConnection, type RawConnection } from '../src/sql/connection.js';
 import { checkLockCounts, createLockManager, InvalidOptionsError, LIMITS, repairLockCounts, type CountDisagreement, type Grant } from '../src/index.js';
 import { findDisagreements, recountResource } from '../src/sql/recount.js';
 import { connectKnex } from '../harness/database.js';

@@ -8,7 +8,7 @@ import * as v1 from '../migrations/001_lock_tables.js';
 import {
   createLockManager, InvalidOptionsError, LIMITS, LockInvariantError, migrate, purgeReleasedGrants, reapStaleGrants, SchemaMissingError,
 } from '../src/index.js';
-import { errnoOf, ER_DUP_ENTRY, withConnection } from '../src/connection.js';
+import { errnoOf, ER_DUP_ENTRY, withConnection } from '../src/sql/connection.js';
 import { withdrawAcquire } from '../src/sql/withdraw.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';

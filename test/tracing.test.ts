@@ -4,7 +4,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CHANNELS, createLockManager, LockLostError, LockTimeoutError, reapStaleGrants, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from '../src/index.js';
-import { acquireChannel, isTraced, traced } from '../src/tracing.js';
+import { acquireChannel, isTraced, traced } from '../src/observability/tracing.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
 

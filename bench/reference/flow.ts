@@ -7,7 +7,7 @@
 //   fenced business: acquire -> BEGIN, business, UPDATE log SET status = 1 WHERE id AND status = 0, COMMIT -> release
 // It runs on the same knex pool path as the library (raw mysql2 connections from knex's pool).
 import type { Knex } from 'knex';
-import { query as libraryQuery, withConnection, type RawConnection, type SqlValue } from '../../src/connection.js';
+import { query as libraryQuery, withConnection, type RawConnection, type SqlValue } from '../../src/sql/connection.js';
 
 /** The reference sends its VARCHAR ids as strings, escaped by mysql2 as the article's code would. */
 function query<T = unknown>(conn: RawConnection, sql: string, values: unknown[] = []): Promise<T> {

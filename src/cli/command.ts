@@ -1,6 +1,6 @@
 // What every command of the CLI shares: the exit codes, the command shape, common options.
 import type { Knex } from 'knex';
-import type { LockManager } from '../manager.js';
+import type { LockManager } from '../lock/manager.js';
 import { DEFAULTS } from '../options.js';
 
 /** Exit codes; the same for every command. */

@@ -1,8 +1,8 @@
 // The commands that change lock state: release, reap, purge, migrate, and check (which changes it with --repair).
-import { migrate } from '../migrate.js';
+import { migrate } from '../admin/migrate.js';
 import { DEFAULTS, REAP_DEFAULTS } from '../options.js';
-import { purgeReleasedGrants, reapStaleGrants } from '../reaper.js';
-import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../recount.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
+import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 import { EXIT, UsageError, wholeNumber, type Command } from './command.js';
 import { cell, duration, json, plural, table } from './format.js';
 

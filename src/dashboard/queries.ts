@@ -1,6 +1,6 @@
 // The operator page's reads beyond the operator API (stats, list): recent releases by the reaper
 // and operators, and the grants of a time window for the timeline.
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from '../sql/connection.js';
 import type { GrantHistoryEntry } from '../sql/operate.js';
 import { endedBy, RELEASED_BY, STATUS, modeOf, type EndedBy, type LockMode } from '../types.js';
 

@@ -6,11 +6,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Knex } from 'knex';
-import { query, withConnection } from '../connection.js';
+import { query, withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, RwLockError } from '../errors.js';
-import { createLockManager } from '../manager.js';
+import { createLockManager } from '../lock/manager.js';
 import { DEFAULTS, LIMITS, booleanOption, integerOption, knexOption, optionsObject, textOption } from '../options.js';
-import { resourceKey } from '../resource-id.js';
+import { resourceKey } from '../lock/resource-id.js';
 import { recentReleases, timeline } from './queries.js';
 import { renderPage } from './page.js';
 

@@ -1,4 +1,4 @@
-import { firstRow, query, type RawConnection } from '../connection.js';
+import { firstRow, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
 
 /**

@@ -1,4 +1,4 @@
-import { hex, query, type RawConnection } from '../connection.js';
+import { hex, query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
 
 /**

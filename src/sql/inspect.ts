@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { STATUS, modeOf, type GrantSummary } from '../types.js';
 
 export interface Holder extends GrantSummary {

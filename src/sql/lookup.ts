@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { modeOf, type LockMode } from '../types.js';
 import type { GrantRef } from './release.js';
 

@@ -1,4 +1,4 @@
-import { hex, query, type RawConnection } from '../connection.js';
+import { hex, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS } from '../types.js';
 import type { GrantRef } from './release.js';
 

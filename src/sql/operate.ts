@@ -1,4 +1,4 @@
-import { query, type RawConnection, type SqlValue } from '../connection.js';
+import { query, type RawConnection, type SqlValue } from './connection.js';
 import { InvalidOptionsError } from '../errors.js';
 import { endedBy, LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type EndedBy, type GrantSummary, type LockMode } from '../types.js';
 import { STALE_SQL } from './reap.js';

@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
 
 /**

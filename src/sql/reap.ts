@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type GrantSummary } from '../types.js';
 import { noteReleases } from './release-note.js';

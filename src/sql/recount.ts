@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS } from '../types.js';
 
 /** A resource whose counts in `t_read_write_lock` are not the live grants of the log. */

@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { RELEASED_BY, STATUS } from '../types.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseParams, type GrantRef } from './release.js';
 

@@ -1,4 +1,4 @@
-import { hex, query, type Hex, type RawConnection } from '../connection.js';
+import { hex, query, type Hex, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode, type ReleasedBy } from '../types.js';
 
 export interface GrantRef {

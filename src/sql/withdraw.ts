@@ -1,4 +1,4 @@
-import { query, type RawConnection } from '../connection.js';
+import { query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 
 /**

@@ -3,7 +3,7 @@
 // on the primary component; once the node rejoins, the lock works through it again.
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { errnoOf } from '../../src/connection.js';
+import { errnoOf } from '../../src/sql/connection.js';
 import { createLockManager, NodeNotReadyError, reapStaleGrants, type Grant } from '../../src/index.js';
 import { useGaleraDatabase } from '../support/galera.js';
 

@@ -4,7 +4,7 @@
 // rather than writing a stale count. The negative control, a repair that counts before it locks,
 // commits the stale count there, and a writer then gets in beside the reader.
 import { describe, expect, it } from 'vitest';
-import { isConflict, withConnection } from '../../src/connection.js';
+import { isConflict, withConnection } from '../../src/sql/connection.js';
 import { checkLockCounts, createLockManager, repairLockCounts, type Grant } from '../../src/index.js';
 import { recountResource } from '../../src/sql/recount.js';
 import { useGaleraDatabase } from '../support/galera.js';

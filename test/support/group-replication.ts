@@ -13,7 +13,7 @@ import mysql from 'mysql2/promise';
 import { CHROOTS, ensureChroot } from '../../harness/chroot.js';
 import { parseMysqlUrl } from '../../harness/database.js';
 import { freePort, runServer, stopProcess } from '../../harness/server.js';
-import { errnoOf } from '../../src/connection.js';
+import { errnoOf } from '../../src/sql/connection.js';
 import { ServerReadOnlyError } from '../../src/index.js';
 
 export type GroupMode = 'single-primary' | 'multi-primary';

@@ -1,6 +1,6 @@
 // Interleavings for the count repair: a connection that runs a step of the caller's right after the
 // repair has counted the live grants, and the repair done in the wrong order (the negative control).
-import { query, type RawConnection } from '../../src/connection.js';
+import { query, type RawConnection } from '../../src/sql/connection.js';
 import { COUNT_LIVE, LOCK_RESOURCE_ROW, SET_COUNTS } from '../../src/sql/recount.js';
 
 /** `conn`, except that once the live grants are counted, `step` runs before the result comes back. */

@@ -1,7 +1,7 @@
 import diagnostics from 'node:diagnostics_channel';
-import type { Grant } from './grant.js';
-import type { ReapResult } from './reaper.js';
-import type { LockMode } from './types.js';
+import type { Grant } from '../lock/grant.js';
+import type { ReapResult } from '../admin/reap.js';
+import type { LockMode } from '../types.js';
 
 /**
  * The library's `node:diagnostics_channel` names. acquire, fence, release and reap are

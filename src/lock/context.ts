@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import type { ResolvedManagerOptions } from './options.js';
-import type { RetryPolicy } from './retry.js';
+import type { ResolvedManagerOptions } from '../options.js';
+import type { RetryPolicy } from '../sql/retry.js';
 import type { Scopes } from './scope.js';
 import type { WaitQueues } from './wait.js';
 

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import cron from 'node-cron';
-import { InvalidOptionsError } from './errors.js';
-import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption } from './options.js';
-import { purgeReleasedGrants, reapStaleGrants } from './reaper.js';
-import { checkLockCounts, repairLockCounts, type CountDisagreement } from './recount.js';
+import { InvalidOptionsError } from '../errors.js';
+import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption } from '../options.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
+import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 
 export interface ReaperJobConfig {
   /** MYSQL_URL, checked: mysql:// or mariadb://, a host, a port in range if given, a database. */

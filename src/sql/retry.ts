@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
-import { ConnectionLostError, NodeNotReadyError, RwLockError, ServerReadOnlyError, TransactionConflictError } from './errors.js';
+import { ConnectionLostError, NodeNotReadyError, RwLockError, ServerReadOnlyError, TransactionConflictError } from '../errors.js';
 
 export interface RetryPolicy {
   /** Runs after the first of a transaction that a conflict rolled back, or whose connection died before it could commit. */

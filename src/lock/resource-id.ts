@@ -1,4 +1,4 @@
-import { InvalidResourceIdError } from './errors.js';
+import { InvalidResourceIdError } from '../errors.js';
 
 /** Longest resource id in UTF-8 bytes; the column is VARBINARY(255). */
 export const MAX_RESOURCE_ID_BYTES = 255;

@@ -4,8 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { registerLockMetrics } from './prometheus.js';
-import type { LogLine, ReaperHealth } from './reaper-job.js';
+import { registerLockMetrics } from '../observability/prometheus.js';
+import type { LogLine, ReaperHealth } from './job.js';
 
 export interface ReaperServer {
   /** The port it listens on (the one chosen when METRICS_PORT was 0). */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, ServerReadOnlyError } from './errors.js';
+import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, ServerReadOnlyError } from '../errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import { isConnectionLost } from './connection.js';
+import { isConnectionLost } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from './errors.js';
+import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from '../errors.js';
 import type { FenceExecutor, Grant } from './grant.js';
-import type { IsolationLevel } from './options.js';
-import { withRetries } from './retry.js';
+import type { IsolationLevel } from '../options.js';
+import { withRetries } from '../sql/retry.js';
 
 /** Business work run under a lock, inside the transaction the lock commits with. */
 export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { errnoOf, ER_DUP_ENTRY, isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout } from './connection.js';
-import { LIMITS, OPERATE_DEFAULTS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from './options.js';
-import { findDisagreements, recountResource, type CountDisagreement } from './sql/recount.js';
+import { errnoOf, ER_DUP_ENTRY, isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout } from '../sql/connection.js';
+import { LIMITS, OPERATE_DEFAULTS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
+import { findDisagreements, recountResource, type CountDisagreement } from '../sql/recount.js';
 
-export type { CountDisagreement } from './sql/recount.js';
+export type { CountDisagreement } from '../sql/recount.js';
 
 export interface CountCheckOptions {
   /** Disagreements reported (and repaired) per call, by resource id. @defaultValue 1000, at most 10000 */

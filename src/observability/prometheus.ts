@@ -3,11 +3,11 @@
 import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { withConnection } from './connection.js';
-import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from './errors.js';
-import type { Grant } from './grant.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from './options.js';
-import { lockStats, type LockStats } from './sql/operate.js';
+import { withConnection } from '../sql/connection.js';
+import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from '../errors.js';
+import type { Grant } from '../lock/grant.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import { lockStats, type LockStats } from '../sql/operate.js';
 import { CHANNELS, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from './tracing.js';
 
 export interface LockMetricsOptions {

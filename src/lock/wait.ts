@@ -1,5 +1,5 @@
-import { LockAbortedError } from './errors.js';
-import type { LockMode } from './types.js';
+import { LockAbortedError } from '../errors.js';
+import type { LockMode } from '../types.js';
 
 /**
  * Waiting acquirers of this process, one FIFO queue per resource.

@@ -1,13 +1,13 @@
-import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from './connection.js';
+import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from './errors.js';
+import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from '../errors.js';
 import { Grant } from './grant.js';
-import { askDatabase, withRetries } from './retry.js';
-import { acquireWithStatements, callAcquire } from './sql/acquire.js';
-import { findGrantByToken } from './sql/lookup.js';
-import { withdrawAcquire } from './sql/withdraw.js';
+import { askDatabase, withRetries } from '../sql/retry.js';
+import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
+import { findGrantByToken } from '../sql/lookup.js';
+import { withdrawAcquire } from '../sql/withdraw.js';
 import { newToken } from './token.js';
-import { RELEASED_BY, STATUS, type LockMode } from './types.js';
+import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
 
 /** A resource to lock: the id as given, and its bytes as stored. */

@@ -1,14 +1,14 @@
-import { translate, withConnection, type RawConnection } from './connection.js';
+import { translate, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from './errors.js';
-import { integerOption, LIMITS, type LockLostInfo } from './options.js';
-import { askDatabase, withRetries } from './retry.js';
-import { extendLease } from './sql/extend.js';
-import { findGrantByToken } from './sql/lookup.js';
-import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from './sql/release.js';
-import { downgradeGrant, upgradeGrant } from './sql/mode.js';
-import { fenceChannel, lostChannel, releaseChannel, traced } from './tracing.js';
-import { RELEASED_BY, STATUS, type LockMode } from './types.js';
+import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from '../errors.js';
+import { integerOption, LIMITS, type LockLostInfo } from '../options.js';
+import { askDatabase, withRetries } from '../sql/retry.js';
+import { extendLease } from '../sql/extend.js';
+import { findGrantByToken } from '../sql/lookup.js';
+import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from '../sql/release.js';
+import { downgradeGrant, upgradeGrant } from '../sql/mode.js';
+import { fenceChannel, lostChannel, releaseChannel, traced } from '../observability/tracing.js';
+import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 
 /**
  * Runs one statement on the caller's open transaction and resolves to its affected-row count.

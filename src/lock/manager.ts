@@ -1,22 +1,22 @@
 import { acquire, attempt, type Target } from './acquire.js';
-import { withConnection } from './connection.js';
+import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockUpgradeError, PoolTooSmallError } from './errors.js';
+import { InvalidOptionsError, LockUpgradeError, PoolTooSmallError } from '../errors.js';
 import { runFenced, type LockedWork } from './fenced.js';
 import type { Grant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
   booleanOption, integerOption, LIMITS, OPERATE_DEFAULTS, optionsObject, resolveCallOptions, resolveManagerOptions, textOption,
   type AcquireOptions, type ForceReleaseOptions, type HistoryOptions, type ListOptions, type LockManagerOptions, type WithLockOptions,
-} from './options.js';
+} from '../options.js';
 import { resourceKey } from './resource-id.js';
-import { inspectResource, type LockState } from './sql/inspect.js';
-import { findGrantRef } from './sql/lookup.js';
-import { lockStats, listLive, resourceHistory, type GrantHistoryEntry, type ListedGrant, type ListFilter, type LockStats } from './sql/operate.js';
-import { operatorRelease } from './sql/release-note.js';
-import type { LockMode } from './types.js';
+import { inspectResource, type LockState } from '../sql/inspect.js';
+import { findGrantRef } from '../sql/lookup.js';
+import { lockStats, listLive, resourceHistory, type GrantHistoryEntry, type ListedGrant, type ListFilter, type LockStats } from '../sql/operate.js';
+import { operatorRelease } from '../sql/release-note.js';
+import type { LockMode } from '../types.js';
 import { Scopes } from './scope.js';
-import { acquireChannel, releaseChannel, traced } from './tracing.js';
+import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
 import { WaitQueues } from './wait.js';
 
 export type { LockedWork } from './fenced.js';
