@@ -2,7 +2,8 @@
 # The package as a new user gets it: `npm pack`, then a scratch app in a temporary directory that
 # installs the tarball as the README says, typechecks the README's quick start
 # (examples/quickstart.ts) under moduleResolution nodenext, node16 and bundler, compiles and runs it
-# against a real server, loads the package through require(), and runs the installed reaper bin.
+# against a real server, loads the package through require(), runs the installed reaper bin, and
+# checks that every relative link in the packed Markdown resolves inside the package.
 # The server is MYSQL_URL if set (a user that may create databases), else one found the way the
 # tests find one (scripts/scratch-database.ts). Needs the checkout's devDependencies (npm ci) and
 # access to the npm registry. Usage: bash .ci/pack-check.sh
@@ -49,9 +50,14 @@ for required in package/package.json package/README.md package/LICENSE package/s
   package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/observability/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
-if grep -Ev '^package/(package\.json|README\.md|LICENSE|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
-  fail "the tarball holds files beyond what runs (listed above)"
+if grep -Ev '^package/(package\.json|README\.md|LICENSE|CONTRIBUTING\.md|CHANGELOG\.md|examples/quickstart\.ts|docs/.+\.(md|png)|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
+  fail "the tarball holds files beyond what runs and its documentation (listed above)"
 fi
+
+step "every relative link in the packed Markdown resolves inside the package"
+mkdir "$work/unpacked"
+tar -xzf "$tarball" -C "$work/unpacked"
+node scripts/check-links.mjs "$work/unpacked/package" || fail "broken links in the packed Markdown (listed above)"
 
 step "a scratch app installs it"
 app="$work/app"

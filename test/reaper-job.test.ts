@@ -175,10 +175,10 @@ describe('jobs/reaper.ts', () => {
     expect(help.stdout).toMatch(/Exit codes:\n  0 .*\n  1 .*\n  2 /);
   });
 
-  it('the README table lists every variable with the default --help gives', () => {
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  it('the docs/operating.md table lists every variable with the default --help gives', () => {
+    const readme = readFileSync(join(REPO, 'docs', 'operating.md'), 'utf8');
     const section = readme.split(/^## Deploying the reaper\n/m)[1]!.split(/^## /m)[0]!;
-    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| `?([^`|]+?)`? \|/gm)].map((m) => ({ name: m[1], default: m[2] }));
+    const rows = [...section.matchAll(/^\| `([A-Z_]+)` *\| `?([^`|]+?)`? *\|/gm)].map((m) => ({ name: m[1], default: m[2] }));
     expect(rows).toEqual(JOB_ENV.map((v) => ({ name: v.name, default: v.default })));
   });
 
