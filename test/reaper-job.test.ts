@@ -172,7 +172,7 @@ describe('jobs/reaper.ts', () => {
       expect(help.stdout).toContain(v.name);
       expect(help.stdout).toContain(v.default === 'required' ? 'required' : `default ${v.default}`);
     }
-    expect(help.stdout).toMatch(/Exit codes:\n  0 .*\n  1 .*\n  2 /);
+    expect(help.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*\n {2}2 /);
   });
 
   it('the README table lists every variable with the default --help gives', () => {
