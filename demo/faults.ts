@@ -5,6 +5,7 @@
 //  - pause: SIGSTOP until the reaper has reaped the grant, then SIGCONT. The worker finishes its
 //           repayment and tries to commit; the fence must refuse it (LockLostError).
 // Outcomes go to demo_faults, where the verifier reads them.
+import type { ChildProcess } from 'node:child_process';
 import type { Knex } from 'knex';
 import type { FaultPlan } from './config.js';
 import type { FaultKind, FromWorker } from './messages.js';
@@ -110,7 +111,7 @@ export class FaultInjector {
     });
   }
 
-  async #kill(record: FaultRecord, child: import('node:child_process').ChildProcess, exited: Promise<unknown>): Promise<void> {
+  async #kill(record: FaultRecord, child: ChildProcess, exited: Promise<unknown>): Promise<void> {
     const started = performance.now();
     child.kill('SIGKILL');
     await exited;
@@ -120,7 +121,7 @@ export class FaultInjector {
     record.detail = reaped ? `SIGKILL in the bank call; grant reaped after ${record.reapedAfterMs} ms; worker respawned` : `grant not reaped within ${this.#reapBudgetMs()} ms`;
   }
 
-  async #pause(record: FaultRecord, child: import('node:child_process').ChildProcess, slot: number): Promise<void> {
+  async #pause(record: FaultRecord, child: ChildProcess, slot: number): Promise<void> {
     const grantId = record.grantId!;
     const started = performance.now();
     child.kill('SIGSTOP');

@@ -1,12 +1,12 @@
 // The `mysql-rwlock` CLI, spawned as a user runs it (the bin's source through tsx) against the real
-// server: every command, its --help, table and --json output, exit codes, and no password printed.
+// server: every command, its table and --json output, exit codes, and no password printed. The
+// usage and --help texts need no server: test/unit/cli-usage.test.ts.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
-import { COMMANDS } from '../src/cli/main.js';
 import { createLockManager, LockLostError } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
@@ -47,27 +47,6 @@ async function releaseAll(k: Knex): Promise<void> {
 
 /** JSON as the CLI prints it: Dates become ISO strings. */
 const viaJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
-
-describe('mysql-rwlock --help', () => {
-  it('lists every command; each command has --help with its options and the exit codes, and connects to nothing', SLOW, async () => {
-    const top = await cli(['--help'], {});
-    expect(top.status).toBe(0);
-    expect(top.stdout).toMatch(/^Usage: mysql-rwlock <command>/);
-    const names = COMMANDS.map((c) => c.name);
-    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate', 'check', 'dashboard']);
-    for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
-    const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
-    for (const [i, h] of helps.entries()) {
-      expect(h.status, names[i]).toBe(0);
-      expect(h.stdout).toMatch(new RegExp(`^Usage: mysql-rwlock ${names[i]}`));
-      expect(h.stdout).toContain('--url URL');
-      expect(h.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*\n {2}2 .*\n {2}3 /);
-    }
-    const bare = await cli([], {});
-    expect(bare.status).toBe(2);
-    expect(bare.stderr).toMatch(/^Usage: mysql-rwlock/);
-  });
-});
 
 describe('reading commands', () => {
   it('status prints the stats() object with --json and a readable summary without', async () => {

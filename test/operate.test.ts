@@ -269,7 +269,7 @@ describe('forceRelease(grantId, { reason })', () => {
 
   it('list() and history() refuse bad options with a typed error', async () => {
     const locks = createLockManager({ knex: db.knex });
-    const bad: Array<[() => Promise<unknown>, RegExp, Function]> = [
+    const bad: Array<[() => Promise<unknown>, RegExp, typeof InvalidOptionsError | typeof InvalidResourceIdError]> = [
       [() => locks.list({ limit: 0 }), /^limit must be an integer from 1 to 10000/, InvalidOptionsError],
       [() => locks.list({ limit: 10_001 }), /^limit/, InvalidOptionsError],
       [() => locks.list({ mode: 'exclusive' as 'write' }), /^mode must be 'write' or 'read'/, InvalidOptionsError],

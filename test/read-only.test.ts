@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex } from '../harness/database.js';
-import { createLockManager, NodeNotReadyError, reapStaleGrants, RwLockError, ServerReadOnlyError } from '../src/index.js';
+import { createLockManager, NodeNotReadyError, reapStaleGrants, type RwLockError, ServerReadOnlyError } from '../src/index.js';
 import { errnoOf } from '../src/sql/connection.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { useProxiedKnex } from './support/proxy.js';

@@ -87,23 +87,6 @@ describe('bad options', () => {
     expect(await snapshot(db.knex)).toBe(before);
   });
 
-  it('createLockManager validates once, naming the option', () => {
-    const bad: Array<[unknown, RegExp]> = [
-      [undefined, /knex instance/],
-      [{}, /^knex must be a knex instance/],
-      [{ knex: db.knex, staleAfterMs: 0 }, /^staleAfterMs must be an integer from 1/],
-      [{ knex: db.knex, owner: '' }, /^owner must be well-formed text of 1 to 255 characters/],
-      [{ knex: db.knex, owner: 'o'.repeat(256) }, /^owner/],
-      [{ knex: db.knex, backoffMinMs: 50, backoffMaxMs: 10 }, /^backoffMinMs \(50\) must not exceed backoffMaxMs/],
-      [{ knex: db.knex, writerIntentMs: -5 }, /^writerIntentMs/],
-      [{ knex: db.knex, stale: 5 }, /^stale: unknown option of createLockManager/],
-    ];
-    for (const [options, message] of bad) {
-      expect(() => createLockManager(options as never)).toThrow(InvalidOptionsError);
-      expect(() => createLockManager(options as never)).toThrow(message);
-    }
-  });
-
   it('reapStaleGrants, purgeReleasedGrants and migrate refuse bad options without touching anything', async () => {
     const before = await snapshot(db.knex);
     await expect(reapStaleGrants(db.knex, { staleAfterMs: -1 })).rejects.toThrow(/^staleAfterMs must be an integer/);

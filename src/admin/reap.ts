@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout, type RawConnection } from '../sql/connection.js';
 import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
-
-export { REAP_DEFAULTS } from '../options.js';
 import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from '../sql/reap.js';
 import { reapChannel, traced } from '../observability/tracing.js';
+
+export { REAP_DEFAULTS } from '../options.js';
 
 export interface ReapOptions {
   /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */

@@ -123,7 +123,7 @@ async function sigstopPastCutoff(env: InjectorEnv, hit: Hit): Promise<Struck> {
 
 /** `KILL CONNECTION` of the holder's connection from an admin session on its server. */
 async function killConnection(env: InjectorEnv, hit: Hit): Promise<Struck> {
-  let killed = false;
+  let killed: boolean;
   try {
     await env.q(hit.target, 'KILL CONNECTION ?', [hit.connectionId]);
     killed = true;

@@ -19,6 +19,7 @@ const SCHEMA = join(import.meta.dirname, 'prisma', 'schema.prisma');
 
 // What the recipe uses of the generated client, declared here so that this file type-checks
 // without it (it exists only once beforeAll has run `prisma generate`).
+// eslint-disable-next-line @typescript-eslint/no-namespace -- the generated client's own name, as the recipe writes it
 declare namespace Prisma {
   interface TransactionClient {
     loan: { upsert(args: { where: { id: string }; create: { id: string; repaid: number }; update: { repaid: { increment: number } } }): Promise<unknown> };

@@ -2,9 +2,9 @@
 // loss inside the window and a violation outside it; a failed op whose row is there stays a
 // violation; a business row under a reissued grant id is caught.
 import { describe, expect, it } from 'vitest';
-import { check, type DbState, type GrantRow } from './checker.js';
-import { judgeFailover } from './failover.js';
-import type { OpEvent } from './history.js';
+import { check, type DbState, type GrantRow } from '../faults/checker.js';
+import { judgeFailover } from '../faults/failover.js';
+import type { OpEvent } from '../faults/history.js';
 
 const g = (id: number, createdMs: number, releasedMs: number | null, owner = 'w1', resource = 'r1'): GrantRow => ({
   id, resource, type: 0, status: releasedMs === null ? 0 : 2, createdMs, releasedMs, releasedBy: releasedMs === null ? null : 1, owner,

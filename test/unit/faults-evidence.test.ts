@@ -1,9 +1,9 @@
 // Fault evidence read from the record: which reaped grants prove reapers contending, and which
 // grants prove a reaper racing the holder's final commit. Counted only when the record shows it.
 import { describe, expect, it } from 'vitest';
-import type { GrantRow } from './checker.js';
-import type { OpEvent, ReaperRun } from './history.js';
-import { reaperEvidence } from './scenario.js';
+import type { GrantRow } from '../faults/checker.js';
+import type { OpEvent, ReaperRun } from '../faults/history.js';
+import { reaperEvidence } from '../faults/scenario.js';
 
 const STALE = 2000;
 const grant = (id: number, releasedMs: number, releasedBy: number): GrantRow => ({

@@ -1,8 +1,8 @@
 // The checker on hand-made histories and database states: clean ones pass, each broken one fails
 // with the check that names its defect.
 import { describe, expect, it } from 'vitest';
-import { check, type CheckName, type DbState, type GrantRow } from './checker.js';
-import type { OpEvent } from './history.js';
+import { check, type CheckName, type DbState, type GrantRow } from '../faults/checker.js';
+import type { OpEvent } from '../faults/history.js';
 
 const g = (id: number, type: 0 | 1, createdMs: number, releasedMs: number | null, releasedBy: number | null = releasedMs === null ? null : 1, resource = 'r1'): GrantRow => ({
   id, resource, type, status: releasedMs === null ? 0 : 2, createdMs, releasedMs, releasedBy, owner: 'w',

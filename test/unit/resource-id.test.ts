@@ -1,0 +1,34 @@
+// Resource ids are checked and turned into their exact bytes before any statement: the rules
+// themselves, without a server. test/validation.test.ts shows every entry point applies them and
+// writes nothing.
+import { describe, expect, it } from 'vitest';
+import { InvalidResourceIdError } from '../../src/errors.js';
+import { MAX_RESOURCE_ID_BYTES, resourceKey } from '../../src/lock/resource-id.js';
+
+describe('resourceKey', () => {
+  it.each<[string, unknown, RegExp]>([
+    ['empty', '', /empty/],
+    ['over 255 UTF-8 bytes', 'x'.repeat(256), /256 bytes/],
+    ['over 255 bytes though under 255 characters', 'é'.repeat(128), /256 bytes/],
+    ['a number', 42, /must be a string, got number/],
+    ['null', null, /got null/],
+    ['undefined', undefined, /got undefined/],
+    ['an object', { id: 'x' }, /got object/],
+    ['a lone surrogate', 'loan-\ud800', /lone surrogate/],
+  ])('refuses %s with InvalidResourceIdError', (_name, id, message) => {
+    expect(() => resourceKey(id)).toThrow(InvalidResourceIdError);
+    expect(() => resourceKey(id)).toThrow(message);
+  });
+
+  it('accepts exactly 255 bytes, and gives the UTF-8 bytes unchanged', () => {
+    const id = 'é'.repeat(127) + 'x';
+    expect(resourceKey(id)).toEqual(Buffer.from(id, 'utf8'));
+    expect(resourceKey(id)).toHaveLength(MAX_RESOURCE_ID_BYTES);
+  });
+
+  it('folds nothing: ids that differ only in case or spaces give different bytes', () => {
+    const ids = ['Loan-7', 'loan-7', 'loan-7 ', 'loan-7  ', ' loan-7', 'LOAN-7'];
+    const keys = new Set(ids.map((id) => resourceKey(id).toString('hex')));
+    expect(keys.size).toBe(ids.length);
+  });
+});
