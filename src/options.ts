@@ -2,10 +2,14 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
-import type { Grant } from './lock/grant.js';
+import type { LockLostHandler } from './lock/api.js';
 
-/** Defaults of every option of the lock manager; documented on the option types below. */
-export const DEFAULTS = Object.freeze({
+/**
+ * The default of every option of the library, in one place. At the top: `createLockManager`'s
+ * options and the acquire calls' `waitMs`; then one group per call, keyed by its options' names.
+ * Each option's documentation names the entry it defaults to.
+ */
+export const DEFAULTS = deepFreeze({
   staleAfterMs: 600_000,
   waitMs: 30_000,
   backoffMinMs: 2,
@@ -14,7 +18,24 @@ export const DEFAULTS = Object.freeze({
   deadlockRetries: 5,
   resolveTimeoutMs: 30_000,
   procedures: 'auto' as ProceduresMode,
+  /** `locks.list()` */
+  list: { limit: 100 },
+  /** `locks.history()` */
+  history: { limit: 50 },
+  /** `reapStaleGrants()` (its `staleAfterMs` is the top-level one) */
+  reap: { batchSize: 500, lockWaitTimeoutSec: 1 },
+  /** `purgeReleasedGrants()`; `retentionMs` is 7 days */
+  purge: { retentionMs: 604_800_000, batchSize: 5_000 },
+  /** `checkLockCounts()` and `repairLockCounts()` */
+  checkLockCounts: { limit: 1_000 },
+  /** `migrate()` */
+  migrate: { waitMs: 60_000, procedures: true },
 });
+
+function deepFreeze<T extends object>(value: T): Readonly<{ [K in keyof T]: T[K] extends object ? Readonly<T[K]> : T[K] }> {
+  for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) Object.freeze(inner);
+  return Object.freeze(value);
+}
 
 /**
  * How an acquire runs: 'auto' calls the `rwlock_acquire` procedure and, if the database has none
@@ -23,17 +44,10 @@ export const DEFAULTS = Object.freeze({
  */
 export type ProceduresMode = 'auto' | boolean;
 
-/** Defaults of the reaper and the retention purge (`reapStaleGrants`, `purgeReleasedGrants`, the reaper job). */
-export const REAP_DEFAULTS = Object.freeze({
-  batchSize: 500,
-  lockWaitTimeoutSec: 1,
-  /** 7 days */
-  retentionMs: 604_800_000,
-  purgeBatchSize: 5_000,
-});
-
 /** Bounds of what validation accepts, each for a reason given here once. */
 export const LIMITS = Object.freeze({
+  /** `t_read_write_lock.resource_id` is VARBINARY(255): a resource id is at most this many bytes in UTF-8. */
+  maxResourceIdBytes: 255,
   /** Longest delay a Node timer can wait (2^31 - 1 ms); waits and leases are timers. */
   maxTimerMs: 2_147_483_647,
   /** A lease is extended every third of it: shorter than this would be mostly extensions. */
@@ -88,16 +102,6 @@ export interface LockManagerOptions {
   onLockLost?: LockLostHandler;
 }
 
-/** How a grant was lost, as `onLockLost` is told. */
-export interface LockLostInfo {
-  /** Who released it, from the log; `unknown` when the row could not be read (or was purged). */
-  releasedBy: 'reaper' | 'operator' | 'unknown';
-  /** What found out: the fence at commit, a lease extension, a release, or a downgrade/upgrade. */
-  detectedBy: 'fence' | 'extend' | 'release' | 'mode-change';
-}
-
-export type LockLostHandler = (grant: Grant, info: LockLostInfo) => void | Promise<void>;
-
 export interface ResolvedManagerOptions {
   knex: Knex;
   owner: string;
@@ -136,15 +140,19 @@ const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed
 
 /**
  * The options argument of `what`: undefined becomes {}, anything but a plain object is refused,
- * and so is any key not in `known` (a misspelt option would otherwise be ignored silently).
+ * and so is any key not in `known` (a misspelt option would otherwise be ignored silently). The
+ * library's one rule for absent options: an option left out, or set to `undefined`, takes its
+ * default; `null` is refused for every option, so that it never means "default" for one option and
+ * an error for another.
  */
 export function optionsObject(what: string, input: unknown, known: readonly string[]): Record<string, unknown> {
   if (input === undefined) return {};
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new InvalidOptionsError(`options of ${what} must be an object`);
-  for (const key of Object.keys(input)) {
+  for (const [key, value] of Object.entries(input)) {
     if (!known.includes(key)) {
       throw new InvalidOptionsError(`${key}: unknown option of ${what} (known: ${known.join(', ')})`);
     }
+    if (value === null) throw new InvalidOptionsError(`${key} must not be null, got null: leave it out (or undefined) for its default`);
   }
   return input as Record<string, unknown>;
 }
@@ -234,9 +242,6 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
   const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
 }
-
-/** Defaults of the operator reads (`list()`, `history()`). */
-export const OPERATE_DEFAULTS = Object.freeze({ listLimit: 100, historyLimit: 50, countCheckLimit: 1000 });
 
 export interface ListOptions {
   /** Only grants of this mode. */

@@ -1,10 +1,9 @@
 import type { Knex } from 'knex';
 import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout, type RawConnection } from '../sql/connection.js';
-import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
-
-export { REAP_DEFAULTS } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
-import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from '../sql/reap.js';
+import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
+import type { ReapedGrant, ReapResult } from '../types.js';
 import { reapChannel, traced } from '../observability/tracing.js';
 
 export interface ReapOptions {
@@ -16,17 +15,6 @@ export interface ReapOptions {
   lockWaitTimeoutSec?: number;
 }
 
-export interface ReapResult {
-  reaped: number;
-  /** Grants skipped this round because their business transaction held the row (1205) or a deadlock persisted. */
-  skipped: number;
-  /** Grants that could not be reaped for another reason (for example counts that disagree with the log); see `problems`. */
-  failed: number;
-  problems: string[];
-  grants: ReapedGrant[];
-  durationMs: number;
-}
-
 /**
  * Releases grants stuck past `staleAfterMs`. Safe to run from many processes at once: every grant
  * is released by one guarded, versioned transaction, so none is released twice and no count is
@@ -36,8 +24,8 @@ export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<
   knexOption('db', db);
   const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
-  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch);
-  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
+  const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
+  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? DEFAULTS.reap.lockWaitTimeoutSec, 1, 3600);
   return traced(reapChannel, () => ({ staleAfterMs, batchSize }), () => reap(db, staleAfterMs, batchSize, waitSec));
 }
 
@@ -101,15 +89,21 @@ export interface PurgeOptions {
   batchSize?: number;
 }
 
+/** What `purgeReleasedGrants` returns. */
+export interface PurgeResult {
+  /** Released grants deleted. */
+  purged: number;
+}
+
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
  * and release notes older than it. `purged` counts the grants.
  */
-export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<{ purged: number }> {
+export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);
   const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
-  const retentionMs = integerOption('retentionMs', o.retentionMs ?? REAP_DEFAULTS.retentionMs, 1, LIMITS.maxRetentionMs);
-  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.purgeBatchSize, 1, LIMITS.maxPurgeBatch);
+  const retentionMs = integerOption('retentionMs', o.retentionMs ?? DEFAULTS.purge.retentionMs, 1, LIMITS.maxRetentionMs);
+  const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.purge.batchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;
     for (;;) {

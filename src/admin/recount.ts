@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { errnoOf, ER_DUP_ENTRY, isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout } from '../sql/connection.js';
-import { LIMITS, OPERATE_DEFAULTS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { findDisagreements, recountResource, type CountDisagreement } from '../sql/recount.js';
 
 export type { CountDisagreement } from '../sql/recount.js';
@@ -59,7 +59,7 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
   knexOption('db', db);
   const limit = limitOption('repairLockCounts', options);
   const started = performance.now();
-  return withConnection(db, (conn) => withLockWaitTimeout(conn, REAP_DEFAULTS.lockWaitTimeoutSec, async () => {
+  return withConnection(db, (conn) => withLockWaitTimeout(conn, DEFAULTS.reap.lockWaitTimeoutSec, async () => {
     const { found, more } = page(await findDisagreements(conn, limit), limit);
     const result: CountRepair = { repaired: [], conflicting: [], skipped: [], problems: [], more, durationMs: 0 };
     for (const { resource, found: d } of found) {
@@ -87,7 +87,7 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
 
 function limitOption(what: string, options: CountCheckOptions | undefined): number {
   const o = optionsObject(what, options, ['limit']);
-  return integerOption('limit', o.limit ?? OPERATE_DEFAULTS.countCheckLimit, 1, LIMITS.maxPageSize);
+  return integerOption('limit', o.limit ?? DEFAULTS.checkLockCounts.limit, 1, LIMITS.maxPageSize);
 }
 
 function page<T>(found: T[], limit: number): { found: T[]; more: boolean } {
