@@ -103,6 +103,17 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
  * Creates or updates the lock tables and procedures, and recreates any that were dropped since.
  * Idempotent, and safe when several processes run it at once: one takes the migration lock (a row
  * in `rwlock_migrations_lock`), the others wait for it and then find nothing left to do.
+ *
+ * @example
+ * ```ts
+ * import knex from 'knex';
+ * import { migrate } from 'mysql-rwlock/admin';
+ *
+ * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+ * const { applied, repaired } = await migrate(db);
+ * console.log(`applied ${applied.join(', ') || 'nothing'}; rebuilt ${repaired.join(', ') || 'nothing'}`);
+ * await db.destroy();
+ * ```
  */
 export async function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   knexOption('db', db);

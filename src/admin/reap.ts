@@ -19,6 +19,17 @@ export interface ReapOptions {
  * Releases grants stuck past `staleAfterMs`. Safe to run from many processes at once: every grant
  * is released by one guarded, versioned transaction, so none is released twice and no count is
  * given back twice.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { reapStaleGrants } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { reaped, skipped, failed, problems } = await reapStaleGrants(db, { staleAfterMs: 600_000 });
+ * if (failed > 0) console.error(problems);
+ * console.log(`reaped ${reaped}, skipped ${skipped} busy grants`);
+ * ```
  */
 export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
   knexOption('db', db);
@@ -98,6 +109,16 @@ export interface PurgeResult {
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
  * and release notes older than it. `purged` counts the grants.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { purgeReleasedGrants } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { purged } = await purgeReleasedGrants(db, { retentionMs: 30 * 24 * 3_600_000 }); // keep 30 days
+ * console.log(`purged ${purged} released grants`);
+ * ```
  */
 export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);

@@ -22,6 +22,17 @@ export interface CountCheck {
  * hand edits, or a restore of one table without the other. A count above the live grants blocks
  * the resource for good (no grant is left for the reaper to release); one below them, or a missing
  * row, lets a conflicting acquire in beside a live grant. Reads only, the resource table a page at a time.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { checkLockCounts } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { disagreements, more } = await checkLockCounts(db);
+ * for (const d of disagreements) console.warn(d.resourceId, d.wCount, d.rCount, d.liveWrites, d.liveReads);
+ * if (more) console.warn('more disagreements: repair these, then check again');
+ * ```
  */
 export async function checkLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountCheck> {
   knexOption('db', db);
@@ -54,6 +65,16 @@ const INSERT_RACES = 3;
  * (see `recountResource`). Live grants that exclude each other are reported, not counted; a
  * resource the database refuses is reported in `problems` and the others go on. Safe beside
  * traffic, the reaper and other repairs.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { repairLockCounts } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const repair = await repairLockCounts(db);
+ * console.log(`repaired ${repair.repaired.length}; release one of each: ${repair.conflicting.map((c) => c.resourceId).join(', ')}`);
+ * ```
  */
 export async function repairLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountRepair> {
   knexOption('db', db);
