@@ -73,24 +73,24 @@ export interface LockManagerOptions {
   knex: Knex;
   /** Recorded in `t_lock_log.owner` for every grant. @defaultValue `host/pid/random` */
   owner?: string;
-  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue 600000 */
+  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
-  /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue 2 */
+  /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue `DEFAULTS.backoffMinMs` */
   backoffMinMs?: number;
-  /** Longest retry delay of a waiting acquire. @defaultValue 100 */
+  /** Longest retry delay of a waiting acquire. @defaultValue `DEFAULTS.backoffMaxMs` */
   backoffMaxMs?: number;
   /**
    * How long a waiting writer keeps new readers out after its last attempt, so a stream of readers
-   * cannot starve it. 0 turns writer preference off. @defaultValue 1000
+   * cannot starve it. 0 turns writer preference off. @defaultValue `DEFAULTS.writerIntentMs`
    */
   writerIntentMs?: number;
-  /** Retries of a lock transaction, or of a business transaction, that failed with a deadlock (1213). @defaultValue 5 */
+  /** Retries of a lock transaction, or of a business transaction, that failed with a deadlock (1213). @defaultValue `DEFAULTS.deadlockRetries` */
   deadlockRetries?: number;
-  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue 30000 */
+  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue `DEFAULTS.resolveTimeoutMs` */
   resolveTimeoutMs?: number;
   /**
    * Whether acquire calls the `rwlock_acquire` procedure (one round trip) or runs plain statements
-   * (five): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue 'auto'
+   * (five): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue `DEFAULTS.procedures`
    */
   procedures?: ProceduresMode;
   /**
@@ -116,7 +116,7 @@ export interface ResolvedManagerOptions {
 }
 
 export interface AcquireOptions {
-  /** How long to keep trying before LockTimeoutError. 0 means one attempt. @defaultValue 30000 */
+  /** How long to keep trying before LockTimeoutError. 0 means one attempt. @defaultValue `DEFAULTS.waitMs` */
   waitMs?: number;
   /** Cancels the wait with an AbortError (LockAbortedError). */
   signal?: AbortSignal;
@@ -252,14 +252,14 @@ export interface ListOptions {
   staleOnly?: boolean;
   /** Only resources whose id starts with these bytes (UTF-8). */
   resourcePrefix?: string;
-  /** Grants per page. @defaultValue 100, at most 10000 */
+  /** Grants per page. @defaultValue `DEFAULTS.list.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
   /** The `next` of the previous page: the id of its last grant. */
   after?: number;
 }
 
 export interface HistoryOptions {
-  /** Grants per page. @defaultValue 50, at most 10000 */
+  /** Grants per page. @defaultValue `DEFAULTS.history.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
   /** The `next` of the previous page: only grants with a smaller id. */
   before?: number;

@@ -10,12 +10,12 @@ const MIGRATION_TABLE = 'rwlock_migrations';
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
 
 export interface MigrateOptions {
-  /** How long to wait for another process that holds the migration lock. @defaultValue 60000 */
+  /** How long to wait for another process that holds the migration lock. @defaultValue `DEFAULTS.migrate.waitMs` */
   waitMs?: number;
   /**
    * false: create the tables only, no stored procedures (TiDB, Vitess, PlanetScale, or a policy
    * against routines); lock managers then acquire with plain statements. Procedures an earlier
-   * migrate() created are left as they are. @defaultValue true
+   * migrate() created are left as they are. @defaultValue `DEFAULTS.migrate.procedures`
    */
   procedures?: boolean;
 }

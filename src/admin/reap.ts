@@ -7,11 +7,11 @@ import type { ReapedGrant, ReapResult } from '../types.js';
 import { reapChannel, traced } from '../observability/tracing.js';
 
 export interface ReapOptions {
-  /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */
+  /** Live grants older than this, on the database clock, are released. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
-  /** Grants reaped per transaction. @defaultValue 500, at most 10000 */
+  /** Grants reaped per transaction. @defaultValue `DEFAULTS.reap.batchSize`, at most `LIMITS.maxReapBatch` */
   batchSize?: number;
-  /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue 1 */
+  /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue `DEFAULTS.reap.lockWaitTimeoutSec` */
   lockWaitTimeoutSec?: number;
 }
 
@@ -94,9 +94,9 @@ async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs:
 }
 
 export interface PurgeOptions {
-  /** Released grants created longer ago than this are deleted. @defaultValue 604800000 (7 days), at most 100 years */
+  /** Released grants created longer ago than this are deleted. @defaultValue `DEFAULTS.purge.retentionMs` (7 days), at most `LIMITS.maxRetentionMs` */
   retentionMs?: number;
-  /** Rows deleted per statement. @defaultValue 5000, at most 100000 */
+  /** Rows deleted per statement. @defaultValue `DEFAULTS.purge.batchSize`, at most `LIMITS.maxPurgeBatch` */
   batchSize?: number;
 }
 

@@ -6,7 +6,7 @@ import { findDisagreements, recountResource, type CountDisagreement } from '../s
 export type { CountDisagreement } from '../sql/recount.js';
 
 export interface CountCheckOptions {
-  /** Disagreements reported (and repaired) per call, by resource id. @defaultValue 1000, at most 10000 */
+  /** Disagreements reported (and repaired) per call, by resource id. @defaultValue `DEFAULTS.checkLockCounts.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
 }
 
