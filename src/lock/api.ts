@@ -35,7 +35,7 @@ export type LockLostHandler = (grant: Grant, info: LockLostInfo) => void | Promi
  * console.log(grant.id, grant.mode, grant.resourceId); // released when the scope ends
  * ```
  */
-export interface Grant extends AsyncDisposable {
+export interface Grant {
   readonly id: number;
   readonly resourceId: string;
   /** The owner of the manager that acquired it. */
@@ -195,4 +195,11 @@ export interface Grant extends AsyncDisposable {
    * ```
    */
   release(): Promise<boolean>;
+
+  /**
+   * `await using grant = await locks.acquireWrite(id)` releases the grant when the scope ends.
+   * Idempotent (a grant already released, by this holder or anyone else, is left as it is); a
+   * release that fails rejects, so the failure is reported rather than lost.
+   */
+  [Symbol.asyncDispose](): Promise<void>;
 }

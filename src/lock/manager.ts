@@ -24,7 +24,7 @@ import { WaitQueues } from './wait.js';
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
  * Made by {@link createLockManager}; exported as a type only.
  */
-export class LockManager implements AsyncDisposable {
+export class LockManager {
   readonly #ctx: LockContext;
   /** Calls in progress (acquires, scoped work, reads, operator releases), which `close()` waits for. */
   #inFlight = 0;
