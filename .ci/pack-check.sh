@@ -78,8 +78,8 @@ if grep -rn 'settleLostCommit\|markHead\|confirmLive\|static create' node_module
   fail "@internal members are in the published declarations"
 fi
 
-step "a Grant cannot be constructed by hand (the declarations show a private constructor)"
-printf "import { Grant } from 'mysql-rwlock';\n// @ts-expect-error grants come from a LockManager\nnew Grant();\n" > construct.ts
+step "neither a Grant nor a LockManager can be constructed by hand (both are exported as types only)"
+printf "import { Grant, LockManager } from 'mysql-rwlock';\n// @ts-expect-error grants come from a LockManager\nnew Grant();\n// @ts-expect-error managers come from createLockManager\nnew LockManager({} as never);\n" > construct.ts
 npx --no-install tsc --strict --noEmit --target es2022 --types node --module nodenext --moduleResolution nodenext construct.ts
 
 step "the quick start typechecks (nodenext, node16, bundler)"

@@ -6,7 +6,8 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { connectKnex, createDatabase, dropDatabase } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
-import { checkLockCounts, createLockManager, migrate } from '../src/index.js';
+import { createLockManager } from '../src/index.js';
+import { checkLockCounts, migrate } from '../src/admin/index.js';
 import { listQuery } from '../src/sql/operate.js';
 
 const RESOURCES = 1_000_000;

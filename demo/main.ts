@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { connectKnex, createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
-import { migrate } from '../src/index.js';
+import { migrate } from '../src/admin/index.js';
 import { EXIT, parseConfig, UsageError, type DemoConfig } from './config.js';
 import { runLending } from './lending/run.js';
 import { formatReport, reportJson, reportNotes, type DemoReport } from './report.js';

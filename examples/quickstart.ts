@@ -1,7 +1,8 @@
 // Quick start: a payment recorded under a write lock on its loan.
 // Run: MYSQL_URL=mysql://user:password@127.0.0.1:3306/app node quickstart.js
 import knex from 'knex';
-import { createLockManager, LockLostError, migrate } from 'mysql-rwlock';
+import { createLockManager, LockLostError } from 'mysql-rwlock';
+import { migrate } from 'mysql-rwlock/admin';
 
 const url = process.env.MYSQL_URL;
 if (!url) {

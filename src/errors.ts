@@ -33,10 +33,14 @@ export class LockTimeoutError extends RwLockError {
   }
 }
 
-/** A waiting acquire was cancelled through its AbortSignal. `name` is 'AbortError' as for fetch(). */
+/**
+ * A waiting acquire was cancelled through its AbortSignal (the signal's reason is the `cause`).
+ * `name` is 'AbortError', as for fetch(), so code that checks `err.name === 'AbortError'` treats it
+ * alike; `code` follows the library's scheme.
+ */
 export class LockAbortedError extends RwLockError {
   constructor(reason?: unknown) {
-    super('ABORT_ERR', 'lock acquisition aborted', { cause: reason });
+    super('ERR_RWLOCK_ABORTED', 'lock acquisition aborted', { cause: reason });
     this.name = 'AbortError';
   }
 }
@@ -166,5 +170,15 @@ export class PoolTooSmallError extends RwLockError {
     super('ERR_RWLOCK_POOL_TOO_SMALL', `${why} needs ${needed} connections at once, but the knex pool allows ${poolMax}: raise pool.max`);
     this.needed = needed;
     this.poolMax = poolMax;
+  }
+}
+
+/**
+ * The lock manager was closed (`close()` or `await using`): it refuses new calls, with nothing
+ * written. Grants it gave out stay valid until released.
+ */
+export class ManagerClosedError extends RwLockError {
+  constructor(what: string) {
+    super('ERR_RWLOCK_CLOSED', `${what}: the lock manager is closed`);
   }
 }

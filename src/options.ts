@@ -2,10 +2,14 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
-import type { Grant } from './lock/grant.js';
+import type { LockLostHandler } from './lock/api.js';
 
-/** Defaults of every option of the lock manager; documented on the option types below. */
-export const DEFAULTS = Object.freeze({
+/**
+ * The default of every option of the library, in one place. At the top: `createLockManager`'s
+ * options and the acquire calls' `waitMs`; then one group per call, keyed by its options' names.
+ * Each option's documentation names the entry it defaults to.
+ */
+export const DEFAULTS = deepFreeze({
   staleAfterMs: 600_000,
   waitMs: 30_000,
   backoffMinMs: 2,
@@ -14,7 +18,24 @@ export const DEFAULTS = Object.freeze({
   deadlockRetries: 5,
   resolveTimeoutMs: 30_000,
   procedures: 'auto' as ProceduresMode,
+  /** `locks.list()` */
+  list: { limit: 100 },
+  /** `locks.history()` */
+  history: { limit: 50 },
+  /** `reapStaleGrants()` (its `staleAfterMs` is the top-level one) */
+  reap: { batchSize: 500, lockWaitTimeoutSec: 1 },
+  /** `purgeReleasedGrants()`; `retentionMs` is 7 days */
+  purge: { retentionMs: 604_800_000, batchSize: 5_000 },
+  /** `checkLockCounts()` and `repairLockCounts()` */
+  checkLockCounts: { limit: 1_000 },
+  /** `migrate()` */
+  migrate: { waitMs: 60_000, procedures: true },
 });
+
+function deepFreeze<T extends object>(value: T): Readonly<{ [K in keyof T]: T[K] extends object ? Readonly<T[K]> : T[K] }> {
+  for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) Object.freeze(inner);
+  return Object.freeze(value);
+}
 
 /**
  * How an acquire runs: 'auto' calls the `rwlock_acquire` procedure and, if the database has none
@@ -23,17 +44,10 @@ export const DEFAULTS = Object.freeze({
  */
 export type ProceduresMode = 'auto' | boolean;
 
-/** Defaults of the reaper and the retention purge (`reapStaleGrants`, `purgeReleasedGrants`, the reaper job). */
-export const REAP_DEFAULTS = Object.freeze({
-  batchSize: 500,
-  lockWaitTimeoutSec: 1,
-  /** 7 days */
-  retentionMs: 604_800_000,
-  purgeBatchSize: 5_000,
-});
-
 /** Bounds of what validation accepts, each for a reason given here once. */
 export const LIMITS = Object.freeze({
+  /** `t_read_write_lock.resource_id` is VARBINARY(255): a resource id is at most this many bytes in UTF-8. */
+  maxResourceIdBytes: 255,
   /** Longest delay a Node timer can wait (2^31 - 1 ms); waits and leases are timers. */
   maxTimerMs: 2_147_483_647,
   /** A lease is extended every third of it: shorter than this would be mostly extensions. */
@@ -59,24 +73,24 @@ export interface LockManagerOptions {
   knex: Knex;
   /** Recorded in `t_lock_log.owner` for every grant. @defaultValue `host/pid/random` */
   owner?: string;
-  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue 600000 */
+  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
-  /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue 2 */
+  /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue `DEFAULTS.backoffMinMs` */
   backoffMinMs?: number;
-  /** Longest retry delay of a waiting acquire. @defaultValue 100 */
+  /** Longest retry delay of a waiting acquire. @defaultValue `DEFAULTS.backoffMaxMs` */
   backoffMaxMs?: number;
   /**
    * How long a waiting writer keeps new readers out after its last attempt, so a stream of readers
-   * cannot starve it. 0 turns writer preference off. @defaultValue 1000
+   * cannot starve it. 0 turns writer preference off. @defaultValue `DEFAULTS.writerIntentMs`
    */
   writerIntentMs?: number;
-  /** Retries of a lock transaction, or of a business transaction, that failed with a deadlock (1213). @defaultValue 5 */
+  /** Retries of a lock transaction, or of a business transaction, that failed with a deadlock (1213). @defaultValue `DEFAULTS.deadlockRetries` */
   deadlockRetries?: number;
-  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue 30000 */
+  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue `DEFAULTS.resolveTimeoutMs` */
   resolveTimeoutMs?: number;
   /**
    * Whether acquire calls the `rwlock_acquire` procedure (one round trip) or runs plain statements
-   * (five): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue 'auto'
+   * (five): 'auto' uses the procedure when the database has it. See {@link ProceduresMode}. @defaultValue `DEFAULTS.procedures`
    */
   procedures?: ProceduresMode;
   /**
@@ -87,16 +101,6 @@ export interface LockManagerOptions {
    */
   onLockLost?: LockLostHandler;
 }
-
-/** How a grant was lost, as `onLockLost` is told. */
-export interface LockLostInfo {
-  /** Who released it, from the log; `unknown` when the row could not be read (or was purged). */
-  releasedBy: 'reaper' | 'operator' | 'unknown';
-  /** What found out: the fence at commit, a lease extension, a release, or a downgrade/upgrade. */
-  detectedBy: 'fence' | 'extend' | 'release' | 'mode-change';
-}
-
-export type LockLostHandler = (grant: Grant, info: LockLostInfo) => void | Promise<void>;
 
 export interface ResolvedManagerOptions {
   knex: Knex;
@@ -112,7 +116,7 @@ export interface ResolvedManagerOptions {
 }
 
 export interface AcquireOptions {
-  /** How long to keep trying before LockTimeoutError. 0 means one attempt. @defaultValue 30000 */
+  /** How long to keep trying before LockTimeoutError. 0 means one attempt. @defaultValue `DEFAULTS.waitMs` */
   waitMs?: number;
   /** Cancels the wait with an AbortError (LockAbortedError). */
   signal?: AbortSignal;
@@ -136,15 +140,19 @@ const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed
 
 /**
  * The options argument of `what`: undefined becomes {}, anything but a plain object is refused,
- * and so is any key not in `known` (a misspelt option would otherwise be ignored silently).
+ * and so is any key not in `known` (a misspelt option would otherwise be ignored silently). The
+ * library's one rule for absent options: an option left out, or set to `undefined`, takes its
+ * default; `null` is refused for every option, so that it never means "default" for one option and
+ * an error for another.
  */
 export function optionsObject(what: string, input: unknown, known: readonly string[]): Record<string, unknown> {
   if (input === undefined) return {};
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new InvalidOptionsError(`options of ${what} must be an object`);
-  for (const key of Object.keys(input)) {
+  for (const [key, value] of Object.entries(input)) {
     if (!known.includes(key)) {
       throw new InvalidOptionsError(`${key}: unknown option of ${what} (known: ${known.join(', ')})`);
     }
+    if (value === null) throw new InvalidOptionsError(`${key} must not be null, got null: leave it out (or undefined) for its default`);
   }
   return input as Record<string, unknown>;
 }
@@ -235,9 +243,6 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
   return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
 }
 
-/** Defaults of the operator reads (`list()`, `history()`). */
-export const OPERATE_DEFAULTS = Object.freeze({ listLimit: 100, historyLimit: 50, countCheckLimit: 1000 });
-
 export interface ListOptions {
   /** Only grants of this mode. */
   mode?: 'write' | 'read';
@@ -247,14 +252,14 @@ export interface ListOptions {
   staleOnly?: boolean;
   /** Only resources whose id starts with these bytes (UTF-8). */
   resourcePrefix?: string;
-  /** Grants per page. @defaultValue 100, at most 10000 */
+  /** Grants per page. @defaultValue `DEFAULTS.list.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
   /** The `next` of the previous page: the id of its last grant. */
   after?: number;
 }
 
 export interface HistoryOptions {
-  /** Grants per page. @defaultValue 50, at most 10000 */
+  /** Grants per page. @defaultValue `DEFAULTS.history.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
   /** The `next` of the previous page: only grants with a smaller id. */
   before?: number;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LockAbortedError, LockTimeoutError, RELEASE_SQL } from '../src/index.js';
+import { createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
+import { RELEASE_SQL } from '../src/sql/release.js';
 import { resourceKey } from '../src/lock/resource-id.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations, resourceRows } from './support/state.js';
@@ -49,13 +50,13 @@ describe('read-write semantics', () => {
     const locks = createLockManager({ knex: db.knex, owner: 'inspector-test' });
     const r = await locks.tryAcquireRead('inspect-me');
     const state = await locks.inspect('inspect-me');
-    expect(state).toMatchObject({ resourceId: 'inspect-me', wCount: 0, rCount: 1, writerWaiting: false });
+    expect(state).toMatchObject({ resourceId: 'inspect-me', live: { write: 0, read: 1 }, writerWaiting: false });
     expect(state.holders).toHaveLength(1);
     expect(state.holders[0]).toMatchObject({ id: r!.id, mode: 'read', owner: 'inspector-test', stale: false });
     expect(state.holders[0]!.ageMs).toBeGreaterThanOrEqual(0);
     await r!.release();
     expect((await locks.inspect('inspect-me')).holders).toEqual([]);
-    expect(await locks.inspect('never-used')).toMatchObject({ wCount: 0, rCount: 0, holders: [] });
+    expect(await locks.inspect('never-used')).toMatchObject({ live: { write: 0, read: 0 }, holders: [] });
   });
 
   it('forceRelease releases a live grant as operator once', async () => {

@@ -114,7 +114,7 @@ describe('reading commands', () => {
     expect(held.stdout).toMatch(new RegExp(`^${g.id} +write `, 'm'));
     expect(free.status).toBe(1);
     expect(free.stdout).toMatch(/^held +free$/m);
-    expect(JSON.parse(asJson.stdout)).toMatchObject({ resourceId: 'cli-inspect', wCount: 1, rCount: 0, holders: [{ id: g.id, mode: 'write' }] });
+    expect(JSON.parse(asJson.stdout)).toMatchObject({ resourceId: 'cli-inspect', live: { write: 1, read: 0 }, holders: [{ id: g.id, mode: 'write' }] });
     await g.release();
   });
 });

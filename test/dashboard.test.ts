@@ -73,7 +73,7 @@ async function seedHistory(knex: Knex): Promise<void> {
     } else if (by === 'reaper') {
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
       await knex.raw('UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL 1 HOUR WHERE id = ?', [g!.id]);
-      const { reapStaleGrants } = await import('../src/index.js');
+      const { reapStaleGrants } = await import('../src/admin/index.js');
       await reapStaleGrants(knex, { staleAfterMs: 600_000 });
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
     } else {

@@ -1,6 +1,7 @@
 // Write→read downgrade and read→write try-upgrade, in place and atomic.
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LockLostError, reapStaleGrants, type Grant, type LockManager } from '../src/index.js';
+import { createLockManager, LockLostError, type Grant, type LockManager } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations } from './support/state.js';
 
@@ -50,7 +51,7 @@ describe('downgrade', () => {
     expect(await other.tryAcquireWrite('dg-1')).toBeNull();
     const r = await other.tryAcquireRead('dg-1');
     expect(r).not.toBeNull();
-    expect(await locks.inspect('dg-1')).toMatchObject({ wCount: 0, rCount: 2 });
+    expect(await locks.inspect('dg-1')).toMatchObject({ live: { write: 0, read: 2 } });
     expect(await logRow(g.id)).toMatchObject({ lock_type: 1, status: 0 });
     expect((await logRow(g.id)).mode_changed_at).toBeInstanceOf(Date);
     expect(await invariantViolations(db.knex)).toEqual([]);
@@ -82,7 +83,7 @@ describe('downgrade', () => {
     const waiting = locks.acquireRead('dg-4', { waitMs: 50_000 });
     await g.downgrade();
     const r = await waiting;
-    expect(await locks.inspect('dg-4')).toMatchObject({ wCount: 0, rCount: 2 });
+    expect(await locks.inspect('dg-4')).toMatchObject({ live: { write: 0, read: 2 } });
     await r.release();
     await g.release();
   });
@@ -139,7 +140,7 @@ describe('tryUpgrade', () => {
     expect(await a.tryUpgrade()).toBe(a);
     expect(a.mode).toBe('write');
     expect(await other.tryAcquireRead('up-1')).toBeNull();
-    expect(await locks.inspect('up-1')).toMatchObject({ wCount: 1, rCount: 0 });
+    expect(await locks.inspect('up-1')).toMatchObject({ live: { write: 1, read: 0 } });
     expect(await invariantViolations(db.knex)).toEqual([]);
     expect(await a.release()).toBe(true);
     const c = await locks.acquireRead('up-1');

@@ -184,7 +184,7 @@ describe('connection lost during COMMIT', () => {
     await cut;
     expect(g).not.toBeNull();
     const state = await locks.inspect('cl-3');
-    expect(state.wCount).toBe(1);
+    expect(state.live.write).toBe(1);
     expect(state.holders.map((h) => h.id)).toEqual([g!.id]);
     expect(await g!.release()).toBe(true);
     expect(await invariantViolations(db.knex)).toEqual([]);
@@ -196,7 +196,7 @@ describe('connection lost during COMMIT', () => {
     const cut = via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-reply');
     expect(await g!.release()).toBe(true);
     expect(await cut).toMatch(/^UPDATE t_lock_log/);
-    expect((await locks.inspect('cl-4')).rCount).toBe(0);
+    expect((await locks.inspect('cl-4')).live.read).toBe(0);
   });
 
   it('downgrade and upgrade replies lost: the grant row says the change was made, and the release gives back the right count', async () => {
@@ -206,13 +206,13 @@ describe('connection lost during COMMIT', () => {
     await g.downgrade();
     expect(await down).toMatch(/^UPDATE t_lock_log l JOIN/);
     expect(g.mode).toBe('read');
-    expect(await locks.inspect('cl-mode')).toMatchObject({ wCount: 0, rCount: 1 });
+    expect(await locks.inspect('cl-mode')).toMatchObject({ live: { write: 0, read: 1 } });
     const up = via.proxy.armOnce(/SET l\.lock_type/, 'before-reply');
     expect(await g.tryUpgrade()).toBe(g);
     await up;
     expect(g.mode).toBe('write');
     expect(await g.release()).toBe(true);
-    expect(await locks.inspect('cl-mode')).toMatchObject({ wCount: 0, rCount: 0 });
+    expect(await locks.inspect('cl-mode')).toMatchObject({ live: { write: 0, read: 0 } });
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 

@@ -3,7 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLockManager, LockLostError, reapStaleGrants, RELEASE_SQL, type Grant } from '../src/index.js';
+import { createLockManager, LockLostError, type Grant } from '../src/index.js';
+import { RELEASE_SQL } from '../src/sql/release.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
 
@@ -56,7 +58,7 @@ describe('fencing', () => {
     expect(await ledger('fenced')).toEqual([{ grant_id: nextGrant }]);
     expect(await grantRow(db.knex, holderGrant)).toMatchObject({ status: 2, released_by: 2 });
     expect(await invariantViolations(db.knex)).toEqual([]);
-    expect((await locks.inspect('fenced')).wCount).toBe(0);
+    expect((await locks.inspect('fenced')).live.write).toBe(0);
   });
 
   it('the same holds under a read lock', async () => {

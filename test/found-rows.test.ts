@@ -2,7 +2,8 @@
 // counts matched rows) and with flags: ['-FOUND_ROWS'] (affectedRows counts changed rows).
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LockLostError, reapStaleGrants } from '../src/index.js';
+import { createLockManager, LockLostError } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations } from './support/state.js';
 
@@ -21,13 +22,13 @@ async function transcript(knex: Knex, p: string): Promise<unknown[]> {
   await backdate(knex, r1!.id, 3_600_000);
   const reaped = await reapStaleGrants(knex, { staleAfterMs: 60_000 });
   out.push(reaped.grants.filter((g) => g.resourceId.startsWith(p)).length);
-  out.push(await r1!.release(), (await locks.inspect(`${p}a`)).rCount, await r2!.release(), await r2!.release());
+  out.push(await r1!.release(), (await locks.inspect(`${p}a`)).live.read, await r2!.release(), await r2!.release());
   const g = await locks.tryAcquireWrite(`${p}b`);
   out.push(await locks.forceRelease(g!.id), await locks.forceRelease(g!.id), await g!.release());
   out.push(await locks.withWriteLock(`${p}c`, async () => 'committed'));
   out.push(await locks.withReadLock(`${p}c`, async (_trx, grant) => locks.forceRelease(grant.id)).catch((e: unknown) => e instanceof LockLostError));
   const state = await locks.inspect(`${p}a`);
-  out.push(state.wCount, state.rCount, state.holders.length);
+  out.push(state.live.write, state.live.read, state.holders.length);
   return out;
 }
 

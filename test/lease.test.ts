@@ -1,7 +1,8 @@
 // Leases for long jobs: Grant.extend() and withLock's leaseMs keep a live holder from being reaped,
 // and a holder that stops extending is reaped as before.
 import { describe, expect, it } from 'vitest';
-import { createLockManager, InvalidOptionsError, LockLostError, reapStaleGrants } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, LockLostError } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
 

@@ -5,10 +5,8 @@ import { describe, expect, it } from 'vitest';
 import * as m004 from '../migrations/004_release_notes.js';
 import * as m005 from '../migrations/005_history_index.js';
 import { MIGRATIONS } from '../migrations/index.js';
-import {
-  createLockManager, InvalidOptionsError, InvalidResourceIdError, LIMITS, LockLostError, migrate, reapStaleGrants,
-  type Grant, type LockLostInfo,
-} from '../src/index.js';
+import { createLockManager, InvalidOptionsError, InvalidResourceIdError, LIMITS, LockLostError, type Grant, type LockLostInfo } from '../src/index.js';
+import { migrate, reapStaleGrants } from '../src/admin/index.js';
 import { historyQuery, listQuery } from '../src/sql/operate.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
@@ -366,13 +364,13 @@ describe('await using', () => {
       await using grant = await locks.acquireWrite('using-1', { waitMs: 1000 });
       expect((await locks.inspect('using-1')).holders.map((h) => h.id)).toEqual([grant.id]);
     }
-    expect((await locks.inspect('using-1')).wCount).toBe(0);
+    expect((await locks.inspect('using-1')).live.write).toBe(0);
     const thrown = await (async () => {
       await using _grant = await locks.acquireRead('using-1');
       throw new Error('business failure');
     })().catch((e: unknown) => e);
     expect((thrown as Error).message).toBe('business failure');
-    expect((await locks.inspect('using-1')).rCount).toBe(0);
+    expect((await locks.inspect('using-1')).live.read).toBe(0);
   });
 
   it('is idempotent: a grant released in the scope, or lost, is left alone', async () => {
@@ -397,7 +395,7 @@ describe('await using', () => {
       await own.destroy(); // the release at scope exit has no database to talk to
     })().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
-    expect((await createLockManager({ knex: db.knex }).inspect('using-3')).wCount).toBe(1);
+    expect((await createLockManager({ knex: db.knex }).inspect('using-3')).live.write).toBe(1);
     await releaseAll();
   });
 });

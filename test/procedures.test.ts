@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
-import { createLockManager, InvalidOptionsError, migrate, SchemaMissingError } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, SchemaMissingError } from '../src/index.js';
+import { migrate } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex } from '../harness/database.js';
-import { createLockManager, NodeNotReadyError, reapStaleGrants, type RwLockError, ServerReadOnlyError } from '../src/index.js';
+import { createLockManager, NodeNotReadyError, type RwLockError, ServerReadOnlyError } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { errnoOf } from '../src/sql/connection.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { useProxiedKnex } from './support/proxy.js';
@@ -47,7 +48,7 @@ describe('a read-only session', () => {
     // A grant made through a writable pool cannot be released or reaped through the read-only one.
     const held = await createLockManager({ knex: db.knex }).tryAcquireWrite('ro-2');
     expectReadOnly(await locks.forceRelease(held!.id).catch((e: unknown) => e), 1792);
-    expect((await locks.inspect('ro-2')).wCount).toBe(1);
+    expect((await locks.inspect('ro-2')).live.write).toBe(1);
     // The reaper reports a grant it could not release and goes on.
     const reap = await reapStaleGrants(readOnly, { staleAfterMs: 1 });
     expect(reap).toMatchObject({ reaped: 0, failed: 1 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLockManager, reapStaleGrants, purgeReleasedGrants } from '../src/index.js';
+import { createLockManager } from '../src/index.js';
+import { reapStaleGrants, purgeReleasedGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations, resourceRows } from './support/state.js';
 
@@ -28,7 +29,7 @@ describe('release after reap (defect 5 of the reference design)', () => {
   it('a late release changes nothing: the other reader keeps its count and a writer stays out', async () => {
     const { locks, paused, other } = await readerReapedWhileAnotherReads('dr-1');
     expect(await paused.release()).toBe(false);
-    expect((await locks.inspect('dr-1')).rCount).toBe(1);
+    expect((await locks.inspect('dr-1')).live.read).toBe(1);
     expect(await locks.tryAcquireWrite('dr-1')).toBeNull();
     expect(await invariantViolations(db.knex)).toEqual([]);
     await other.release();

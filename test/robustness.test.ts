@@ -5,9 +5,8 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { CURRENT_PROCEDURES } from '../migrations/index.js';
 import * as v1 from '../migrations/001_lock_tables.js';
-import {
-  createLockManager, InvalidOptionsError, LIMITS, LockInvariantError, migrate, purgeReleasedGrants, reapStaleGrants, SchemaMissingError,
-} from '../src/index.js';
+import { createLockManager, InvalidOptionsError, LIMITS, LockInvariantError, SchemaMissingError } from '../src/index.js';
+import { migrate, purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
 import { errnoOf, ER_DUP_ENTRY, withConnection } from '../src/sql/connection.js';
 import { withdrawAcquire } from '../src/sql/withdraw.js';
 import { useTestDatabase } from './support/db.js';

@@ -1,6 +1,7 @@
 // Using the lock before migrate() says so, with a typed error, instead of a raw driver error.
 import { describe, expect, it } from 'vitest';
-import { createLockManager, reapStaleGrants, SchemaMissingError } from '../src/index.js';
+import { createLockManager, SchemaMissingError } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename, { migrate: false });

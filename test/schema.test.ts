@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../migrations/index.js';
 import { schemaSql } from '../scripts/schema-sql.js';
-import { migrate } from '../src/index.js';
+import { migrate } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 
 const migrated = useTestDatabase(`${import.meta.filename}-migrated`, { procedures: true });

@@ -3,7 +3,9 @@
 // nobody listens.
 import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CHANNELS, createLockManager, LockLostError, LockTimeoutError, reapStaleGrants, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from '../src/index.js';
+import { createLockManager, LockLostError, LockTimeoutError } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
+import { CHANNELS, type AcquireContext, type FenceContext, type LostContext, type ReapContext, type ReleaseContext } from '../src/observability/tracing-entry.js';
 import { acquireChannel, isTraced, traced } from '../src/observability/tracing.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
@@ -23,8 +25,8 @@ function record() {
     tc.subscribe(handlers);
     undo.push(() => tc.unsubscribe(handlers));
   }
-  const lost: LostMessage[] = [];
-  const onLost = (m: unknown): void => void lost.push(m as LostMessage);
+  const lost: LostContext[] = [];
+  const onLost = (m: unknown): void => void lost.push(m as LostContext);
   diagnostics.subscribe(CHANNELS.lost, onLost);
   undo.push(() => diagnostics.unsubscribe(CHANNELS.lost, onLost));
   return {

@@ -1,8 +1,7 @@
 // Property 7: bad input gets a typed error naming the problem, and nothing in the database changes.
 import { describe, expect, it } from 'vitest';
-import {
-  createLockManager, InvalidOptionsError, InvalidResourceIdError, migrate, reapStaleGrants, purgeReleasedGrants,
-} from '../src/index.js';
+import { createLockManager, InvalidOptionsError, InvalidResourceIdError } from '../src/index.js';
+import { checkLockCounts, migrate, reapStaleGrants, purgeReleasedGrants, repairLockCounts } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { snapshot } from './support/state.js';
 
@@ -54,7 +53,7 @@ describe('bad resource ids', () => {
     const ids = ['Loan-7', 'loan-7', 'loan-7 ', 'loan-7  ', ' loan-7', 'LOAN-7'];
     const grants = await Promise.all(ids.map((id) => locks.tryAcquireWrite(id)));
     expect(grants.every((g) => g !== null)).toBe(true);
-    for (const id of ids) expect((await locks.inspect(id)).wCount).toBe(1);
+    for (const id of ids) expect((await locks.inspect(id)).live.write).toBe(1);
     await Promise.all(grants.map((g) => g!.release()));
   });
 });
@@ -73,8 +72,8 @@ describe('bad options', () => {
     ['work not a function', (l) => l.withWriteLock('opt', 'nope' as never), /^work: withWriteLock needs a function/],
     ['options not an object', (l) => l.acquireWrite('opt', 5 as never), /must be an object/],
     ['forceRelease of a non-id', (l) => l.forceRelease(-3), /^grantId must be an integer/],
-    ['options passed to a one-shot try', (l) => l.tryAcquireWrite('opt', { waitMs: 100 } as never), /^tryAcquireWrite takes no options .* use acquireWrite\(id, \{ waitMs \}\)/],
-    ['options passed to tryAcquireRead', (l) => l.tryAcquireRead('opt', {} as never), /^tryAcquireRead takes no options/],
+    ['options passed to a one-shot try', (l) => Reflect.apply(l.tryAcquireWrite, l, ['opt', { waitMs: 100 }]) as Promise<unknown>, /^tryAcquireWrite takes no options .* use acquireWrite\(id, \{ waitMs \}\)/],
+    ['options passed to tryAcquireRead', (l) => Reflect.apply(l.tryAcquireRead, l, ['opt', {}]) as Promise<unknown>, /^tryAcquireRead takes no options/],
   ];
 
   it.each(cases)('%s: InvalidOptionsError naming the option, nothing written', async (_name, call, message) => {
@@ -94,6 +93,37 @@ describe('bad options', () => {
     await expect(reapStaleGrants(db.knex, { cutoff: 5 } as never)).rejects.toThrow(/^cutoff: unknown option of reapStaleGrants/);
     await expect(purgeReleasedGrants(db.knex, { retentionMs: 0 })).rejects.toThrow(/^retentionMs/);
     await expect(migrate(db.knex, { wait: 1 } as never)).rejects.toThrow(/^wait: unknown option of migrate/);
+    expect(await snapshot(db.knex)).toBe(before);
+  });
+  // One rule for every option parser: null is never "the default" (list({ limit: null }) once was, while
+  // list({ after: null }) was refused); leaving the option out is.
+  it('refuses null for every option of every call alike, naming it, with nothing written', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const before = await snapshot(db.knex);
+    const nulled: Array<[string, () => unknown]> = [
+      ['limit', () => locks.list({ limit: null as never })],
+      ['after', () => locks.list({ after: null as never })],
+      ['owner', () => locks.list({ owner: null as never })],
+      ['before', () => locks.history('opt', { before: null as never })],
+      ['limit', () => locks.history('opt', { limit: null as never })],
+      ['reason', () => locks.forceRelease(1, { reason: null as never })],
+      ['waitMs', () => locks.acquireWrite('opt', { waitMs: null as never })],
+      ['leaseMs', () => locks.withWriteLock('opt', async () => 1, { leaseMs: null as never })],
+      ['staleAfterMs', () => reapStaleGrants(db.knex, { staleAfterMs: null as never })],
+      ['batchSize', () => purgeReleasedGrants(db.knex, { batchSize: null as never })],
+      ['limit', () => checkLockCounts(db.knex, { limit: null as never })],
+      ['limit', () => repairLockCounts(db.knex, { limit: null as never })],
+      ['waitMs', () => migrate(db.knex, { waitMs: null as never })],
+      ['owner', () => createLockManager({ knex: db.knex, owner: null as never })],
+      ['onLockLost', () => createLockManager({ knex: db.knex, onLockLost: null as never })],
+    ];
+    for (const [name, call] of nulled) {
+      const err = await Promise.resolve().then(call).then(() => undefined, (e: unknown) => e);
+      expect(err, name).toBeInstanceOf(InvalidOptionsError);
+      expect((err as Error).message, name).toBe(`${name} must not be null, got null: leave it out (or undefined) for its default`);
+    }
+    // Left out, each takes its default.
+    await expect(locks.list({ limit: undefined })).resolves.toHaveProperty('grants');
     expect(await snapshot(db.knex)).toBe(before);
   });
 });

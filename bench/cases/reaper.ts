@@ -3,7 +3,8 @@
 // the reaper. Data is bulk-loaded with INSERT ... SELECT over a numbers table, not through the API.
 import type { Knex } from 'knex';
 import { connectKnex, createDatabase, dropDatabase } from '../../harness/database.js';
-import { createLockManager, migrate, reapStaleGrants, type LockManager } from '../../src/index.js';
+import { createLockManager, type LockManager } from '../../src/index.js';
+import { migrate, reapStaleGrants } from '../../src/admin/index.js';
 import type { Family, Metrics } from '../lib/family.js';
 import { fmt } from '../lib/format.js';
 import { percentile, runFor, sortedCopy } from '../lib/run.js';

@@ -1,7 +1,8 @@
 // Scale (--scale): lock cycle throughput with 1,000,000 resources and 10,000,000 log rows against
 // 1,000 resources, and the reaper case (reaper.ts) on that database. Slow to set up, so opt-in.
 import { connectKnex, createDatabase, dropDatabase } from '../../harness/database.js';
-import { createLockManager, migrate, type LockManager } from '../../src/index.js';
+import { createLockManager, type LockManager } from '../../src/index.js';
+import { migrate } from '../../src/admin/index.js';
 import type { Family } from '../lib/family.js';
 import { runFor, stats } from '../lib/run.js';
 import { loadNumbers, loadResources, measureReap } from './reaper.js';

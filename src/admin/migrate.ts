@@ -3,21 +3,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../../migrations/conditional-ddl.js';
 import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
-import { integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
+import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
-export const MIGRATION_TABLE = 'rwlock_migrations';
+const MIGRATION_TABLE = 'rwlock_migrations';
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
 
-export const MIGRATE_DEFAULTS = Object.freeze({ waitMs: 60_000, procedures: true });
-
 export interface MigrateOptions {
-  /** How long to wait for another process that holds the migration lock. @defaultValue 60000 */
+  /** How long to wait for another process that holds the migration lock. @defaultValue `DEFAULTS.migrate.waitMs` */
   waitMs?: number;
   /**
    * false: create the tables only, no stored procedures (TiDB, Vitess, PlanetScale, or a policy
    * against routines); lock managers then acquire with plain statements. Procedures an earlier
-   * migrate() created are left as they are. @defaultValue true
+   * migrate() created are left as they are. @defaultValue `DEFAULTS.migrate.procedures`
    */
   procedures?: boolean;
 }
@@ -105,15 +103,26 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
  * Creates or updates the lock tables and procedures, and recreates any that were dropped since.
  * Idempotent, and safe when several processes run it at once: one takes the migration lock (a row
  * in `rwlock_migrations_lock`), the others wait for it and then find nothing left to do.
+ *
+ * @example
+ * ```ts
+ * import knex from 'knex';
+ * import { migrate } from 'mysql-rwlock/admin';
+ *
+ * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+ * const { applied, repaired } = await migrate(db);
+ * console.log(`applied ${applied.join(', ') || 'nothing'}; rebuilt ${repaired.join(', ') || 'nothing'}`);
+ * await db.destroy();
+ * ```
  */
 export async function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   knexOption('db', db);
   const o = optionsObject('migrate', options, ['waitMs', 'procedures']);
-  const waitMs = integerOption('waitMs', o.waitMs ?? MIGRATE_DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
+  const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.migrate.waitMs, 0, LIMITS.maxTimerMs);
   if (o.procedures !== undefined && typeof o.procedures !== 'boolean') {
     throw new InvalidOptionsError(`procedures must be true or false, got ${typeof o.procedures}`);
   }
-  const what: MigrationOptions = { procedures: o.procedures ?? MIGRATE_DEFAULTS.procedures };
+  const what: MigrationOptions = { procedures: o.procedures ?? DEFAULTS.migrate.procedures };
   const deadline = performance.now() + waitMs;
   await ensureBookkeeping(db);
   for (let n = 0; ; n++) {

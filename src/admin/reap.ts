@@ -1,43 +1,42 @@
 import type { Knex } from 'knex';
 import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout, type RawConnection } from '../sql/connection.js';
-import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
-import { reapCandidates, selectStale, type Candidate, type ReapedGrant } from '../sql/reap.js';
+import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
+import type { ReapedGrant, ReapResult } from '../types.js';
 import { reapChannel, traced } from '../observability/tracing.js';
 
-export { REAP_DEFAULTS } from '../options.js';
-
 export interface ReapOptions {
-  /** Live grants older than this, on the database clock, are released. @defaultValue 600000 */
+  /** Live grants older than this, on the database clock, are released. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
-  /** Grants reaped per transaction. @defaultValue 500, at most 10000 */
+  /** Grants reaped per transaction. @defaultValue `DEFAULTS.reap.batchSize`, at most `LIMITS.maxReapBatch` */
   batchSize?: number;
-  /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue 1 */
+  /** Seconds to wait for a grant row locked by a committing business transaction before skipping it. @defaultValue `DEFAULTS.reap.lockWaitTimeoutSec` */
   lockWaitTimeoutSec?: number;
-}
-
-export interface ReapResult {
-  reaped: number;
-  /** Grants skipped this round because their business transaction held the row (1205) or a deadlock persisted. */
-  skipped: number;
-  /** Grants that could not be reaped for another reason (for example counts that disagree with the log); see `problems`. */
-  failed: number;
-  problems: string[];
-  grants: ReapedGrant[];
-  durationMs: number;
 }
 
 /**
  * Releases grants stuck past `staleAfterMs`. Safe to run from many processes at once: every grant
  * is released by one guarded, versioned transaction, so none is released twice and no count is
  * given back twice.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { reapStaleGrants } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { reaped, skipped, failed, problems } = await reapStaleGrants(db, { staleAfterMs: 600_000 });
+ * if (failed > 0) console.error(problems);
+ * console.log(`reaped ${reaped}, skipped ${skipped} busy grants`);
+ * ```
  */
 export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
   knexOption('db', db);
   const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
-  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch);
-  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? REAP_DEFAULTS.lockWaitTimeoutSec, 1, 3600);
+  const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
+  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? DEFAULTS.reap.lockWaitTimeoutSec, 1, 3600);
   return traced(reapChannel, () => ({ staleAfterMs, batchSize }), () => reap(db, staleAfterMs, batchSize, waitSec));
 }
 
@@ -95,21 +94,37 @@ async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs:
 }
 
 export interface PurgeOptions {
-  /** Released grants created longer ago than this are deleted. @defaultValue 604800000 (7 days), at most 100 years */
+  /** Released grants created longer ago than this are deleted. @defaultValue `DEFAULTS.purge.retentionMs` (7 days), at most `LIMITS.maxRetentionMs` */
   retentionMs?: number;
-  /** Rows deleted per statement. @defaultValue 5000, at most 100000 */
+  /** Rows deleted per statement. @defaultValue `DEFAULTS.purge.batchSize`, at most `LIMITS.maxPurgeBatch` */
   batchSize?: number;
+}
+
+/** What `purgeReleasedGrants` returns. */
+export interface PurgeResult {
+  /** Released grants deleted. */
+  purged: number;
 }
 
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
  * and release notes older than it. `purged` counts the grants.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { purgeReleasedGrants } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { purged } = await purgeReleasedGrants(db, { retentionMs: 30 * 24 * 3_600_000 }); // keep 30 days
+ * console.log(`purged ${purged} released grants`);
+ * ```
  */
-export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<{ purged: number }> {
+export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);
   const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
-  const retentionMs = integerOption('retentionMs', o.retentionMs ?? REAP_DEFAULTS.retentionMs, 1, LIMITS.maxRetentionMs);
-  const batchSize = integerOption('batchSize', o.batchSize ?? REAP_DEFAULTS.purgeBatchSize, 1, LIMITS.maxPurgeBatch);
+  const retentionMs = integerOption('retentionMs', o.retentionMs ?? DEFAULTS.purge.retentionMs, 1, LIMITS.maxRetentionMs);
+  const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.purge.batchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;
     for (;;) {

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import { errnoOf, ER_DUP_ENTRY, isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout } from '../sql/connection.js';
-import { LIMITS, OPERATE_DEFAULTS, REAP_DEFAULTS, integerOption, knexOption, optionsObject } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { findDisagreements, recountResource, type CountDisagreement } from '../sql/recount.js';
 
 export type { CountDisagreement } from '../sql/recount.js';
 
 export interface CountCheckOptions {
-  /** Disagreements reported (and repaired) per call, by resource id. @defaultValue 1000, at most 10000 */
+  /** Disagreements reported (and repaired) per call, by resource id. @defaultValue `DEFAULTS.checkLockCounts.limit`, at most `LIMITS.maxPageSize` */
   limit?: number;
 }
 
@@ -22,6 +22,17 @@ export interface CountCheck {
  * hand edits, or a restore of one table without the other. A count above the live grants blocks
  * the resource for good (no grant is left for the reaper to release); one below them, or a missing
  * row, lets a conflicting acquire in beside a live grant. Reads only, the resource table a page at a time.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { checkLockCounts } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const { disagreements, more } = await checkLockCounts(db);
+ * for (const d of disagreements) console.warn(d.resourceId, d.wCount, d.rCount, d.liveWrites, d.liveReads);
+ * if (more) console.warn('more disagreements: repair these, then check again');
+ * ```
  */
 export async function checkLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountCheck> {
   knexOption('db', db);
@@ -54,12 +65,22 @@ const INSERT_RACES = 3;
  * (see `recountResource`). Live grants that exclude each other are reported, not counted; a
  * resource the database refuses is reported in `problems` and the others go on. Safe beside
  * traffic, the reaper and other repairs.
+ *
+ * @example
+ * ```ts
+ * import type { Knex } from 'knex';
+ * import { repairLockCounts } from 'mysql-rwlock/admin';
+ * declare const db: Knex;
+ *
+ * const repair = await repairLockCounts(db);
+ * console.log(`repaired ${repair.repaired.length}; release one of each: ${repair.conflicting.map((c) => c.resourceId).join(', ')}`);
+ * ```
  */
 export async function repairLockCounts(db: Knex, options?: CountCheckOptions): Promise<CountRepair> {
   knexOption('db', db);
   const limit = limitOption('repairLockCounts', options);
   const started = performance.now();
-  return withConnection(db, (conn) => withLockWaitTimeout(conn, REAP_DEFAULTS.lockWaitTimeoutSec, async () => {
+  return withConnection(db, (conn) => withLockWaitTimeout(conn, DEFAULTS.reap.lockWaitTimeoutSec, async () => {
     const { found, more } = page(await findDisagreements(conn, limit), limit);
     const result: CountRepair = { repaired: [], conflicting: [], skipped: [], problems: [], more, durationMs: 0 };
     for (const { resource, found: d } of found) {
@@ -87,7 +108,7 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
 
 function limitOption(what: string, options: CountCheckOptions | undefined): number {
   const o = optionsObject(what, options, ['limit']);
-  return integerOption('limit', o.limit ?? OPERATE_DEFAULTS.countCheckLimit, 1, LIMITS.maxPageSize);
+  return integerOption('limit', o.limit ?? DEFAULTS.checkLockCounts.limit, 1, LIMITS.maxPageSize);
 }
 
 function page<T>(found: T[], limit: number): { found: T[]; more: boolean } {

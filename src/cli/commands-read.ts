@@ -73,14 +73,14 @@ const inspect: Command = {
   summary: 'one resource: its counts, waiting writer and live grants',
   args: ['<resourceId>'],
   options: { ...STALE_AFTER },
-  details: 'With --json: the object locks.inspect() returns ({ resourceId, wCount, rCount, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
+  details: 'With --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
   async run({ locks, positionals, json: asJson, io }) {
     const state = await locks().inspect(positionals[0]!);
     if (asJson) io.out(json(state));
     else {
       io.out(fields([
         ['resource', cell(state.resourceId)],
-        ['held', state.wCount > 0 ? 'write' : state.rCount > 0 ? `read × ${state.rCount}` : 'free'],
+        ['held', state.live.write > 0 ? 'write' : state.live.read > 0 ? `read × ${state.live.read}` : 'free'],
         ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
       ]));
       if (state.holders.length > 0) {

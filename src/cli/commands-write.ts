@@ -1,6 +1,6 @@
 // The commands that change lock state: release, reap, purge, migrate, and check (which changes it with --repair).
 import { migrate } from '../admin/migrate.js';
-import { DEFAULTS, REAP_DEFAULTS } from '../options.js';
+import { DEFAULTS } from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 import { EXIT, UsageError, wholeNumber, type Command } from './command.js';
@@ -28,7 +28,7 @@ const reap: Command = {
   args: [],
   options: {
     'stale-after': { type: 'string', value: 'MS', help: `release live grants older than this (default ${DEFAULTS.staleAfterMs})` },
-    'batch-size': { type: 'string', value: 'N', help: `grants per transaction (default ${REAP_DEFAULTS.batchSize})` },
+    'batch-size': { type: 'string', value: 'N', help: `grants per transaction (default ${DEFAULTS.reap.batchSize})` },
   },
   details: 'With --json: the result of reapStaleGrants() ({ reaped, skipped, failed, problems, grants, durationMs }). Exit 1 when nothing was stale.',
   async run({ db, values, json: asJson, io }) {
@@ -53,8 +53,8 @@ const purge: Command = {
   summary: 'delete released grants older than the retention from the log',
   args: [],
   options: {
-    retention: { type: 'string', value: 'MS', help: `keep released grants younger than this (default ${REAP_DEFAULTS.retentionMs}, 7 days)` },
-    'batch-size': { type: 'string', value: 'N', help: `rows per statement (default ${REAP_DEFAULTS.purgeBatchSize})` },
+    retention: { type: 'string', value: 'MS', help: `keep released grants younger than this (default ${DEFAULTS.purge.retentionMs}, 7 days)` },
+    'batch-size': { type: 'string', value: 'N', help: `rows per statement (default ${DEFAULTS.purge.batchSize})` },
   },
   details: 'With --json: { purged }. Exit 1 when nothing was old enough.',
   async run({ db, values, json: asJson, io }) {

@@ -1,7 +1,7 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from '../errors.js';
-import { Grant } from './grant.js';
+import { HeldGrant } from './grant.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
 import { findGrantByToken } from '../sql/lookup.js';
@@ -22,7 +22,7 @@ export interface Target {
  * of this manager queue per resource (FIFO): only the head polls, and a holder that releases and
  * re-acquires in a loop cannot barge past them. Between processes the database decides.
  */
-export async function acquire(ctx: LockContext, t: Target, waitMs: number, signal: AbortSignal | undefined): Promise<Grant> {
+export async function acquire(ctx: LockContext, t: Target, waitMs: number, signal: AbortSignal | undefined): Promise<HeldGrant> {
   const { backoffMinMs, backoffMaxMs, writerIntentMs } = ctx.options;
   // A monotonic clock: a wall-clock step must not end a wait early, and whole milliseconds would
   // end it up to one short.
@@ -69,7 +69,7 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
   }
 }
 
-async function unlessAborted(grant: Grant, signal: AbortSignal | undefined): Promise<Grant> {
+async function unlessAborted(grant: HeldGrant, signal: AbortSignal | undefined): Promise<HeldGrant> {
   if (signal?.aborted) {
     await grant.release();
     throw new LockAbortedError(signal.reason);
@@ -96,12 +96,12 @@ async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, tok
  * withdrawn (see `withdrawAcquire`): that tells whether it was granted without needing to see the
  * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
  */
-export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<Grant | null> {
+export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<HeldGrant | null> {
   let token = newToken();
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();
     const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs));
-    return id === null ? null : Grant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
+    return id === null ? null : HeldGrant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
   }, async (err) => {
     const lostToken = token;
     const reply = await askDatabase(ctx.knex, ctx.policy.resolveTimeoutMs, async (conn) => {
@@ -117,7 +117,7 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
     const row = reply.answer;
     // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
     if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
-    const grant = Grant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
+    const grant = HeldGrant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
     if (row.status === STATUS.released) {
       grant.committed(); // granted, and released since (reaped): nothing is held
       return { value: null };

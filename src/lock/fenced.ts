@@ -2,12 +2,10 @@ import type { Knex } from 'knex';
 import { isConnectionLost } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from '../errors.js';
-import type { FenceExecutor, Grant } from './grant.js';
+import type { FenceExecutor, LockedWork } from './api.js';
+import type { HeldGrant } from './grant.js';
 import type { IsolationLevel } from '../options.js';
 import { withRetries } from '../sql/retry.js';
-
-/** Business work run under a lock, inside the transaction the lock commits with. */
-export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;
 
 /** The fence's executor for a knex transaction. */
 export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
@@ -24,7 +22,7 @@ export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
  * COMMIT whose reply was lost, or that replied an error, is settled from the grant row. Any
  * rejection of `work`, whatever its value, rolls back and is rethrown as it is.
  */
-export async function runFenced<T>(ctx: LockContext, grant: Grant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
+export async function runFenced<T>(ctx: LockContext, grant: HeldGrant, work: LockedWork<T>, isolationLevel: IsolationLevel | undefined): Promise<T> {
   let commitSent = false;
   let value: T | undefined;
   let modeAtStart = grant.mode;

@@ -1,23 +1,21 @@
 import { translate, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from '../errors.js';
-import { integerOption, LIMITS, type LockLostInfo } from '../options.js';
+import { integerOption, LIMITS } from '../options.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { extendLease } from '../sql/extend.js';
 import { findGrantByToken } from '../sql/lookup.js';
-import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef, type ReleaseParams } from '../sql/release.js';
+import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef } from '../sql/release.js';
 import { downgradeGrant, upgradeGrant } from '../sql/mode.js';
 import { fenceChannel, lostChannel, releaseChannel, traced } from '../observability/tracing.js';
-import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { lostBy, RELEASED_BY, STATUS, type LockLostInfo, type LockMode } from '../types.js';
+import type { FenceExecutor, Grant } from './api.js';
 
 /**
- * Runs one statement on the caller's open transaction and resolves to its affected-row count.
- * `params` are numbers and hex strings; placeholders are `?`.
+ * A lock held by this process: the implementation of {@link Grant}, whose declaration documents
+ * each public member. `id` is the fencing token: strictly increasing within one database server.
  */
-export type FenceExecutor = (sql: string, params: ReleaseParams) => Promise<number>;
-
-/** A lock held by this process. `id` is the fencing token: strictly increasing within one database server. */
-export class Grant {
+export class HeldGrant implements Grant {
   readonly id: number;
   readonly resourceId: string;
   readonly owner: string;
@@ -35,8 +33,8 @@ export class Grant {
    * user could call; `create` is the library's way in, and is left out of them.
    * @internal
    */
-  static create(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer): Grant {
-    return new Grant(ctx, id, resourceId, resource, mode, token);
+  static create(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer): HeldGrant {
+    return new HeldGrant(ctx, id, resourceId, resource, mode, token);
   }
 
   private constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
@@ -50,7 +48,6 @@ export class Grant {
     this.token = token.toString('hex');
   }
 
-  /** 'write' or 'read'; a grant changes mode only through `downgrade()` or `tryUpgrade()`. */
   get mode(): LockMode {
     return this.#mode;
   }
@@ -60,30 +57,14 @@ export class Grant {
     return { id: this.id, resource: this.#resource, mode: this.#mode, token: this.#token };
   }
 
-  /**
-   * Aborted, with a LockLostError as its reason, when this process learns that the grant was
-   * released by someone else (the reaper or an operator) while it still held it: an extension found
-   * it gone, or the fence refused it.
-   */
   get signal(): AbortSignal {
     return this.#lost.signal;
   }
 
-  /** True once this object saw the grant end (released by it, or found released by someone else). */
   get settled(): boolean {
     return this.#done;
   }
 
-  /**
-   * The fence, for a business transaction on any driver or ORM. Call it as the last statement
-   * before the caller's COMMIT, through `execute`, which runs one statement on that open
-   * transaction and resolves to its affected-row count. It releases the grant inside the
-   * transaction: if the transaction commits, the business writes and the release commit together;
-   * if the grant is no longer live (reaped, or released by an operator) it throws LockLostError
-   * and the caller must roll back. If the caller rolls back after a successful fence, the grant is
-   * still held and `release()` releases it. After a commit, call `committed()` (no round trip) or
-   * `release()` (one round trip; it then returns false).
-   */
   fence(execute: FenceExecutor): Promise<void> {
     return traced(fenceChannel, () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }), () => this.#fence(execute));
   }
@@ -104,24 +85,12 @@ export class Grant {
     throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
   }
 
-  /**
-   * Turns this live write grant into a read grant, atomically: no writer can get in between, and
-   * readers waiting can join at once. The same grant (id, token) stays held, now shared; the log
-   * records when (`mode_changed_at`). Inside `withWriteLock` the rest of the callback then runs
-   * under the read grant, and the fence checks and releases the read grant. Writes the callback
-   * made before the downgrade stay invisible to the new readers until the transaction commits.
-   */
   async downgrade(): Promise<void> {
     if (this.#mode !== 'write') throw new InvalidOptionsError(`downgrade: grant ${this.id} is a read grant`);
     await this.#changeMode(downgradeGrant, 'read');
     this.#ctx.queues.wake(this.#resource.toString('hex'));
   }
 
-  /**
-   * Turns this live read grant into a write grant if it is the resource's only holder: resolves to
-   * this grant, now a write grant, or to null at once when other readers hold it too. Never waits,
-   * so two readers trying to upgrade cannot deadlock.
-   */
   async tryUpgrade(): Promise<Grant | null> {
     if (this.#mode !== 'read') throw new InvalidOptionsError(`tryUpgrade: grant ${this.id} is a write grant`);
     return (await this.#changeMode(upgradeGrant, 'write')) ? this : null;
@@ -156,16 +125,6 @@ export class Grant {
     return false;
   }
 
-  /**
-   * Reads the grant row: true while the grant is live. False once it has ended: by this holder (its
-   * fenced commit or a release; `signal` not aborted) or by the reaper or an operator (`signal`
-   * aborted). After a COMMIT of a fenced transaction that replied an error, this says whether to run
-   * it again: the error normally means it rolled back (true), but a cluster member that leaves the
-   * group while the commit is being certified cannot know the outcome, and the rest of the group may
-   * apply it (false, `signal` not aborted: it committed). Asks until the database answers (through a
-   * failover), then LockOutcomeUnknownError after `resolveTimeoutMs`. For a COMMIT whose reply was
-   * lost use `release()`, which waits for the lost transaction to finish.
-   */
   async isLive(): Promise<boolean> {
     if (this.#done) return false;
     const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantByToken(conn, this.#token));
@@ -177,16 +136,10 @@ export class Grant {
     return false;
   }
 
-  /** Records that the transaction that ran `fence()` committed: the grant is released. No round trip. */
   committed(): void {
     this.#settle();
   }
 
-  /**
-   * Extends the lease: the reaper will not release this grant before `ms` from now (database
-   * clock), however old it is. True if the grant is still live; false (and `signal` aborted) if it
-   * had already been released by someone else.
-   */
   async extend(ms: number): Promise<boolean> {
     integerOption('ms', ms, 1, LIMITS.maxTimerMs);
     if (this.#done) return false;
@@ -200,11 +153,6 @@ export class Grant {
     });
   }
 
-  /**
-   * Releases the grant. Idempotent: true when this call released it, false when it had already
-   * been released (by this holder earlier, the reaper or an operator), in which case nothing changes.
-   * A lost reply is settled by running the same guarded statement again.
-   */
   release(): Promise<boolean> {
     return traced(releaseChannel, () => ({ grant: this, grantId: this.id, by: 'holder' as const }), () => this.#release());
   }
@@ -270,7 +218,7 @@ export class Grant {
     const hook = this.#ctx.options.onLockLost;
     if (!hook && !lostChannel.hasSubscribers) return;
     const call = (by: number | null): void => {
-      const info: LockLostInfo = { releasedBy: by === RELEASED_BY.reaper ? 'reaper' : by === RELEASED_BY.operator ? 'operator' : 'unknown', detectedBy };
+      const info: LockLostInfo = { releasedBy: lostBy(by), detectedBy };
       if (lostChannel.hasSubscribers) lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, ...info });
       if (!hook) return;
       try {

@@ -1,4 +1,4 @@
-import type { Grant } from './grant.js';
+import type { Grant } from './api.js';
 
 /**
  * Keeps a grant's lease `leaseMs` ahead: extended now and every third of it until stopped. A

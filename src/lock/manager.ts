@@ -1,12 +1,13 @@
 import { acquire, attempt, type Target } from './acquire.js';
 import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockUpgradeError, PoolTooSmallError } from '../errors.js';
-import { runFenced, type LockedWork } from './fenced.js';
-import type { Grant } from './grant.js';
+import { InvalidOptionsError, LockUpgradeError, ManagerClosedError, PoolTooSmallError } from '../errors.js';
+import { runFenced } from './fenced.js';
+import type { Grant, LockedWork } from './api.js';
+import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
-  booleanOption, integerOption, LIMITS, OPERATE_DEFAULTS, optionsObject, resolveCallOptions, resolveManagerOptions, textOption,
+  booleanOption, DEFAULTS, integerOption, LIMITS, optionsObject, resolveCallOptions, resolveManagerOptions, textOption,
   type AcquireOptions, type ForceReleaseOptions, type HistoryOptions, type ListOptions, type LockManagerOptions, type WithLockOptions,
 } from '../options.js';
 import { resourceKey } from './resource-id.js';
@@ -19,12 +20,18 @@ import { Scopes } from './scope.js';
 import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
 import { WaitQueues } from './wait.js';
 
-export type { LockedWork } from './fenced.js';
-
-/** The front door: acquire, scoped fenced work, inspection and operator release over one database. */
+/**
+ * The front door: acquire, scoped fenced work, inspection and operator release over one database.
+ * Made by {@link createLockManager}; exported as a type only.
+ */
 export class LockManager {
   readonly #ctx: LockContext;
+  /** Calls in progress (acquires, scoped work, reads, operator releases), which `close()` waits for. */
+  #inFlight = 0;
+  #closed: Promise<void> | undefined;
+  #drained: (() => void) | undefined;
 
+  /** Use createLockManager: the class is exported as a type only. */
   constructor(options: LockManagerOptions) {
     const o = resolveManagerOptions(options);
     this.#ctx = {
@@ -43,22 +50,72 @@ export class LockManager {
     return this.#ctx.options.owner;
   }
 
-  /** One attempt at a write lock: the Grant, or null when the resource is held. Takes no options. */
-  tryAcquireWrite(resourceId: string, ...noOptions: never[]): Promise<Grant | null> {
-    return this.#tryOnce('write', resourceId, noOptions, 'tryAcquireWrite');
+  /**
+   * One attempt at a write lock: the Grant, or null when the resource is held. Takes no options: an
+   * options argument is refused with InvalidOptionsError (use `acquireWrite(id, { waitMs })` to wait).
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const grant = await locks.tryAcquireWrite('report:daily');
+   * if (grant === null) console.log('another process is writing it');
+   * else await grant.release();
+   * ```
+   */
+  tryAcquireWrite(resourceId: string): Promise<Grant | null> {
+    return this.#tryOnce('write', resourceId, arguments.length, 'tryAcquireWrite');
   }
 
-  /** One attempt at a read lock: the Grant, or null when a writer holds or waits. Takes no options. */
-  tryAcquireRead(resourceId: string, ...noOptions: never[]): Promise<Grant | null> {
-    return this.#tryOnce('read', resourceId, noOptions, 'tryAcquireRead');
+  /**
+   * One attempt at a read lock: the Grant, or null when a writer holds or waits. Takes no options.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const grant = await locks.tryAcquireRead('report:daily');
+   * if (grant !== null) await grant.release();
+   * ```
+   */
+  tryAcquireRead(resourceId: string): Promise<Grant | null> {
+    return this.#tryOnce('read', resourceId, arguments.length, 'tryAcquireRead');
   }
 
-  /** Waits for a write lock: the Grant, or LockTimeoutError after `waitMs`, or AbortError. */
+  /**
+   * Waits for a write lock: the Grant, or LockTimeoutError after `waitMs`, or LockAbortedError.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const grant = await locks.acquireWrite('invoice:42', { waitMs: 5_000, signal: AbortSignal.timeout(10_000) });
+   * try {
+   *   // ... work under the lock
+   * } finally {
+   *   await grant.release();
+   * }
+   * ```
+   */
   acquireWrite(resourceId: string, options?: AcquireOptions): Promise<Grant> {
     return this.#acquire('write', resourceId, options, 'acquireWrite');
   }
 
-  /** Waits for a read lock: the Grant, or LockTimeoutError after `waitMs`, or AbortError. */
+  /**
+   * Waits for a read lock: the Grant, or LockTimeoutError after `waitMs`, or LockAbortedError.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * await using grant = await locks.acquireRead('invoice:42');
+   * console.log(`reading under grant ${grant.id}`);
+   * ```
+   */
   acquireRead(resourceId: string, options?: AcquireOptions): Promise<Grant> {
     return this.#acquire('read', resourceId, options, 'acquireRead');
   }
@@ -69,96 +126,232 @@ export class LockManager {
    * and LockLostError is thrown. The grant is released in every outcome. `work` may run again if
    * the transaction is rolled back by a deadlock or a cluster's certification conflict, so keep
    * side effects outside the database out of it.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const balance = await locks.withWriteLock('account:7', async (trx) => {
+   *   await trx('account').where({ id: 7 }).decrement('balance', 10);
+   *   const row = (await trx('account').where({ id: 7 }).first('balance')) as { balance: number };
+   *   return row.balance;
+   * }, { waitMs: 5_000 });
+   * ```
    */
   withWriteLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
     return this.#withLock('write', resourceId, work, options, 'withWriteLock');
   }
 
-  /** As withWriteLock, under a read lock. */
+  /**
+   * As withWriteLock, under a read lock.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const rows = await locks.withReadLock('catalog', (trx) => trx('product').select('id', 'price'));
+   * ```
+   */
   withReadLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
     return this.#withLock('read', resourceId, work, options, 'withReadLock');
   }
 
-  /** Lock counts and live grants of a resource, on the database clock. */
-  async inspect(resourceId: string): Promise<LockState> {
-    const resource = resourceKey(resourceId);
-    return withConnection(this.#ctx.knex, (conn) => inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs));
+  /**
+   * Lock counts and live grants of a resource, on the database clock.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const { live, holders } = await locks.inspect('invoice:42');
+   * console.log(live.write, live.read, holders.map((h) => h.owner));
+   * ```
+   */
+  inspect(resourceId: string): Promise<LockState> {
+    return this.#track('inspect', async () => {
+      const resource = resourceKey(resourceId);
+      return withConnection(this.#ctx.knex, (conn) => inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs));
+    });
   }
 
   /**
    * Releases any live grant by id as an operator, and notes who (this manager's owner) and why
    * (`reason`) in `t_lock_release_note`, in the same transaction. True when it was live and is now
    * released; false, with nothing written, when it was not. Its holder's commit will be refused.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const released = await locks.forceRelease(1234, { reason: 'holder host died, ticket OPS-17' });
+   * ```
    */
-  async forceRelease(grantId: number, options?: ForceReleaseOptions): Promise<boolean> {
-    integerOption('grantId', grantId, 1);
-    const o = optionsObject('forceRelease', options, ['reason']);
-    const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
-    return traced(releaseChannel, () => ({ grantId, by: 'operator' as const }), () => withConnection(this.#ctx.knex, async (conn) => {
-      const ref = await findGrantRef(conn, grantId);
-      return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
-    }));
+  forceRelease(grantId: number, options?: ForceReleaseOptions): Promise<boolean> {
+    return this.#track('forceRelease', async () => {
+      integerOption('grantId', grantId, 1);
+      const o = optionsObject('forceRelease', options, ['reason']);
+      const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
+      return traced(releaseChannel, () => ({ grantId, by: 'operator' as const }), () => withConnection(this.#ctx.knex, async (conn) => {
+        const ref = await findGrantRef(conn, grantId);
+        return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
+      }));
+    });
   }
 
   /**
    * Live grants across all resources, oldest first, a page at a time: `next` is the `after` of the
    * next page, null on the last. Ages and `stale` are on the database clock, with this manager's
    * `staleAfterMs` (the reaper's test).
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * let after: number | undefined;
+   * do {
+   *   const page = await locks.list({ staleOnly: true, ...(after === undefined ? {} : { after }) });
+   *   for (const g of page.grants) console.log(g.id, g.resourceId, g.owner, g.ageMs);
+   *   after = page.next ?? undefined;
+   * } while (after !== undefined);
+   * ```
    */
-  async list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
-    const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
-    if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read') throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
-    const filter: ListFilter = {
-      mode: o.mode as LockMode | undefined,
-      owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
-      staleOnly: booleanOption('staleOnly', o.staleOnly, false),
-      resourcePrefix: o.resourcePrefix === undefined ? undefined : resourceKey(o.resourcePrefix),
-      limit: integerOption('limit', o.limit ?? OPERATE_DEFAULTS.listLimit, 1, LIMITS.maxPageSize),
-      after: o.after === undefined ? undefined : integerOption('after', o.after, 1),
-    };
-    return withConnection(this.#ctx.knex, (conn) => listLive(conn, filter, this.#ctx.options.staleAfterMs));
+  list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
+    return this.#track('list', async () => {
+      const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
+      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read') throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
+      const filter: ListFilter = {
+        mode: o.mode as LockMode | undefined,
+        owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
+        staleOnly: booleanOption('staleOnly', o.staleOnly, false),
+        resourcePrefix: o.resourcePrefix === undefined ? undefined : resourceKey(o.resourcePrefix),
+        limit: integerOption('limit', o.limit ?? DEFAULTS.list.limit, 1, LIMITS.maxPageSize),
+        after: o.after === undefined ? undefined : integerOption('after', o.after, 1),
+      };
+      return withConnection(this.#ctx.knex, (conn) => listLive(conn, filter, this.#ctx.options.staleAfterMs));
+    });
   }
 
   /**
-   * A resource's grants, newest first, with how each ended (holder, reaper, operator, withdrawn, or
-   * still live), when, how long it was held and an operator's reason. `next` is the `before` of
-   * the next page, null on the last.
+   * A resource's grants, newest first, with how each ended (see `ReleasedBy`; null while live),
+   * when, how long it was held and an operator's reason. `next` is the `before` of the next page,
+   * null on the last.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const { grants } = await locks.history('invoice:42', { limit: 10 });
+   * for (const g of grants) console.log(g.id, g.mode, g.releasedBy ?? 'live', g.heldMs, g.reason);
+   * ```
    */
-  async history(resourceId: string, options?: HistoryOptions): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
-    const resource = resourceKey(resourceId);
-    const o = optionsObject('history', options, ['limit', 'before']);
-    const limit = integerOption('limit', o.limit ?? OPERATE_DEFAULTS.historyLimit, 1, LIMITS.maxPageSize);
-    const before = o.before === undefined ? undefined : integerOption('before', o.before, 1);
-    return withConnection(this.#ctx.knex, (conn) => resourceHistory(conn, resource, limit, before));
+  history(resourceId: string, options?: HistoryOptions): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
+    return this.#track('history', async () => {
+      const resource = resourceKey(resourceId);
+      const o = optionsObject('history', options, ['limit', 'before']);
+      const limit = integerOption('limit', o.limit ?? DEFAULTS.history.limit, 1, LIMITS.maxPageSize);
+      const before = o.before === undefined ? undefined : integerOption('before', o.before, 1);
+      return withConnection(this.#ctx.knex, (conn) => resourceHistory(conn, resource, limit, before));
+    });
   }
 
-  /** Counts across all resources: live grants by mode, stale, leased, waiting writers, the oldest age, the last hour's forced releases. */
-  async stats(): Promise<LockStats> {
-    return withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs));
+  /**
+   * Counts across all resources: live grants by mode, stale, leased, waiting writers, the oldest age, the last hour's forced releases.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const stats = await locks.stats();
+   * if (stats.stale > 0) console.warn(`${stats.stale} grants wait for the reaper`);
+   * ```
+   */
+  stats(): Promise<LockStats> {
+    return this.#track('stats', () => withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs)));
+  }
+
+  /**
+   * Closes the manager: refuses new calls with ManagerClosedError (nothing written), and resolves
+   * once the calls in progress have ended: acquires still waiting (granted, timed out or aborted),
+   * scoped `with*Lock` work (committed or rolled back, its grant released, its lease keep-alive
+   * stopped), reads and operator releases. Calls the work in progress makes on this manager are
+   * still served, so it can finish. Grants already handed out stay valid until released: their
+   * methods (`release()`, `fence()`, `extend()`...) keep working. It does not destroy the knex
+   * instance, which is the caller's. Idempotent: every call returns the same promise.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * import type { Knex } from 'knex';
+   * declare const locks: LockManager;
+   * declare const db: Knex;
+   *
+   * process.once('SIGTERM', async () => {
+   *   await locks.close(); // in-flight work finishes
+   *   await db.destroy();
+   * });
+   * ```
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => {
+      this.#drained = resolve;
+    });
+    return this.#closed;
+  }
+
+  /** `await using locks = createLockManager(...)` closes the manager when the scope ends: see `close()`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /**
+   * Runs one call, counted as in flight. Once closed, a new call is refused, unless it is made
+   * inside a fenced operation of this manager that was in flight: that work is allowed to finish.
+   */
+  #track<T>(what: string, run: () => Promise<T>): Promise<T> {
+    if (this.#closed && this.#ctx.scopes.depth === 0) return Promise.reject(new ManagerClosedError(what));
+    this.#inFlight++;
+    return run().finally(() => {
+      if (--this.#inFlight === 0) this.#drained?.();
+    });
   }
 
   #target(mode: LockMode, resourceId: string): Target {
     return { mode, resourceId, resource: resourceKey(resourceId) };
   }
 
-  async #tryOnce(mode: LockMode, resourceId: string, extra: unknown[], what: string): Promise<Grant | null> {
-    const target = this.#target(mode, resourceId);
-    // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
-    if (extra.length > 0) throw new InvalidOptionsError(`${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`);
-    return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
+  #tryOnce(mode: LockMode, resourceId: string, argumentCount: number, what: string): Promise<Grant | null> {
+    return this.#track(what, async () => {
+      const target = this.#target(mode, resourceId);
+      // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
+      if (argumentCount > 1) throw new InvalidOptionsError(`${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`);
+      return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
+    });
   }
 
-  #traceAcquire<T extends Grant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
+  #traceAcquire<T extends HeldGrant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
     return traced(acquireChannel, () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner }), run);
   }
 
-  async #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
-    const target = this.#target(mode, resourceId);
-    const { waitMs, signal } = resolveCallOptions(what, options, false);
-    return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+  #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
+    return this.#track(what, async () => {
+      const target = this.#target(mode, resourceId);
+      const { waitMs, signal } = resolveCallOptions(what, options, false);
+      return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+    });
   }
 
-  async #withLock<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
+  #withLock<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
+    return this.#track(what, () => this.#scoped(mode, resourceId, work, options, what));
+  }
+
+  async #scoped<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
     const target = this.#target(mode, resourceId);
     const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
     if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
@@ -200,7 +393,25 @@ export class LockManager {
 /** knex's pool size when its config names none. */
 const KNEX_DEFAULT_POOL_MAX = 10;
 
-/** Creates a lock manager over a knex (mysql2) instance. Options are validated here, once. */
+/**
+ * Creates a lock manager over a knex (mysql2) instance, on a database where `migrate()` (from
+ * `mysql-rwlock/admin`) has run. Options are validated here, once: a bad one throws
+ * InvalidOptionsError, with nothing written.
+ *
+ * @example
+ * ```ts
+ * import knex from 'knex';
+ * import { createLockManager } from 'mysql-rwlock';
+ *
+ * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+ * const locks = createLockManager({ knex: db, owner: 'billing@web-1' });
+ * await locks.withWriteLock('invoice:42', async (trx) => {
+ *   await trx('invoice').where({ id: 42 }).update({ status: 'paid' });
+ * });
+ * await locks.close();
+ * await db.destroy();
+ * ```
+ */
 export function createLockManager(options: LockManagerOptions): LockManager {
   return new LockManager(options);
 }

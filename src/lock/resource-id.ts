@@ -1,7 +1,5 @@
 import { InvalidResourceIdError } from '../errors.js';
-
-/** Longest resource id in UTF-8 bytes; the column is VARBINARY(255). */
-export const MAX_RESOURCE_ID_BYTES = 255;
+import { LIMITS } from '../options.js';
 
 /**
  * Validates a resource id and returns its exact bytes. Ids are compared byte for byte:
@@ -18,9 +16,9 @@ export function resourceKey(id: unknown): Buffer {
     throw new InvalidResourceIdError('resource id must be well-formed Unicode (it contains a lone surrogate)');
   }
   const bytes = Buffer.from(id, 'utf8');
-  if (bytes.length > MAX_RESOURCE_ID_BYTES) {
+  if (bytes.length > LIMITS.maxResourceIdBytes) {
     throw new InvalidResourceIdError(
-      `resource id is ${bytes.length} bytes in UTF-8; at most ${MAX_RESOURCE_ID_BYTES} are allowed`,
+      `resource id is ${bytes.length} bytes in UTF-8; at most ${LIMITS.maxResourceIdBytes} are allowed`,
     );
   }
   return bytes;

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from 'knex';
-import type { Grant } from './grant.js';
+import type { Grant } from './api.js';
 
 /** A fenced operation open in the current async context: its grant and its transaction. */
 export interface Held {

@@ -5,10 +5,11 @@ import type { Knex } from 'knex';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from '../errors.js';
-import type { Grant } from '../lock/grant.js';
+import type { Grant } from '../lock/api.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
-import { CHANNELS, type AcquireContext, type FenceContext, type LostMessage, type ReapContext, type ReleaseContext } from './tracing.js';
+import { LOST_BY } from '../types.js';
+import { CHANNELS, type AcquireContext, type FenceContext, type LostContext, type ReapContext, type ReleaseContext } from './tracing.js';
 
 export interface LockMetricsOptions {
   /** The prom-client registry to register on (`new Registry()`, or prom-client's `register`). */
@@ -63,12 +64,12 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
 
   const acquireWait = new Histogram({ name: METRICS.acquireWait, help: 'Time from an acquire call to its grant or failure, by mode and outcome (granted, busy: one attempt found it held, timeout, aborted, error)', labelNames: ['mode', 'outcome'], buckets: WAIT_BUCKETS, registers });
   const hold = new Histogram({ name: METRICS.hold, help: 'Time from grant to the holder\'s release or fenced commit', labelNames: ['mode'], buckets: HOLD_BUCKETS, registers });
-  const lost = new Counter({ name: METRICS.lost, help: 'Grants this process learned it lost, by who released them (reaper, operator, unknown)', labelNames: ['released_by'], registers });
+  const lost = new Counter({ name: METRICS.lost, help: `Grants this process learned it lost, by who released them (${LOST_BY.join(', ')})`, labelNames: ['released_by'], registers });
   const fenceRefusals = new Counter({ name: METRICS.fenceRefusals, help: 'Fenced commits refused because the grant was no longer live', labelNames: ['mode'], registers });
   const reaped = new Counter({ name: METRICS.reaped, help: 'Stale grants released by reapStaleGrants in this process', labelNames: ['mode'], registers });
   const reapRuns = new Counter({ name: METRICS.reapRuns, help: 'reapStaleGrants calls in this process, by outcome (ok: every stale grant reaped or skipped as busy; failed)', labelNames: ['outcome'], registers });
   // Every known series exported from the start at 0, so a rate() or an alert sees the first event.
-  for (const by of ['reaper', 'operator', 'unknown']) lost.inc({ released_by: by }, 0);
+  for (const by of LOST_BY) lost.inc({ released_by: by }, 0);
   for (const mode of ['write', 'read']) {
     fenceRefusals.inc({ mode }, 0);
     reaped.inc({ mode }, 0);
@@ -156,7 +157,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     },
   });
   const onLost = (message: unknown): void => {
-    const m = message as LostMessage;
+    const m = message as LostContext;
     lost.inc({ released_by: m.releasedBy });
     grantedAt.delete(m.grant);
   };

@@ -1,7 +1,6 @@
 import diagnostics from 'node:diagnostics_channel';
-import type { Grant } from '../lock/grant.js';
-import type { ReapResult } from '../admin/reap.js';
-import type { LockMode } from '../types.js';
+import type { Grant } from '../lock/api.js';
+import type { LockLostInfo, LockMode, ReapResult, ReleasedBy } from '../types.js';
 
 /**
  * The library's `node:diagnostics_channel` names. acquire, fence, release and reap are
@@ -45,7 +44,7 @@ export interface ReleaseContext {
   /** The holder's Grant; absent for an operator release, which knows only the id. */
   grant?: Grant;
   grantId: number;
-  by: 'holder' | 'operator';
+  by: Extract<ReleasedBy, 'holder' | 'operator'>;
   /** True when this call released a live grant. */
   result?: boolean;
   error?: unknown;
@@ -59,16 +58,15 @@ export interface ReapContext {
   error?: unknown;
 }
 
-/** Published on `mysql-rwlock:lost` once per grant this process learns it lost. */
-export interface LostMessage {
+/**
+ * Published on `mysql-rwlock:lost` once per grant this process learns it lost: what `onLockLost`
+ * is told (`releasedBy`, `detectedBy`), with the grant.
+ */
+export interface LostContext extends LockLostInfo {
   grant: Grant;
   grantId: number;
   resourceId: string;
   mode: LockMode;
-  /** Who released it; 'unknown' when the grant row could not be read (purged, or the database unreachable). */
-  releasedBy: 'reaper' | 'operator' | 'unknown';
-  /** What found out: the fence at commit, a lease extension, a release, or a downgrade/upgrade. */
-  detectedBy: 'fence' | 'extend' | 'release' | 'mode-change';
 }
 
 type Tracing<C extends object> = diagnostics.TracingChannel<unknown, C>;
@@ -77,7 +75,7 @@ export const acquireChannel: Tracing<AcquireContext> = diagnostics.tracingChanne
 export const fenceChannel: Tracing<FenceContext> = diagnostics.tracingChannel(CHANNELS.fence);
 export const releaseChannel: Tracing<ReleaseContext> = diagnostics.tracingChannel(CHANNELS.release);
 export const reapChannel: Tracing<ReapContext> = diagnostics.tracingChannel(CHANNELS.reap);
-export const lostChannel: diagnostics.Channel<unknown, LostMessage> = diagnostics.channel(CHANNELS.lost) as diagnostics.Channel<unknown, LostMessage>;
+export const lostChannel: diagnostics.Channel<unknown, LostContext> = diagnostics.channel(CHANNELS.lost) as diagnostics.Channel<unknown, LostContext>;
 
 /**
  * Whether anyone listens. TracingChannel#hasSubscribers exists only from Node 20.13, so the five

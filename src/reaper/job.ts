@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import cron from 'node-cron';
 import { InvalidOptionsError } from '../errors.js';
-import { DEFAULTS, LIMITS, REAP_DEFAULTS, integerOption } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption } from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 
@@ -28,7 +28,7 @@ export interface ReaperJobConfig {
   countRepair: boolean;
 }
 
-export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: REAP_DEFAULTS.retentionMs, metricsHost: '0.0.0.0', countCheckCron: '37 3 * * *' });
+export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: DEFAULTS.purge.retentionMs, metricsHost: '0.0.0.0', countCheckCron: '37 3 * * *' });
 
 /**
  * The job's environment variables, their defaults and meaning: the source of `--help` and of the
@@ -40,7 +40,7 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   { name: 'REAPER_CRON', default: JOB_DEFAULTS.cron, meaning: 'node-cron schedule; 6 fields for seconds (*/5 * * * * *)' },
   { name: 'REAPER_RUN_AT_START', default: '1', meaning: '1: run once at start, then on the schedule; 0: wait for the first scheduled time' },
   { name: 'STALE_AFTER_MS', default: String(DEFAULTS.staleAfterMs), meaning: `live grants older than this are released (1 to ${LIMITS.maxRetentionMs})` },
-  { name: 'REAPER_BATCH_SIZE', default: String(REAP_DEFAULTS.batchSize), meaning: `grants released per transaction (1 to ${LIMITS.maxReapBatch})` },
+  { name: 'REAPER_BATCH_SIZE', default: String(DEFAULTS.reap.batchSize), meaning: `grants released per transaction (1 to ${LIMITS.maxReapBatch})` },
   { name: 'RETENTION_MS', default: String(JOB_DEFAULTS.retentionMs), meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})` },
   { name: 'METRICS_PORT', default: 'off', meaning: 'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)' },
   { name: 'METRICS_HOST', default: JOB_DEFAULTS.metricsHost, meaning: 'address the metrics server binds' },
@@ -117,7 +117,7 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     cron: expression,
     runAtStart: atStart === undefined || atStart === '' ? JOB_DEFAULTS.runAtStart : atStart === '1',
     staleAfterMs: num('STALE_AFTER_MS', DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs),
-    batchSize: num('REAPER_BATCH_SIZE', REAP_DEFAULTS.batchSize, 1, LIMITS.maxReapBatch),
+    batchSize: num('REAPER_BATCH_SIZE', DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch),
     retentionMs: num('RETENTION_MS', JOB_DEFAULTS.retentionMs, 0, LIMITS.maxRetentionMs),
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === '' ? null : num('METRICS_PORT', 0, 0, 65535),
     metricsHost,

@@ -1,6 +1,7 @@
 import { query, type RawConnection } from './connection.js';
 import { STATUS, modeOf, type GrantSummary } from '../types.js';
 
+/** A live grant of a resource, as `inspect()` lists it. */
 export interface Holder extends GrantSummary {
   /** Set by Grant.extend(): the reaper leaves the grant alone until then. */
   leaseUntil: Date | null;
@@ -8,10 +9,11 @@ export interface Holder extends GrantSummary {
   stale: boolean;
 }
 
+/** What `inspect()` returns. */
 export interface LockState {
   resourceId: string;
-  wCount: number;
-  rCount: number;
+  /** The resource's counts of live grants by mode, named as in `LockStats.live`. */
+  live: { write: number; read: number };
   /** A waiting writer currently holds new readers back. */
   writerWaiting: boolean;
   holders: Holder[];
@@ -36,8 +38,7 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
   const c = counts[0];
   return {
     resourceId,
-    wCount: c ? Number(c.w_count) : 0,
-    rCount: c ? Number(c.r_count) : 0,
+    live: { write: c ? Number(c.w_count) : 0, read: c ? Number(c.r_count) : 0 },
     writerWaiting: c ? Number(c.writer_waiting) === 1 : false,
     holders: rows.map((r) => {
       const ageMs = Number(r.age_us) / 1000;

@@ -1,15 +1,11 @@
 import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
-import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type GrantSummary } from '../types.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
 
 export interface Candidate {
   id: number;
   version: number;
-}
-
-export interface ReapedGrant extends GrantSummary {
-  resourceId: string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { hex, query, type Hex, type RawConnection } from './connection.js';
-import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode, type ReleasedBy } from '../types.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 
 export interface GrantRef {
   id: number;
@@ -36,13 +36,13 @@ export const RELEASED_ROWS = 2;
 /** RELEASE_SQL's parameters: numbers and the resource id as hex. */
 export type ReleaseParams = [releasedBy: number, writeCount: number, readCount: number, grantId: number, resourceHex: Hex, lockType: number, tokenHex: Hex];
 
-export function releaseParams(grant: GrantRef, by: ReleasedBy): ReleaseParams {
+export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): ReleaseParams {
   const write = grant.mode === 'write' ? 1 : 0;
   return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
 }
 
 /** Releases on its own connection, as its own transaction. True when this statement released it. */
-export async function releaseGrant(conn: RawConnection, grant: GrantRef, by: ReleasedBy): Promise<boolean> {
+export async function releaseGrant(conn: RawConnection, grant: GrantRef, by: keyof typeof RELEASED_BY): Promise<boolean> {
   const result = await query<{ affectedRows: number }>(conn, RELEASE_SQL, releaseParams(grant, by));
   return result.affectedRows === RELEASED_ROWS;
 }

@@ -4,7 +4,8 @@
 // Negative controls then break exactly one thing and expect exactly that check to FAIL.
 import type { Knex } from 'knex';
 import { expect } from 'vitest';
-import { createLockManager, LockLostError, reapStaleGrants } from '../../src/index.js';
+import { createLockManager, LockLostError } from '../../src/index.js';
+import { reapStaleGrants } from '../../src/admin/index.js';
 import { repay, transfer } from '../../demo/lending/operations.js';
 import { createLendingTables } from '../../demo/lending/schema.js';
 import { seedBook } from '../../demo/lending/seed.js';

@@ -4,7 +4,8 @@
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { errnoOf } from '../../src/sql/connection.js';
-import { createLockManager, NodeNotReadyError, reapStaleGrants, type Grant } from '../../src/index.js';
+import { createLockManager, NodeNotReadyError, type Grant } from '../../src/index.js';
+import { reapStaleGrants } from '../../src/admin/index.js';
 import { useGaleraDatabase } from '../support/galera.js';
 
 const galera = useGaleraDatabase('rwlock_non_primary', 'galera-non-primary');

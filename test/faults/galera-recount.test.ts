@@ -5,7 +5,8 @@
 // commits the stale count there, and a writer then gets in beside the reader.
 import { describe, expect, it } from 'vitest';
 import { isConflict, withConnection } from '../../src/sql/connection.js';
-import { checkLockCounts, createLockManager, repairLockCounts, type Grant } from '../../src/index.js';
+import { createLockManager, type Grant } from '../../src/index.js';
+import { checkLockCounts, repairLockCounts } from '../../src/admin/index.js';
 import { recountResource } from '../../src/sql/recount.js';
 import { useGaleraDatabase } from '../support/galera.js';
 import { afterCount, countThenLock } from '../support/recount.js';

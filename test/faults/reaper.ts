@@ -5,7 +5,7 @@
 import { connectKnex } from '../../harness/database.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import type { Knex } from 'knex';
-import { reapStaleGrants } from '../../src/index.js';
+import { reapStaleGrants } from '../../src/admin/index.js';
 import { referenceReap } from './broken.js';
 import { appendJsonl, now, type ReaperRun } from './history.js';
 

@@ -17,7 +17,7 @@ import { startGroupReplication, type GroupCluster } from '../support/group-repli
 import { gtidSeq, startAsyncReplication, type AsyncPair } from '../support/replication.js';
 import { FaultProxy } from '../support/proxy.js';
 import { findBinary, freePort, initDataDir, runServer, stopProcess, type RunningServer } from '../../harness/server.js';
-import { migrate } from '../../src/index.js';
+import { migrate } from '../../src/admin/index.js';
 import { RELEASED_BY } from '../../src/types.js';
 import { createBusinessTables } from './business.js';
 import type { CheckName } from './checker.js';

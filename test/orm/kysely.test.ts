@@ -3,7 +3,7 @@ import { CompiledQuery, Kysely, MysqlDialect, sql, type Generated, type Transact
 import { createPool } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMysqlUrl } from '../../harness/database.js';
-import { createLockManager, LockInvariantError, type FenceExecutor, type Grant, type ReleaseParams } from '../../src/index.js';
+import { createLockManager, LockInvariantError, type FenceExecutor, type Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { grantRow, invariantViolations } from '../support/state.js';
 import { fenceSuite } from './support/suite.js';
@@ -71,7 +71,7 @@ describe('an executor that does not resolve to the affected-row count', () => {
     const grant = await locks.acquireWrite('bigint-executor');
     // The easy mistake with Kysely: handing on numAffectedRows, a bigint (2n), as it is.
     const bigintExecutor = (trx: Transaction<Database>) =>
-      (async (text: string, params: ReleaseParams) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows) as unknown as FenceExecutor;
+      (async (text: string, params: Parameters<FenceExecutor>[1]) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows) as unknown as FenceExecutor;
     const err = await kysely.transaction().execute((trx) => grant.fence(bigintExecutor(trx))).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(LockInvariantError);
     expect(String((err as Error).message)).toMatch(/resolved to 2 \(a bigint\)/);

@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { connectKnex, createDatabase, dropDatabase, type KnexSettings } from '../../harness/database.js';
-import { migrate } from '../../src/index.js';
+import { migrate } from '../../src/admin/index.js';
 
 export interface TestDatabase {
   readonly url: string;

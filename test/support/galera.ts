@@ -14,7 +14,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
 import { connectKnex } from '../../harness/database.js';
 import { findBinary, freePort, stopProcess } from '../../harness/server.js';
-import { migrate } from '../../src/index.js';
+import { migrate } from '../../src/admin/index.js';
 
 export const GALERA_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
 

@@ -3,7 +3,7 @@
 // The job's exit 2 and its one log line for such an error are spawned there as well.
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/errors.js';
-import { DEFAULTS, LIMITS, REAP_DEFAULTS } from '../../src/options.js';
+import { DEFAULTS, LIMITS } from '../../src/options.js';
 import { JOB_DEFAULTS, jobConfigFromEnv } from '../../src/reaper/job.js';
 
 const MYSQL_URL = 'mysql://reaper:pw@db.internal:3306/app';
@@ -14,7 +14,7 @@ describe('jobConfigFromEnv', () => {
       cron: JOB_DEFAULTS.cron,
       runAtStart: true,
       staleAfterMs: DEFAULTS.staleAfterMs,
-      batchSize: REAP_DEFAULTS.batchSize,
+      batchSize: DEFAULTS.reap.batchSize,
       retentionMs: JOB_DEFAULTS.retentionMs,
       metricsPort: null,
       metricsHost: JOB_DEFAULTS.metricsHost,

@@ -3,7 +3,8 @@
 // writes nothing.
 import { describe, expect, it } from 'vitest';
 import { InvalidResourceIdError } from '../../src/errors.js';
-import { MAX_RESOURCE_ID_BYTES, resourceKey } from '../../src/lock/resource-id.js';
+import { LIMITS } from '../../src/options.js';
+import { resourceKey } from '../../src/lock/resource-id.js';
 
 describe('resourceKey', () => {
   it.each<[string, unknown, RegExp]>([
@@ -23,7 +24,7 @@ describe('resourceKey', () => {
   it('accepts exactly 255 bytes, and gives the UTF-8 bytes unchanged', () => {
     const id = 'é'.repeat(127) + 'x';
     expect(resourceKey(id)).toEqual(Buffer.from(id, 'utf8'));
-    expect(resourceKey(id)).toHaveLength(MAX_RESOURCE_ID_BYTES);
+    expect(resourceKey(id)).toHaveLength(LIMITS.maxResourceIdBytes);
   });
 
   it('folds nothing: ids that differ only in case or spaces give different bytes', () => {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLockManager, isConflict, LockLostError, type FenceExecutor, type Grant, type ReleaseParams } from '../../../src/index.js';
+import { createLockManager, isConflict, LockLostError, type FenceExecutor, type Grant } from '../../../src/index.js';
 import type { TestDatabase } from '../../support/db.js';
 import { grantRow, invariantViolations } from '../../support/state.js';
 
@@ -131,7 +131,7 @@ export function fenceSuite(options: SuiteOptions): void {
       const seen: number[] = [];
       const probe = 'UPDATE loans SET repaid = repaid WHERE id = ?';
       await orm.inTransaction(async (execute) => {
-        seen.push(await execute(probe, [`${p}-probe`] as unknown as ReleaseParams));
+        seen.push(await execute(probe, [`${p}-probe`]));
       });
       expect(seen).toEqual([foundRows ? 1 : 0]);
     });
@@ -195,7 +195,7 @@ export function fenceSuite(options: SuiteOptions): void {
 
     it('a conflict the server reports in the transaction reaches the caller where isConflict() finds it', async () => {
       const err = await orm.inTransaction(async (execute) => {
-        await execute('CALL signal_deadlock()', [] as unknown as ReleaseParams);
+        await execute('CALL signal_deadlock()', []);
       }).then(() => undefined, (e: unknown) => e);
       expect(err).toBeDefined();
       // Also where the ORM wrapped the server's error (Drizzle, Sequelize, Prisma): isConflict() looks inside.

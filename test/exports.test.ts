@@ -1,0 +1,45 @@
+// The public surface: the main entry stays within 40 names, and every name any entry point exports is
+// described in docs/api.md (nothing exported that the docs do not describe).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const REPO = join(import.meta.dirname, '..');
+const ENTRIES: Record<string, string> = {
+  'mysql-rwlock': 'src/index.ts',
+  'mysql-rwlock/admin': 'src/admin/index.ts',
+  'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
+  'mysql-rwlock/prometheus': 'src/observability/prometheus.ts',
+};
+
+/** The names a module exports: `export { a, type B } from`, `export type { C }`, `export function/const/class/interface/type D`. */
+function exportedNames(file: string): string[] {
+  const source = readFileSync(join(REPO, file), 'utf8');
+  const listed = [...source.matchAll(/^export (?:type )?\{([^}]*)\}/gms)].flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type /, '')).filter(Boolean));
+  const declared = [...source.matchAll(/^export (?:async )?(?:function|const|class|interface|type) (\w+)/gm)].map((m) => m[1]!);
+  return [...listed, ...declared];
+}
+
+describe('the public surface', () => {
+  it('exports 40 names from the main entry, what an application uses at run time', () => {
+    const names = exportedNames(ENTRIES['mysql-rwlock']!);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names.length).toBeLessThanOrEqual(40);
+    for (const admin of ['migrate', 'reapStaleGrants', 'purgeReleasedGrants', 'checkLockCounts', 'repairLockCounts', 'CHANNELS']) expect(names).not.toContain(admin);
+  });
+
+  it('package.json maps each entry point to the module this test reads', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { exports: Record<string, { import?: string }> };
+    for (const [entry, file] of Object.entries(ENTRIES)) {
+      const subpath = entry === 'mysql-rwlock' ? '.' : `./${entry.slice('mysql-rwlock/'.length)}`;
+      expect(pkg.exports[subpath]?.import, entry).toBe(`./dist/${file.replace(/\.ts$/, '.js')}`);
+    }
+  });
+
+  it('describes every exported name of every entry point in docs/api.md', () => {
+    const doc = readFileSync(join(REPO, 'docs/api.md'), 'utf8');
+    const undocumented = Object.entries(ENTRIES).flatMap(([entry, file]) =>
+      exportedNames(file).filter((name) => !new RegExp(`\`[^\`]*\\b${name}\\b[^\`]*\``).test(doc)).map((name) => `${entry}: ${name}`));
+    expect(undocumented).toEqual([]);
+  });
+});
