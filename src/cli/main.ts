@@ -6,7 +6,7 @@ import knexFactory, { type Knex } from 'knex';
 import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
 import { createLockManager, type LockManager } from '../lock/manager.js';
 import { DEFAULTS, LIMITS } from '../options.js';
-import { checkMysqlUrl } from '../reaper/job.js';
+import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type CommandContext, type Io } from './command.js';
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
@@ -90,8 +90,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
     io.err(`mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`);
     return EXIT.usage;
   }
-  let secret: string | undefined;
-  const scrub = (text: string): string => (secret ? text.split(secret).join('***').split(encodeURIComponent(secret)).join('***') : text);
+  let secrets: string[] = [];
+  // A driver's message should never hold the password; this is a second guard. Shorter than 4
+  // characters, a password would blank out ordinary text (every ':'), and is not looked for.
+  const scrub = (text: string): string => secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
   let knex: Knex | undefined;
   try {
     const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
@@ -111,18 +113,14 @@ export async function main(argv: string[], io: Io): Promise<number> {
     }
     const fromFlag = typeof values.url === 'string';
     const raw = fromFlag ? (values.url as string) : io.env.MYSQL_URL;
-    try {
-      secret = raw ? decodeURIComponent(new URL(raw).password) || undefined : undefined;
-    } catch {
-      secret = undefined;
-    }
-    let conn: { url: string } | undefined;
-    const connection = (): { url: string } => {
+    secrets = connectionSecrets(raw);
+    let conn: MysqlConnection | undefined;
+    const connection = (): MysqlConnection => {
       if (conn) return conn;
       try {
-        conn = checkMysqlUrl(raw);
+        conn = parseConnectionUrl(raw, fromFlag ? '--url' : 'MYSQL_URL').connection;
       } catch (err) {
-        throw new UsageError(fromFlag ? (err as Error).message.replace(/^MYSQL_URL/, '--url') : `${(err as Error).message} (or pass --url)`);
+        throw new UsageError(fromFlag ? (err as Error).message : `${(err as Error).message} (or pass --url)`);
       }
       return conn;
     };
@@ -131,7 +129,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     let locks: LockManager | undefined;
     const db = (): Knex => {
       // knex's own warnings would print the connection settings' context; the CLI reports errors itself.
-      knex ??= knexFactory({ client: 'mysql2', connection: connection().url, pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
+      knex ??= knexFactory({ client: 'mysql2', connection: connection(), pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
       return knex;
     };
     const ctx: CommandContext = {
