@@ -11,6 +11,7 @@ import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type Comma
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
+import { cell } from './format.js';
 
 export { EXIT } from './command.js';
 
@@ -76,7 +77,8 @@ function operatorName(env: NodeJS.ProcessEnv): string {
 
 /**
  * Runs one command line and resolves to its exit code. Nothing is printed that holds the
- * password: the URL is checked without echoing it, and any message is scrubbed of it.
+ * password: the URL is checked without echoing it, and any message is scrubbed of it. Messages
+ * may quote a resource id: their control characters are escaped as a table's cells are.
  */
 export async function main(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv;
@@ -145,11 +147,11 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return await command.run(ctx);
   } catch (err) {
     if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
-      io.err(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`));
+      io.err(cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)));
       return EXIT.usage;
     }
     const e = err as Error & { code?: string };
-    io.err(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`));
+    io.err(cell(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`)));
     return EXIT.failed;
   } finally {
     await knex?.destroy();
