@@ -98,7 +98,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
   const scrub = (text: string): string => secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
   let knex: Knex | undefined;
   try {
-    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
     let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
@@ -106,6 +106,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       throw new UsageError((err as Error).message);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
+    const repeated = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).filter(([, o]) => o.multiple).map(([k]) => [k, (parsed.values[k] ?? []) as string[]]));
     if (values.help) {
       io.out(usageOf(command));
       return EXIT.done;
@@ -136,6 +137,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     };
     const ctx: CommandContext = {
       values,
+      repeated,
       positionals: parsed.positionals,
       json: values.json === true,
       io,
