@@ -298,7 +298,7 @@ describe('release endpoint', () => {
   });
 
   it('bound to all interfaces: only loopback names and each allowed host are answered; 421 on every path for the rest', async () => {
-    const d = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0', allowRelease: true, allowedHosts: ['Ops.Example', '10.1.2.3'] });
+    const d = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0', allowRelease: true, allowedHosts: ['Ops.Example', '10.1.2.3', '[fd00::17]'] });
     closers.push(() => d.close());
     const bare = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0' });
     closers.push(() => bare.close());
@@ -309,7 +309,7 @@ describe('release endpoint', () => {
         expect(r.status, `${host} ${method} ${path}: ${r.body}`).toBe(421);
       }
     }
-    for (const host of ['ops.example', 'OPS.EXAMPLE', '10.1.2.3', 'localhost', '127.0.0.1', '[::1]']) {
+    for (const host of ['ops.example', 'OPS.EXAMPLE', '10.1.2.3', '[fd00::17]', 'localhost', '127.0.0.1', '[::1]']) {
       expect((await request(d.port, 'GET', '/api/state', { host: `${host}:${d.port}` })).status, host).toBe(200);
     }
     expect((await request(bare.port, 'GET', '/api/state', { host: `localhost:${bare.port}` })).status).toBe(200);
@@ -322,7 +322,7 @@ describe('release endpoint', () => {
   });
 
   it('refuses a bad allowedHosts with InvalidOptionsError before listening', async () => {
-    for (const allowedHosts of [['http://x.example'], ['x.example:80'], ['a b'], [''], [5], 'x.example']) {
+    for (const allowedHosts of [['http://x.example'], ['x.example:80'], ['cafe:80'], ['a b'], [''], [5], 'x.example']) {
       await expect(serveDashboard({ knex: db.knex, port: 0, allowedHosts: allowedHosts as string[] }), JSON.stringify(allowedHosts)).rejects.toBeInstanceOf(InvalidOptionsError);
     }
   });

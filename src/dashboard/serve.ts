@@ -190,7 +190,7 @@ function acceptedHosts(bound: string, allowed: unknown): Set<string> {
   if (WILDCARD.includes(b) || LOOPBACK_NAMES.includes(b)) for (const n of LOOPBACK_NAMES) names.add(n);
   for (const item of list as unknown[]) {
     const name = typeof item === 'string' ? item.toLowerCase().replace(/^\[(.*)\]$/, '$1') : '';
-    if (!/^[a-z0-9._-]{1,253}$/.test(name) && !/^[0-9a-f:.]{2,45}$/.test(name)) {
+    if (!/^[a-z0-9._-]{1,253}$/.test(name) && !/^(?=.*:.*:)[0-9a-f:.]{2,45}$/.test(name)) {
       throw new InvalidOptionsError(`allowedHosts: ${JSON.stringify(item)} is not a host name or address (no port, no scheme)`);
     }
     names.add(name);
