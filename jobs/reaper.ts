@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const knexLog = (level: string) => (message: unknown) => log({ event: 'reaper.driver', level, message: (message instanceof Error ? message.message : String(message)).split('\n')[0] });
   const db = knexFactory({
     client: 'mysql2',
-    connection: config.url,
+    connection: config.connection,
     pool: { min: 0, max: 2 },
     log: { warn: knexLog('warn'), error: knexLog('error'), deprecate: knexLog('deprecate'), debug: () => undefined },
   });

@@ -2,6 +2,8 @@
 // server: every command, its table and --json output, exit codes, and no password printed. The
 // usage and --help texts need no server: test/unit/cli-usage.test.ts.
 import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
@@ -95,7 +97,7 @@ describe('reading commands', () => {
     expect(Object.keys(rows[0]!)).toEqual(['id', 'resourceId', 'mode', 'owner', 'createTime', 'ageMs', 'leaseUntil', 'stale', 'writerWaiting']);
     expect((JSON.parse(reads.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[1]!.id, grants[2]!.id]);
     expect((JSON.parse(stale.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[0]!.id]);
-    expect(page1.stdout).toContain(`more: mysql-rwlock ls --after ${grants[1]!.id} --limit 2`);
+    expect(page1.stdout).toContain(`more: mysql-rwlock ls --limit 2 --after ${grants[1]!.id}`);
     const page2 = await cli(['ls', '--limit', '2', '--after', String(grants[1]!.id), '--json']);
     expect((JSON.parse(page2.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[2]!.id]);
     expect(none).toMatchObject({ status: 1, stdout: 'no live grants matched\n' });
@@ -116,6 +118,134 @@ describe('reading commands', () => {
     expect(free.stdout).toMatch(/^held +free$/m);
     expect(JSON.parse(asJson.stdout)).toMatchObject({ resourceId: 'cli-inspect', live: { write: 1, read: 0 }, holders: [{ id: g.id, mode: 'write' }] });
     await g.release();
+  });
+});
+
+/** Runs `hint` (a "more:" line's command) with `sh -c`, `mysql-rwlock` on PATH being this checkout's CLI. */
+function paste(hint: string): Promise<Run> {
+  const bin = join(REPO, '.tmp', 'hint-bin');
+  if (!existsSync(join(bin, 'mysql-rwlock'))) {
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'mysql-rwlock'), `#!/bin/sh\nexec "$RWLOCK_NODE" --import tsx "${join(REPO, 'src/cli/bin.ts')}" "$@"\n`, { mode: 0o755 });
+  }
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env, MYSQL_URL: url(), RWLOCK_NODE: process.execPath, PATH: `${bin}:${process.env.PATH ?? ''}` };
+    const child = spawn('sh', ['-c', hint], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** The command of a page's "more:" hint (the output's last line, or lines when an id ends in newlines), or null. */
+function hintOf(stdout: string): string | null {
+  const at = stdout.startsWith('more: ') ? 0 : stdout.lastIndexOf('\nmore: ') + 1;
+  return at === 0 && !stdout.startsWith('more: ') ? null : stdout.slice(at + 'more: '.length).replace(/\n$/, '');
+}
+
+/** Grant ids of a table's rows (each row one line: its cells escape newlines). */
+const rowIds = (stdout: string): number[] => [...stdout.matchAll(/^(\d+) /gm)].map((m) => Number(m[1]));
+
+/** Characters a terminal acts on (format.ts escapes them): C0, DEL, C1, U+2028/9, bidi controls. */
+// eslint-disable-next-line no-control-regex
+const TERMINAL_CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+describe('"more:" hints, pasted into a shell', () => {
+  it('ls: the hint repeats every filter and --limit, quoted, and pages through exactly the same query', SLOW, async () => {
+    await releaseAll(db.knex);
+    const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
+    const pwned = join(dir, 'pwned');
+    try {
+      const owner = `o'$(touch ${pwned})\`touch ${pwned}\`;"x`;
+      const mine = createLockManager({ knex: db.knex, owner });
+      const ids = [`hint:$(touch ${pwned})`, `hint:\`touch ${pwned}\``, 'hint:it\'s "q"', `hint:a;touch ${pwned}`, 'hint:l1\nl2', 'hint:\u001b[2J\u202e'];
+      const wanted: number[] = [];
+      for (const id of ids) wanted.push((await mine.tryAcquireWrite(id))!.id);
+      // Outside the filters: a reader, another owner, one with a trailing space, another prefix.
+      await mine.tryAcquireRead('hint:read');
+      await createLockManager({ knex: db.knex, owner: 'other' }).tryAcquireWrite('hint:other');
+      await createLockManager({ knex: db.knex, owner: `${owner} ` }).tryAcquireWrite('hint:padded');
+      await mine.tryAcquireWrite('elsewhere:x');
+
+      let page = await cli(['ls', '--prefix', 'hint:', '--mode', 'write', '--owner', owner, '--stale-after', '600000', '--limit', '2']);
+      const seen = [...rowIds(page.stdout)];
+      const hints: string[] = [];
+      for (let hint = hintOf(page.stdout); hint !== null; hint = hintOf(page.stdout)) {
+        hints.push(hint);
+        expect(hint).not.toMatch(TERMINAL_CONTROLS);
+        page = await paste(hint);
+        expect(page.status, page.stderr).toBe(0);
+        seen.push(...rowIds(page.stdout));
+      }
+      expect(hints).toHaveLength(2);
+      expect(hints[0]).toMatch(/^mysql-rwlock ls --mode=write '--owner=o'\\''.*' --prefix=hint: --stale-after=600000 --limit 2 --after \d+$/);
+      expect(seen).toEqual(wanted);
+      expect(existsSync(pwned)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await releaseAll(db.knex);
+    }
+  });
+
+  it('history: the hint repeats --limit and the id, quoted, and reads the next page of the same resource', SLOW, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
+    const pwned = join(dir, 'pwned');
+    try {
+      const locks = createLockManager({ knex: db.knex });
+      const ids = [`hist:$(touch ${pwned})`, `hist:\`touch ${pwned}\`;touch ${pwned}`, '-hist:\'"', 'hist:l1\nl2\u009b', 'hist:end\n\n'];
+      await Promise.all(ids.map(async (id) => {
+        const granted: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const g = (await locks.tryAcquireWrite(id))!;
+          granted.push(g.id);
+          await g.release();
+        }
+        await locks.tryAcquireWrite(`${id}x`); // a resource whose id starts with this one: not on its pages
+        const first = await cli(['history', '--limit', '2', '--', id]);
+        expect(first.status, first.stderr).toBe(0);
+        const hint = hintOf(first.stdout);
+        expect(hint, JSON.stringify(id)).toMatch(/^mysql-rwlock history --limit 2 --before \d+ -- /);
+        const next = await paste(hint!);
+        expect(next.status, next.stderr).toBe(0);
+        expect(hintOf(next.stdout)).toBeNull();
+        expect([...rowIds(first.stdout), ...rowIds(next.stdout)], JSON.stringify(id)).toEqual(granted.reverse());
+      }));
+      expect(existsSync(pwned)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await releaseAll(db.knex);
+    }
+  });
+});
+
+describe('terminal safety', () => {
+  it('ls, history and status escape every control, separator and bidi character; --json keeps them exact', SLOW, async () => {
+    await releaseAll(db.knex);
+    const owner = 'own\u009b31m\u202e';
+    const locks = createLockManager({ knex: db.knex, owner });
+    const ids = ['term:\u009b2J', 'term:\u0085nel', 'term:\u2028ls\u2029ps', 'term:\u202eabc\u2067x\u2069', 'term:\u061c\u200e\u200f\u202a\u2066', 'term:\u001b]0;t\u0007\u007f\r'];
+    for (const id of ids) {
+      const g = (await locks.tryAcquireWrite(id))!;
+      await g.release();
+      await locks.tryAcquireWrite(id);
+    }
+    const [ls, lsJson, status, ...histories] = await Promise.all([
+      cli(['ls', '--prefix', 'term:']), cli(['ls', '--prefix', 'term:', '--json']), cli(['status']),
+      ...ids.map((id) => cli(['history', '--limit', '1', '--', id])),
+    ]);
+    for (const [what, run] of [['ls', ls], ['status', status], ...histories.map((h, i) => [`history ${JSON.stringify(ids[i])}`, h] as const)] as const) {
+      expect(run.status, what).toBe(0);
+      expect(run.stdout, what).not.toMatch(TERMINAL_CONTROLS);
+    }
+    expect(ls.stdout).toContain('term:\\u009b2J');
+    expect(ls.stdout).toContain('term:\\u202eabc\\u2067x\\u2069');
+    expect(ls.stdout).toContain('own\\u009b31m\\u202e');
+    expect(ls.stdout.trim().split('\n')).toHaveLength(1 + ids.length);
+    expect((JSON.parse(lsJson.stdout) as Array<{ resourceId: string; owner: string }>).map((g) => [g.resourceId, g.owner])).toEqual(ids.map((id) => [id, owner]));
+    await releaseAll(db.knex);
   });
 });
 

@@ -10,6 +10,7 @@ import type { Knex } from 'knex';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveDashboard, type Dashboard } from '../src/dashboard/serve.js';
+import { InvalidOptionsError } from '../src/errors.js';
 import { createLockManager, type Grant } from '../src/index.js';
 import { databaseUrl } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
@@ -159,6 +160,65 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')(`operator page in chromi
   });
 });
 
+describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by a loopback name, in chromium', () => {
+  it('opened at http://localhost:PORT it releases; ids such as __proto__ and constructor are in the picker', async () => {
+    const locks = createLockManager({ knex: db.knex, owner: 'picker@test' });
+    const ids = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'picker:plain'];
+    const grants: Grant[] = [];
+    for (const id of ids) grants.push((await locks.tryAcquireWrite(id))!);
+    closers.push(async () => {
+      for (const g of grants) await g.release();
+    });
+    // Bound to all interfaces with one extra name; the browser opens it by a loopback name.
+    const server = cli(['dashboard', '--port', '0', '--allow-release', '--host', '0.0.0.0', '--allowed-host', 'rwlock-ops.test', '--allowed-host', 'second.test']);
+    closers.push(async () => {
+      if (server.child.exitCode === null) server.child.kill('SIGTERM');
+      await server.exited;
+    });
+    const started = /^mysql-rwlock dashboard: http:\/\/127\.0\.0\.1:(\d+)\/ \(release enabled\)/.exec(await server.firstLine);
+    expect(started, await server.firstLine).not.toBeNull();
+    const port = Number(started![1]);
+    for (const [host, status] of [['rwlock-ops.test', 200], ['second.test', 200], ['localhost', 200], ['evil.example', 421]] as const) {
+      expect((await request(port, 'GET', '/api/state', { host: `${host}:${port}` })).status, host).toBe(status);
+    }
+    if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
+    const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
+    closers.push(() => browser.close());
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+    await page.goto(`http://localhost:${port}/`);
+    for (const g of grants) await page.locator(`#live tr[data-grant-id="${g.id}"]`).waitFor();
+    const options = await page.locator('#resources option').evaluateAll((os) => os.map((o) => o.getAttribute('value')));
+    expect(options).toEqual(expect.arrayContaining(ids));
+
+    const target = grants[0]!; // __proto__
+    page.once('dialog', (d) => void d.accept('released from localhost'));
+    await page.locator(`#live tr[data-grant-id="${target.id}"] button.release`).click();
+    await page.locator(`#live tr[data-grant-id="${target.id}"]`).waitFor({ state: 'detached' });
+    expect(await page.locator('#error').isHidden()).toBe(true);
+    expect((await locks.history('__proto__')).grants[0]).toMatchObject({ id: target.id, releasedBy: 'operator', reason: 'released from localhost' });
+    expect(problems).toEqual([]);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});
+
+/** A request with a header fetch() will not send (Host), over node:http. */
+async function request(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
+  const http = await import('node:http');
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 describe('release endpoint', () => {
   async function post(d: Dashboard, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: { released?: boolean; error?: string } }> {
     const res = await fetch(`${d.url}api/release`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -196,7 +256,11 @@ describe('release endpoint', () => {
       [{ 'content-type': 'text/plain', origin, 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }), 415], // a form-like simple request
       [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: 'x' }, 400],
     ];
-    for (const [headers, body, status] of refused) expect((await post(d, body, headers)).status, JSON.stringify(headers)).toBe(status);
+    // JSON that is not an object: refused as bad input, not a server error.
+    for (const body of ['null', '[]', `[${g.id}]`, String(g.id), '"x"', 'true']) refused.push([{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, body, 400]);
+    // The origin of another accepted name than the one the request names.
+    refused.push([{ 'content-type': 'application/json', origin: `http://localhost:${d.port}`, 'x-rwlock-token': token }, { grantId: g.id }, 403]);
+    for (const [headers, body, status] of refused) expect((await post(d, body, headers)).status, `${JSON.stringify(headers)} ${JSON.stringify(body)}`).toBe(status);
     expect((await locks.inspect('rw-release')).holders.map((h) => h.id)).toEqual([g.id]);
     const ok = await post(d, { grantId: g.id, reason: 'from the test' }, { 'content-type': 'application/json', origin, 'x-rwlock-token': token });
     expect(ok).toEqual({ status: 200, body: { released: true } });
@@ -217,5 +281,49 @@ describe('release endpoint', () => {
     });
     expect(status).toBe(421);
     expect((await fetch(`${d.url}api/state`)).status).toBe(200);
+  });
+
+  it('follows the Host it is opened by: a release from http://localhost:PORT is accepted', async () => {
+    const d = await serveDashboard({ knex: db.knex, port: 0, allowRelease: true });
+    closers.push(() => d.close());
+    const token = (await tokenOf(d))!;
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('by-localhost'))!;
+    const headers = { host: `localhost:${d.port}`, 'content-type': 'application/json', 'x-rwlock-token': token };
+    // An accepted name, but not the one this request was sent to: another origin.
+    const other = await request(d.port, 'POST', '/api/release', { ...headers, origin: `http://127.0.0.1:${d.port}` }, JSON.stringify({ grantId: g.id }));
+    expect(other.status, other.body).toBe(403);
+    const ok = await request(d.port, 'POST', '/api/release', { ...headers, origin: `http://localhost:${d.port}` }, JSON.stringify({ grantId: g.id, reason: 'via localhost' }));
+    expect(ok, ok.body).toEqual({ status: 200, body: JSON.stringify({ released: true }) });
+  });
+
+  it('bound to all interfaces: only loopback names and each allowed host are answered; 421 on every path for the rest', async () => {
+    const d = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0', allowRelease: true, allowedHosts: ['Ops.Example', '10.1.2.3', '[fd00::17]'] });
+    closers.push(() => d.close());
+    const bare = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0' });
+    closers.push(() => bare.close());
+    const paths: Array<[string, string]> = [['GET', '/'], ['GET', '/api/state'], ['GET', '/api/timeline'], ['POST', '/api/release'], ['GET', '/nowhere']];
+    for (const [server, host] of [[d, 'evil.example'], [d, 'ops.example.evil.test'], [d, '10.1.2.4'], [bare, 'evil.example'], [bare, 'ops.example']] as const) {
+      for (const [method, path] of paths) {
+        const r = await request(server.port, method, path, { host: `${host}:${server.port}`, 'content-type': 'application/json' }, method === 'POST' ? '{}' : undefined);
+        expect(r.status, `${host} ${method} ${path}: ${r.body}`).toBe(421);
+      }
+    }
+    for (const host of ['ops.example', 'OPS.EXAMPLE', '10.1.2.3', '[fd00::17]', 'localhost', '127.0.0.1', '[::1]']) {
+      expect((await request(d.port, 'GET', '/api/state', { host: `${host}:${d.port}` })).status, host).toBe(200);
+    }
+    expect((await request(bare.port, 'GET', '/api/state', { host: `localhost:${bare.port}` })).status).toBe(200);
+    // The page's origin is the allowed name it was opened by.
+    const token = (JSON.parse(/id="config">(.*?)<\/script>/.exec((await request(d.port, 'GET', '/', { host: `ops.example:${d.port}` })).body)![1]!) as { token: string }).token;
+    const locks = createLockManager({ knex: db.knex });
+    const g = (await locks.tryAcquireWrite('by-allowed-host'))!;
+    const ok = await request(d.port, 'POST', '/api/release', { host: `ops.example:${d.port}`, origin: `http://ops.example:${d.port}`, 'content-type': 'application/json', 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }));
+    expect(ok.status, ok.body).toBe(200);
+  });
+
+  it('refuses a bad allowedHosts with InvalidOptionsError before listening', async () => {
+    for (const allowedHosts of [['http://x.example'], ['x.example:80'], ['cafe:80'], ['a b'], [''], [5], 'x.example']) {
+      await expect(serveDashboard({ knex: db.knex, port: 0, allowedHosts: allowedHosts as string[] }), JSON.stringify(allowedHosts)).rejects.toBeInstanceOf(InvalidOptionsError);
+    }
   });
 });

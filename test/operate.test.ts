@@ -69,6 +69,7 @@ describe('list()', () => {
     expect((await a.list({ mode: 'read' })).grants.map((g) => g.id)).toEqual([r1.id, r2.id]);
     expect((await a.list({ owner: 'svc-b' })).grants.map((g) => g.id)).toEqual([w2.id, r1.id]);
     expect((await a.list({ owner: 'SVC-B' })).grants).toEqual([]);
+    expect((await a.list({ owner: 'svc-b ' })).grants).toEqual([]);
     expect((await a.list({ resourcePrefix: 'list:' })).grants.map((g) => g.id)).toEqual([w1.id, r1.id, r2.id]);
     expect((await a.list({ staleOnly: true })).grants.map((g) => g.id)).toEqual([w1.id]);
     // `stale` is the reaper's own test: with the same cutoff it reaps exactly the grants flagged.
@@ -115,6 +116,22 @@ describe('list()', () => {
     await releaseAll();
   });
 
+  it('matches owner exactly: trailing spaces count, as every other byte does', async () => {
+    await releaseAll();
+    const grants = new Map<string, number>();
+    for (const owner of ['own', 'own ', 'own  ', ' own', 'own\t']) {
+      grants.set(owner, (await createLockManager({ knex: db.knex, owner }).tryAcquireWrite(`exact:${JSON.stringify(owner)}`))!.id);
+    }
+    const locks = createLockManager({ knex: db.knex });
+    for (const [owner, id] of grants) expect((await locks.list({ owner })).grants.map((g) => g.id), JSON.stringify(owner)).toEqual([id]);
+    expect((await locks.list({ owner: 'own   ' })).grants).toEqual([]);
+    // The negative control: the collated comparison alone (PAD SPACE) lets 'own' match 'own ' and 'own  '.
+    const { sql, params } = listQuery({ mode: undefined, owner: Buffer.from('own'), staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined }, 600_000);
+    const padded = await rows<{ id: number }>(db.knex, sql.replace(' AND CAST(l.owner AS BINARY) = ?', ''), params.filter((_, i) => i !== 2));
+    expect(padded.map((r) => Number(r.id)).sort((x, y) => x - y)).toEqual([grants.get('own'), grants.get('own '), grants.get('own  ')]);
+    await releaseAll();
+  });
+
   it('reads live grants through the (status, create_time) index, not the log (EXPLAIN)', async () => {
     await bulkReleasedGrants('bulk-', 1_000_000);
     const filter = { mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined };
@@ -125,6 +142,18 @@ describe('list()', () => {
     // The check catches a full scan: the same statement with the live test replaced by one on a column no index leads with.
     const scan = listQuery(filter, 600_000);
     expect(await logAccess(scan.sql.replace('l.status = 0', 'l.version >= 0'), scan.params)).toMatchObject({ type: 'ALL' });
+    // The exact owner test stays usable by an index on owner, should one be added (the optimizer
+    // lists it among the keys it can use); its byte comparison alone could not.
+    const byOwner = listQuery({ ...filter, owner: Buffer.from('nobody-owns-this') }, 600_000);
+    expect(await logAccess(byOwner.sql, byOwner.params)).toMatchObject({ key: 'ix_lock_log_status_time' });
+    await db.knex.raw('ALTER TABLE t_lock_log ADD INDEX ix_test_owner (owner)');
+    try {
+      expect(await usableKeys(byOwner.sql, byOwner.params)).toContain('ix_test_owner');
+      const bytesOnly = byOwner.sql.replace('l.owner = CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AND ', '');
+      expect(await usableKeys(bytesOnly, byOwner.params.filter((_, i) => i !== 1))).not.toContain('ix_test_owner');
+    } finally {
+      await db.knex.raw('ALTER TABLE t_lock_log DROP INDEX ix_test_owner');
+    }
   });
 });
 
@@ -149,6 +178,13 @@ async function logAccess(sql: string, params: unknown[]): Promise<{ type: string
   const row = plan.find((p) => p.table === 'l');
   if (!row) throw new Error(`no plan row for the log in ${JSON.stringify(plan)}`);
   return { type: row.type, key: row.key };
+}
+
+/** The keys the optimizer could use to read the log (alias `l`) in `sql`. */
+async function usableKeys(sql: string, params: unknown[]): Promise<string[]> {
+  const plan = await rows<{ table: string; possible_keys: string | null }>(db.knex, `EXPLAIN FORMAT=TRADITIONAL ${sql}`, params)
+    .catch(() => rows<{ table: string; possible_keys: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
+  return (plan.find((p) => p.table === 'l')?.possible_keys ?? '').split(',');
 }
 
 describe('history()', () => {

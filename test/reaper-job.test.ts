@@ -186,7 +186,7 @@ describe('jobs/reaper.ts', () => {
     const url = databaseUrl(db.url, db.name);
     const cases: Array<[Record<string, string>, string[], RegExp]> = [
       [{}, ['--once'], /^MYSQL_URL is required/],
-      [{ MYSQL_URL: 'mysql://u:s3cr3t@127.0.0.1:99999/db' }, ['--once'], /^MYSQL_URL has port "99999"/],
+      [{ MYSQL_URL: 'mysql://u:s3cr3t@127.0.0.1:99999/db' }, ['--once'], /^MYSQL_URL has a port that is not a number from 1 to 65535/],
       [{ MYSQL_URL: 'mysql://u:s3cr3t@:3306/db' }, ['--once'], /^MYSQL_URL/],
       [{ MYSQL_URL: 'postgres://u:s3cr3t@db:5432/app' }, ['--once'], /^MYSQL_URL must start with mysql:\/\//],
       [{ MYSQL_URL: 'mysql://u:s3cr3t@db:3306/' }, ['--once'], /^MYSQL_URL names no database/],

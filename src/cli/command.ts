@@ -25,6 +25,8 @@ export interface Io {
 export interface OptionSpec {
   type: 'string' | 'boolean';
   short?: string;
+  /** May be given more than once: the value is then an array of strings. */
+  multiple?: boolean;
   /** Placeholder in --help, e.g. N or TEXT. */
   value?: string;
   help: string;
@@ -32,6 +34,8 @@ export interface OptionSpec {
 
 export interface CommandContext {
   values: Record<string, string | boolean | undefined>;
+  /** The values of options that may be given more than once (`multiple`), in order; [] when not given. */
+  repeated: Record<string, string[]>;
   positionals: string[];
   json: boolean;
   io: Io;

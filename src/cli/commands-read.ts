@@ -1,7 +1,7 @@
 // The commands that only read: status, ls, inspect, history.
 import type { ListOptions } from '../options.js';
 import { EXIT, STALE_AFTER, UsageError, wholeNumber, type Command } from './command.js';
-import { cell, duration, fields, json, plural, table, time } from './format.js';
+import { cell, commandLine, duration, fields, json, plural, table, time } from './format.js';
 
 const status: Command = {
   name: 'status',
@@ -62,7 +62,15 @@ const ls: Command = {
         ['GRANT', 'RESOURCE', 'MODE', 'OWNER', 'AGE', 'LEASE UNTIL', 'STALE', 'WRITER WAITING'],
         grants.map((g) => [String(g.id), cell(g.resourceId), g.mode, cell(g.owner), duration(g.ageMs), time(g.leaseUntil), g.stale ? 'STALE' : '', g.writerWaiting ? 'yes' : '']),
       ));
-      if (next !== null) io.out(`more: mysql-rwlock ls --after ${next}${limit ? ` --limit ${limit}` : ''}`);
+      if (next !== null) {
+        // The same query's next page: every filter repeated (a page without them lists other grants),
+        // text values as --name=VALUE so that one starting with '-' stays a value.
+        const text = (name: string): string[] => (typeof values[name] === 'string' ? [`--${name}=${values[name] as string}`] : []);
+        io.out(`more: ${commandLine([
+          'mysql-rwlock', 'ls', ...text('mode'), ...text('owner'), ...(values.stale ? ['--stale'] : []), ...text('prefix'), ...text('stale-after'),
+          ...(limit !== undefined ? ['--limit', String(limit)] : []), '--after', String(next),
+        ])}`);
+      }
     }
     return grants.length > 0 ? EXIT.done : EXIT.nothing;
   },
@@ -118,7 +126,9 @@ const history: Command = {
           time(g.releasedAt), cell(g.releaser ?? ''), cell(g.reason ?? ''),
         ]),
       ));
-      if (page.next !== null) io.out(`more: mysql-rwlock history ${JSON.stringify(positionals[0])} --before ${page.next}`);
+      if (page.next !== null) {
+        io.out(`more: ${commandLine(['mysql-rwlock', 'history', ...(limit !== undefined ? ['--limit', String(limit)] : []), '--before', String(page.next), '--', positionals[0]!])}`);
+      }
     }
     return page.grants.length > 0 ? EXIT.done : EXIT.nothing;
   },

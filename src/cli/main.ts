@@ -6,11 +6,12 @@ import knexFactory, { type Knex } from 'knex';
 import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
 import { createLockManager, type LockManager } from '../lock/manager.js';
 import { DEFAULTS, LIMITS } from '../options.js';
-import { checkMysqlUrl } from '../reaper/job.js';
+import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type CommandContext, type Io } from './command.js';
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
+import { cell } from './format.js';
 
 export { EXIT } from './command.js';
 
@@ -76,7 +77,8 @@ function operatorName(env: NodeJS.ProcessEnv): string {
 
 /**
  * Runs one command line and resolves to its exit code. Nothing is printed that holds the
- * password: the URL is checked without echoing it, and any message is scrubbed of it.
+ * password: the URL is checked without echoing it, and any message is scrubbed of it. Messages
+ * may quote a resource id: their control characters are escaped as a table's cells are.
  */
 export async function main(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv;
@@ -90,11 +92,13 @@ export async function main(argv: string[], io: Io): Promise<number> {
     io.err(`mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`);
     return EXIT.usage;
   }
-  let secret: string | undefined;
-  const scrub = (text: string): string => (secret ? text.split(secret).join('***').split(encodeURIComponent(secret)).join('***') : text);
+  let secrets: string[] = [];
+  // A driver's message should never hold the password; this is a second guard. Shorter than 4
+  // characters, a password would blank out ordinary text (every ':'), and is not looked for.
+  const scrub = (text: string): string => secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
   let knex: Knex | undefined;
   try {
-    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
     let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
@@ -102,6 +106,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       throw new UsageError((err as Error).message);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
+    const repeated = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).filter(([, o]) => o.multiple).map(([k]) => [k, (parsed.values[k] ?? []) as string[]]));
     if (values.help) {
       io.out(usageOf(command));
       return EXIT.done;
@@ -111,18 +116,14 @@ export async function main(argv: string[], io: Io): Promise<number> {
     }
     const fromFlag = typeof values.url === 'string';
     const raw = fromFlag ? (values.url as string) : io.env.MYSQL_URL;
-    try {
-      secret = raw ? decodeURIComponent(new URL(raw).password) || undefined : undefined;
-    } catch {
-      secret = undefined;
-    }
-    let conn: { url: string } | undefined;
-    const connection = (): { url: string } => {
+    secrets = connectionSecrets(raw);
+    let conn: MysqlConnection | undefined;
+    const connection = (): MysqlConnection => {
       if (conn) return conn;
       try {
-        conn = checkMysqlUrl(raw);
+        conn = parseConnectionUrl(raw, fromFlag ? '--url' : 'MYSQL_URL').connection;
       } catch (err) {
-        throw new UsageError(fromFlag ? (err as Error).message.replace(/^MYSQL_URL/, '--url') : `${(err as Error).message} (or pass --url)`);
+        throw new UsageError(fromFlag ? (err as Error).message : `${(err as Error).message} (or pass --url)`);
       }
       return conn;
     };
@@ -131,11 +132,12 @@ export async function main(argv: string[], io: Io): Promise<number> {
     let locks: LockManager | undefined;
     const db = (): Knex => {
       // knex's own warnings would print the connection settings' context; the CLI reports errors itself.
-      knex ??= knexFactory({ client: 'mysql2', connection: connection().url, pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
+      knex ??= knexFactory({ client: 'mysql2', connection: connection(), pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
       return knex;
     };
     const ctx: CommandContext = {
       values,
+      repeated,
       positionals: parsed.positionals,
       json: values.json === true,
       io,
@@ -147,11 +149,11 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return await command.run(ctx);
   } catch (err) {
     if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
-      io.err(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`));
+      io.err(cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)));
       return EXIT.usage;
     }
     const e = err as Error & { code?: string };
-    io.err(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`));
+    io.err(cell(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`)));
     return EXIT.failed;
   } finally {
     await knex?.destroy();

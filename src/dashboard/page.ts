@@ -218,10 +218,10 @@ function drawLive(grants, truncated) {
   $('live-count').textContent = '(' + grants.length + (truncated ? '+' : '') + ')';
   $('live-empty').hidden = grants.length > 0;
   var list = $('resources');
-  var seen = {};
+  var seen = new Set(); // not an object: ids such as __proto__ or constructor are ids like any other
   list.replaceChildren();
   body.replaceChildren.apply(body, grants.map(function (g) {
-    if (!seen[g.resourceId]) { seen[g.resourceId] = 1; list.appendChild(el('option', { value: g.resourceId })); }
+    if (!seen.has(g.resourceId)) { seen.add(g.resourceId); list.appendChild(el('option', { value: g.resourceId })); }
     var tags = [];
     if (g.stale) tags.push(el('span', { class: 'tag stale', text: 'STALE' }));
     if (g.writerWaiting) tags.push(el('span', { class: 'tag waiting', text: 'writer waiting' }));

@@ -20,6 +20,13 @@ export interface DashboardOptions {
   port?: number;
   /** Address to bind. @defaultValue '127.0.0.1': only this machine can open the page */
   host?: string;
+  /**
+   * Host names (or addresses) the page answers to besides the loopback names (`localhost`,
+   * `127.0.0.1`, `::1`: when bound to loopback or to all interfaces) and the bound address itself.
+   * A request naming any other host gets 421, on every path (DNS rebinding). Needed for a page
+   * bound to 0.0.0.0 or `::` that is opened by a name or address of the machine. @defaultValue []
+   */
+  allowedHosts?: readonly string[];
   /** Show a release button on live grants and accept releases. @defaultValue false */
   allowRelease?: boolean;
   /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue 600000 */
@@ -49,10 +56,11 @@ class HttpError extends Error {
 
 /** Starts the page's server; resolves once it listens. */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const o = optionsObject('serveDashboard', options, ['knex', 'port', 'host', 'allowRelease', 'staleAfterMs']);
+  const o = optionsObject('serveDashboard', options, ['knex', 'port', 'host', 'allowedHosts', 'allowRelease', 'staleAfterMs']);
   const knex = knexOption('knex', o.knex);
   const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
   const host = o.host === undefined ? DASHBOARD_DEFAULTS.host : textOption('host', o.host, 255).toString('utf8');
+  const accepted = acceptedHosts(host, o.allowedHosts);
   const allowRelease = booleanOption('allowRelease', o.allowRelease, DASHBOARD_DEFAULTS.allowRelease);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
   const locks = createLockManager({ knex, staleAfterMs, owner: `dashboard@${hostname()}` });
@@ -84,14 +92,16 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     return withConnection(knex, (conn) => timeline(conn, { resource, windowMs, maxResources: LANES, maxGrants: BARS }));
   };
 
-  let origin = '';
   const release = async (req: http.IncomingMessage) => {
     if (!allowRelease) throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
     // A cross-site page can send a POST but cannot read the token, send JSON without a preflight,
     // or set a custom header; a browser always names the origin of a cross-site POST.
     const sent = Buffer.from(String(req.headers['x-rwlock-token'] ?? ''));
     if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token))) throw new HttpError(403, 'missing or wrong token');
-    if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
+    // The page's origin is the accepted Host it was opened at (checked before any path is served).
+    if (req.headers.origin !== undefined && req.headers.origin.toLowerCase() !== `http://${String(req.headers.host).toLowerCase()}`) {
+      throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
+    }
     if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? ''))) throw new HttpError(415, 'send application/json');
     const body = await readBody(req, 4096);
     let input: { grantId?: unknown; reason?: unknown };
@@ -100,6 +110,7 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     } catch {
       throw new HttpError(400, 'the body is not JSON');
     }
+    if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "reason": TEXT }');
     try {
       const reason = typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
       return { released: await locks.forceRelease(input.grantId as number, { reason }) };
@@ -125,7 +136,7 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     void (async () => {
       try {
         // DNS rebinding: another site's name pointed at this address must not read the page.
-        if (!hostAllowed(req.headers.host, host)) throw new HttpError(421, 'unexpected Host header');
+        if (!accepted.has(hostName(req.headers.host))) throw new HttpError(421, 'unexpected Host header: start the dashboard with --allowed-host NAME for each name it is opened by');
         if (req.method === 'GET' && url.pathname === '/') {
           send(200, 'text/html; charset=utf-8', renderPage({ token: allowRelease ? token : null, database, staleAfterMs, windows: WINDOWS_MS }));
         } else if (req.method === 'GET' && url.pathname === '/api/state') {
@@ -152,9 +163,8 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   });
   const actual = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
-  origin = `http://${shown}:${actual}`;
   return {
-    url: `${origin}/`,
+    url: `http://${host === '::' ? '[::1]' : shown}:${actual}/`,
     port: actual,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -163,12 +173,34 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   };
 }
 
-/** Host names that reach this server: the bound address, or loopback names when bound to loopback. Any when bound to all interfaces. */
-function hostAllowed(header: string | undefined, bound: string): boolean {
-  if (bound === '0.0.0.0' || bound === '::') return true;
-  const name = (header ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  const loopback = bound === '127.0.0.1' || bound === '::1' || bound === 'localhost';
-  return name === bound.toLowerCase() || (loopback && (name === 'localhost' || name === '127.0.0.1' || name === '::1'));
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+const WILDCARD = ['0.0.0.0', '::'];
+
+/**
+ * The Host names the page answers to: the bound address (unless a wildcard), the loopback names
+ * when bound to loopback or to all interfaces (loopback reaches it then), and `allowedHosts`.
+ * Bad names are refused with InvalidOptionsError before anything listens.
+ */
+function acceptedHosts(bound: string, allowed: unknown): Set<string> {
+  const list = allowed === undefined ? [] : allowed;
+  if (!Array.isArray(list)) throw new InvalidOptionsError(`allowedHosts must be an array of host names, got ${typeof list}`);
+  const names = new Set<string>();
+  const b = bound.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (!WILDCARD.includes(b)) names.add(b);
+  if (WILDCARD.includes(b) || LOOPBACK_NAMES.includes(b)) for (const n of LOOPBACK_NAMES) names.add(n);
+  for (const item of list as unknown[]) {
+    const name = typeof item === 'string' ? item.toLowerCase().replace(/^\[(.*)\]$/, '$1') : '';
+    if (!/^[a-z0-9._-]{1,253}$/.test(name) && !/^(?=.*:.*:)[0-9a-f:.]{2,45}$/.test(name)) {
+      throw new InvalidOptionsError(`allowedHosts: ${JSON.stringify(item)} is not a host name or address (no port, no scheme)`);
+    }
+    names.add(name);
+  }
+  return names;
+}
+
+/** The name in a Host header: without the port and the brackets of an IPv6 address, lower case. */
+function hostName(header: string | undefined): string {
+  return (header ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
 }
 
 function readBody(req: http.IncomingMessage, max: number): Promise<string> {

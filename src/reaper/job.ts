@@ -4,11 +4,12 @@ import { InvalidOptionsError } from '../errors.js';
 import { DEFAULTS, LIMITS, integerOption } from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
+import { parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 
 export interface ReaperJobConfig {
-  /** MYSQL_URL, checked: mysql:// or mariadb://, a host, a port in range if given, a database. */
-  url: string;
-  /** Where the job connects, for log lines: `user@host:port/database`, never the password. */
+  /** MYSQL_URL, parsed and decoded (parseConnectionUrl): what knex connects with. */
+  connection: MysqlConnection;
+  /** Where the job connects, for log lines: `host:port/database`, no part of the user or password. */
   target: string;
   /** Cron expression (node-cron; 5 fields, or 6 with seconds). @defaultValue '* * * * *' */
   cron: string;
@@ -48,46 +49,6 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   { name: 'COUNT_REPAIR', default: '0', meaning: '1: the count check also sets counts that disagree from the log (as mysql-rwlock check --repair); 0: it only reports them' },
 ]);
 
-const URL_EXAMPLE = 'mysql://user:password@host:3306/database';
-
-/**
- * Checks MYSQL_URL before anything connects. knex reads a string it cannot parse as a sqlite file
- * name, which mysql2 then ignores: a typo would become an anonymous connection to localhost:3306.
- * Messages start with MYSQL_URL and never contain the password.
- */
-export function checkMysqlUrl(raw: string | undefined): { url: string; target: string } {
-  if (raw === undefined || raw === '') throw new InvalidOptionsError(`MYSQL_URL is required, e.g. ${URL_EXAMPLE}`);
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(raw)?.[1]?.toLowerCase();
-  if (scheme !== 'mysql' && scheme !== 'mariadb') {
-    throw new InvalidOptionsError(`MYSQL_URL must start with mysql:// (or mariadb://), got ${scheme ? `${scheme}://` : 'no scheme'}; e.g. ${URL_EXAMPLE}`);
-  }
-  // The authority's port, read before URL() does: URL() rejects an out-of-range port as a whole.
-  const port = /^[^:]+:\/\/(?:[^@/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*)(?::([^/?#]*))?/.exec(raw)?.[1];
-  if (port !== undefined && !(/^\d{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)) {
-    throw new InvalidOptionsError(`MYSQL_URL has port ${JSON.stringify(port)}; a port is 1 to 65535`);
-  }
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new InvalidOptionsError(`MYSQL_URL is not a valid URL; expected ${URL_EXAMPLE} (special characters in the password percent-encoded)`);
-  }
-  if (u.hostname === '') throw new InvalidOptionsError(`MYSQL_URL has no host; expected ${URL_EXAMPLE}`);
-  const database = u.pathname.replace(/^\//, '');
-  if (database === '' || database.includes('/')) {
-    throw new InvalidOptionsError(`MYSQL_URL names no database (the path after the host); expected ${URL_EXAMPLE}`);
-  }
-  let user: string;
-  try {
-    user = decodeURIComponent(u.username);
-    decodeURIComponent(u.password);
-  } catch {
-    throw new InvalidOptionsError('MYSQL_URL has a user or password that is not valid percent-encoding (write % as %25)');
-  }
-  if (user) user += '@';
-  return { url: raw, target: `${user}${u.hostname}:${u.port || 3306}/${database}` };
-}
-
 /**
  * Reads and checks the job's settings from the environment (see JOB_ENV). Throws
  * InvalidOptionsError whose message starts with the variable's name.
@@ -98,7 +59,7 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     if (raw === undefined || raw === '') return fallback;
     return integerOption(name, /^\d+$/.test(raw) ? Number(raw) : raw, min, max);
   };
-  const { url, target } = checkMysqlUrl(env.MYSQL_URL);
+  const { connection, target } = parseConnectionUrl(env.MYSQL_URL);
   const expression = env.REAPER_CRON || JOB_DEFAULTS.cron;
   if (!cron.validate(expression)) throw new InvalidOptionsError(`REAPER_CRON is not a valid cron expression: ${JSON.stringify(expression)}`);
   const atStart = env.REAPER_RUN_AT_START;
@@ -112,7 +73,7 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
   const metricsHost = env.METRICS_HOST || JOB_DEFAULTS.metricsHost;
   if (/[\s/]/.test(metricsHost)) throw new InvalidOptionsError(`METRICS_HOST must be an address or host name, got ${JSON.stringify(metricsHost)}`);
   return {
-    url,
+    connection,
     target,
     cron: expression,
     runAtStart: atStart === undefined || atStart === '' ? JOB_DEFAULTS.runAtStart : atStart === '1',
