@@ -1,6 +1,6 @@
 // Prints sql/schema.sql from the migrations, so the plain-SQL form never drifts from them.
 // Usage: npm run schema:sql > sql/schema.sql
-import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, TABLE_CHANGES } from '../migrations/index.js';
+import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, RETIRED_PROCEDURES, TABLE_CHANGES } from '../migrations/index.js';
 
 export function schemaSql(): string {
   const out = [
@@ -13,6 +13,8 @@ export function schemaSql(): string {
   for (const ddl of CURRENT_TABLES) out.push(`${ddl};`, '');
   for (const sql of TABLE_CHANGES) out.push(`${sql};`);
   out.push('');
+  for (const name of RETIRED_PROCEDURES) out.push(`DROP PROCEDURE IF EXISTS ${name};`);
+  if (RETIRED_PROCEDURES.length > 0) out.push('');
   for (const [name, ddl] of Object.entries(CURRENT_PROCEDURES)) {
     out.push(`DROP PROCEDURE IF EXISTS ${name};`, 'DELIMITER //', `${ddl} //`, 'DELIMITER ;', '');
   }
