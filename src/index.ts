@@ -31,3 +31,4 @@ export {
   LockUpgradeError,
   PoolTooSmallError,
 } from './errors.js';
+export { SchemaOutdatedError } from './errors.js';
