@@ -1,6 +1,6 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from '../errors.js';
+import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError, TransactionConflictError } from '../errors.js';
 import { Grant } from './grant.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
@@ -51,7 +51,13 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
     for (let n = 0; ; n++) {
       if (signal?.aborted) throw new LockAbortedError(signal.reason);
       const seen = ticket.epoch;
-      const grant = await attempt(ctx, t, intentMs);
+      const grant = await attempt(ctx, t, intentMs).catch((err: unknown) => {
+        // Every try of this attempt was rolled back by a conflict (a hot resource row written on
+        // several members of a multi-primary cluster at once): nothing was granted, as when the
+        // lock is held. The caller asked to wait: wait and try again, up to the deadline.
+        if (err instanceof TransactionConflictError && deadline - performance.now() > 0) return null;
+        throw err;
+      });
       if (grant) {
         granted = signal?.aborted ? null : t.mode;
         return await unlessAborted(grant, signal);
