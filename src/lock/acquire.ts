@@ -51,13 +51,18 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
     for (let n = 0; ; n++) {
       if (signal?.aborted) throw new LockAbortedError(signal.reason);
       const seen = ticket.epoch;
-      const grant = await attempt(ctx, t, intentMs).catch((err: unknown) => {
+      let grant: Grant | null;
+      try {
+        grant = await attempt(ctx, t, intentMs);
+      } catch (err) {
         // Every try of this attempt was rolled back by a conflict (a hot resource row written on
-        // several members of a multi-primary cluster at once): nothing was granted, as when the
-        // lock is held. The caller asked to wait: wait and try again, up to the deadline.
-        if (err instanceof TransactionConflictError && deadline - performance.now() > 0) return null;
-        throw err;
-      });
+        // several members of a multi-primary cluster at once): nothing was granted. The caller
+        // asked to wait: try again, up to the deadline. At once, backoff restarted: the tries
+        // already paused between them, and a conflict says the row is moving, not that it is held.
+        if (!(err instanceof TransactionConflictError) || deadline - performance.now() <= 0) throw err;
+        n = -1;
+        continue;
+      }
       if (grant) {
         granted = signal?.aborted ? null : t.mode;
         return await unlessAborted(grant, signal);
