@@ -1,6 +1,7 @@
 // A schema that is not the one this version needs: migrate() notices a procedure left at another
 // definition and replaces it; lock managers refuse a database whose migrations stop short of what
 // they need, and a column narrowed or a procedure re-signed by hand, with a typed error naming the fix.
+import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import * as m001 from '../migrations/001_lock_tables.js';
@@ -15,6 +16,28 @@ const fresh = useTestDatabase(`${import.meta.filename}-fresh`, { migrate: false 
 const procs = useTestDatabase(`${import.meta.filename}-procs`, { procedures: true });
 const behind = useTestDatabase(`${import.meta.filename}-behind`, { procedures: true });
 const narrowed = useTestDatabase(`${import.meta.filename}-narrowed`);
+const plainSql = useTestDatabase(`${import.meta.filename}-plain`, { migrate: false });
+
+/** sql/schema.sql's statements, as the mysql client splits them (DELIMITER lines honoured). */
+function schemaStatements(): string[] {
+  const out: string[] = [];
+  let delimiter = ';';
+  let current = '';
+  for (const line of readFileSync('sql/schema.sql', 'utf8').split('\n')) {
+    const d = /^DELIMITER\s+(\S+)\s*$/.exec(line);
+    if (d) {
+      delimiter = d[1]!;
+      continue;
+    }
+    if (line.startsWith('--') && current.trim() === '') continue;
+    current += `${line}\n`;
+    if (current.trimEnd().endsWith(delimiter)) {
+      out.push(current.trimEnd().slice(0, -delimiter.length).trim());
+      current = '';
+    }
+  }
+  return out;
+}
 
 async function rows<T>(k: Knex, sql: string, params: unknown[] = []): Promise<T[]> {
   return ((await k.raw(sql, params as Knex.RawBinding[])) as unknown as [T[]])[0];
@@ -106,8 +129,21 @@ describe('a database older than this version needs', () => {
   });
 });
 
+describe('a schema applied from sql/schema.sql', () => {
+  it('records its migrations as migrate() does: migrate() finds nothing to do, and the check works', async () => {
+    for (let round = 0; round < 2; round++) for (const statement of schemaStatements()) await plainSql.knex.raw(statement);
+    const recorded = await rows<{ name: string }>(plainSql.knex, 'SELECT name FROM rwlock_migrations ORDER BY id');
+    expect(recorded.map((r) => r.name)).toEqual(MIGRATIONS.map((m) => m.name));
+    expect(await createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).withWriteLock('plain', async () => 'ran')).toBe('ran');
+    await plainSql.knex.raw("DELETE FROM rwlock_migrations WHERE name = '003_mode_changes'");
+    await expect(createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).tryAcquireWrite('plain')).rejects.toThrow(/migrations not applied: 003_mode_changes/);
+    expect(await migrate(plainSql.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: ['003_mode_changes'], repaired: [] });
+    expect(await migrate(plainSql.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: [], repaired: [] });
+  });
+});
+
 describe('where the bookkeeping cannot be read', () => {
-  it('a schema without rwlock_migrations (applied from sql/schema.sql) is not checked: acquires work', async () => {
+  it('a schema without rwlock_migrations (applied from an sql/schema.sql older than 006) is not checked: acquires work', async () => {
     await fresh.knex.raw('DROP TABLE IF EXISTS rwlock_migrations');
     const k = fresh.connect({ poolMax: 2 });
     expect(await createLockManager({ knex: k }).withWriteLock('no-bookkeeping', async () => 'ran')).toBe('ran');

@@ -38,13 +38,16 @@ async function rows<T>(db: Knex, sql: string, bindings: readonly (string | numbe
   return result;
 }
 
+/** The table of applied migrations; sql/schema.sql creates and fills it too, so lock managers can check it. */
+export const MIGRATION_TABLE_DDL = `CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
+    id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`;
+
 /**
  * The bookkeeping tables, in the layout knex's migrator uses (so existing databases keep their
  * history), created race-free: CREATE ... IF NOT EXISTS and an idempotent lock row.
  */
 async function ensureBookkeeping(db: Knex): Promise<void> {
-  await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
-    id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`);
+  await db.raw(MIGRATION_TABLE_DDL);
   await db.raw(`CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (
     \`index\` INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, is_locked INT)`);
   await db.raw(`INSERT INTO ${LOCK_TABLE} (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
