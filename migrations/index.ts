@@ -5,6 +5,7 @@ import * as m002 from './002_acquire_v2.js';
 import * as m003 from './003_mode_changes.js';
 import * as m004 from './004_release_notes.js';
 import * as m005 from './005_history_index.js';
+import * as m006 from './006_invoker_routines.js';
 
 /** What a migration creates: `procedures: false` leaves stored routines out (see `migrate`). */
 export interface MigrationOptions {
@@ -28,10 +29,13 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '003_mode_changes', up: m003.up, down: m003.down },
   { name: '004_release_notes', up: m004.up, down: m004.down },
   { name: '005_history_index', up: m005.up, down: m005.down },
+  { name: '006_invoker_routines', up: m006.up, down: m006.down },
 ];
 
 /** The procedures the current schema has, by name: each from the newest migration that defines it. */
-export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m001.PROCEDURES, ...m002.PROCEDURES };
+export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m006.PROCEDURES };
+/** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */
+export const RETIRED_PROCEDURES: readonly string[] = m006.RETIRED_PROCEDURES;
 /** The tables the current schema has: created by the first and fourth migrations, then altered in place by these statements. */
 export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES];
 export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STATEMENTS];
@@ -39,3 +43,12 @@ export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STA
 export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS];
 /** The indexes the tables were created with, and how to build each again in place. */
 export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m004.INDEXES];
+
+/**
+ * The newest migration the lock client's statements depend on: version 2's acquire (version 1's
+ * refused most first users of a resource) and version 3's column (downgrade, upgrade). Lock
+ * managers refuse a database whose migrations stop short of it (see src/sql/schema-version.ts).
+ * Later migrations serve the reaper and operators, which fail on their own missing objects, or
+ * change nothing the client reads.
+ */
+export const CLIENT_NEEDS = '003_mode_changes';

@@ -182,3 +182,16 @@ export class ManagerClosedError extends RwLockError {
     super('ERR_RWLOCK_CLOSED', `${what}: the lock manager is closed`);
   }
 }
+
+/**
+ * The schema is not the one this version needs: its migrations stop short of what the lock's
+ * statements depend on (an app upgraded without migrating, a database restored from before a
+ * migration), or an object was changed by hand (a narrowed column, a procedure with another
+ * signature). Nothing was changed. A SchemaMissingError, with its code and its fix: run migrate(db).
+ */
+export class SchemaOutdatedError extends SchemaMissingError {
+  constructor(detail: string, cause?: unknown) {
+    super(cause);
+    this.message = `mysql-rwlock schema is not the one this version needs (${detail}): run migrate(db) or apply sql/schema.sql`;
+  }
+}

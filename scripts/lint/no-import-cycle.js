@@ -37,14 +37,37 @@ function importsOf(file, options) {
   }
   const cached = importsByFile.get(file);
   if (cached && cached.mtimeMs === mtimeMs) return cached.imports;
-  const scanned = ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles;
   const imports = [];
-  for (const { fileName: specifier } of scanned) {
+  for (const specifier of specifiersOf(file)) {
     const target = resolveImport(specifier, file, options);
     if (target) imports.push({ specifier, target });
   }
   importsByFile.set(file, { mtimeMs, imports });
   return imports;
+}
+
+/**
+ * Module specifiers from the syntax tree: static imports and re-exports (type-only included), `import()`
+ * calls and `import('…')` types. A tree, not ts.preProcessFile's scanner, which also reads the `import`
+ * lines of code examples inside doc comments.
+ */
+function specifiersOf(file) {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const found = [];
+  const visit = (node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push(node.moduleSpecifier.text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push(node.argument.literal.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      found.push(node.arguments[0].text);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+      found.push(node.moduleReference.expression.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
 }
 
 function resolveImport(specifier, from, options) {

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../../migrations/conditional-ddl.js';
-import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, type MigrationOptions } from '../../migrations/index.js';
+import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, RETIRED_PROCEDURES, type MigrationOptions } from '../../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
-const MIGRATION_TABLE = 'rwlock_migrations';
+export const MIGRATION_TABLE = 'rwlock_migrations';
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
 
 export interface MigrateOptions {
@@ -23,7 +23,11 @@ export interface MigrateOptions {
 export interface MigrateResult {
   /** Migrations applied by this call, in order. */
   applied: string[];
-  /** Objects that were missing although their migration had run (dropped by hand), now recreated. */
+  /**
+   * Objects that were missing although their migration had run (dropped by hand), now recreated;
+   * procedures whose definition was not the current one (left at an earlier version, or changed by
+   * hand), now replaced; and procedures a later migration dropped that were found again, now dropped.
+   */
   repaired: string[];
 }
 
@@ -32,13 +36,16 @@ async function rows<T>(db: Knex, sql: string, bindings: readonly (string | numbe
   return result;
 }
 
+/** The table of applied migrations; sql/schema.sql creates and fills it too, so lock managers can check it. */
+export const MIGRATION_TABLE_DDL = `CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
+    id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`;
+
 /**
  * The bookkeeping tables, in the layout knex's migrator uses (so existing databases keep their
  * history), created race-free: CREATE ... IF NOT EXISTS and an idempotent lock row.
  */
 async function ensureBookkeeping(db: Knex): Promise<void> {
-  await db.raw(`CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
-    id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(255), batch INT, migration_time TIMESTAMP NULL)`);
+  await db.raw(MIGRATION_TABLE_DDL);
   await db.raw(`CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (
     \`index\` INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, is_locked INT)`);
   await db.raw(`INSERT INTO ${LOCK_TABLE} (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
@@ -80,6 +87,49 @@ async function isPresent(db: Knex, part: AddedInPlace): Promise<boolean> {
   return Number(row?.n) > 0;
 }
 
+/**
+ * A procedure's definition in a form two servers print alike: no DEFINER clause, no quotes around
+ * the name, no line comments, whitespace collapsed (MySQL and MariaDB print the characteristics on
+ * a line of their own). What SHOW CREATE PROCEDURE prints compares equal to the migration's text
+ * exactly when the server holds that text.
+ */
+export function normaliseRoutine(ddl: string): string {
+  return ddl
+    .replace(/^\s*CREATE\s+DEFINER\s*=\s*(?:`[^`]*`|'[^']*'|[^\s@]+)(?:@(?:`[^`]*`|'[^']*'|\S+))?\s+/i, 'CREATE ')
+    .replace(/^(CREATE\s+PROCEDURE\s+)`([^`]+)`/i, '$1$2')
+    .replace(/--[^\n]*/g, ' ')
+    .replace(/\s+/g, ' ')
+    .replace(/ ?([(),;]) ?/g, '$1')
+    .trim();
+}
+
+/**
+ * Current procedures present with another definition than the current migration's: an earlier
+ * version's body (a database restored from before a migration, or an app that ran an old release's
+ * migrations since), another signature, or a hand edit. A definition this user may not read (SHOW
+ * CREATE PROCEDURE prints it to its definer and to holders of SHOW_ROUTINE or SELECT on the
+ * routine tables only) is left as it is, rather than replaced under live traffic on a guess.
+ */
+async function staleProcedures(db: Knex, skip: readonly string[]): Promise<string[]> {
+  const stale: string[] = [];
+  for (const [name, ddl] of Object.entries(CURRENT_PROCEDURES)) {
+    if (skip.includes(name)) continue;
+    const shown = await rows<Record<string, string | null>>(db, `SHOW CREATE PROCEDURE ${name}`).catch(() => []);
+    const text = shown[0]?.['Create Procedure'];
+    if (typeof text === 'string' && normaliseRoutine(text) !== normaliseRoutine(ddl)) stale.push(name);
+  }
+  return stale;
+}
+
+/** Retired procedures that exist again (recreated by an older release's migrate(), or by hand). */
+async function retiredPresent(db: Knex): Promise<string[]> {
+  if (RETIRED_PROCEDURES.length === 0) return [];
+  const present = await rows<{ name: string }>(
+    db, `SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'
+          AND ROUTINE_NAME IN (${RETIRED_PROCEDURES.map(() => '?').join(', ')})`, RETIRED_PROCEDURES);
+  return present.map((r) => r.name);
+}
+
 /** Under the lock: applies what has not run, and rebuilds objects dropped since. */
 async function migrateLocked(db: Knex, options: MigrationOptions): Promise<MigrateResult> {
   const done = new Set((await rows<{ name: string }>(db, `SELECT name FROM ${MIGRATION_TABLE}`)).map((r) => r.name));
@@ -90,13 +140,22 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
     await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [m.name, Number(batch) + 1]);
   }
   const missing = await missingObjects(db, options);
+  const stale = options.procedures ? await staleProcedures(db, missing) : [];
+  const retired = await retiredPresent(db);
   // Every migration's `up` is idempotent, so running them all in order rebuilds exactly what is
-  // missing but the indexes a CREATE TABLE made, which are built again only when missing.
+  // missing but the indexes a CREATE TABLE made, which are built again only when missing. The
+  // last migrations leave every procedure at its current definition and drop the retired ones.
   if (missing.length > 0) {
     for (const m of MIGRATIONS) await m.up(db, options);
     for (const index of CREATED_INDEXES) await runOnOneConnection(db, unlessPresent(index, index.rebuild));
+  } else {
+    for (const name of stale) {
+      await db.raw(`DROP PROCEDURE IF EXISTS ${name}`);
+      await db.raw(CURRENT_PROCEDURES[name]!);
+    }
+    for (const name of retired) await db.raw(`DROP PROCEDURE IF EXISTS ${name}`);
   }
-  return { applied: pending.map((m) => m.name), repaired: missing };
+  return { applied: pending.map((m) => m.name), repaired: [...missing, ...stale, ...retired] };
 }
 
 /**

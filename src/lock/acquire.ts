@@ -1,6 +1,6 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError } from '../errors.js';
+import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError, TransactionConflictError } from '../errors.js';
 import { HeldGrant } from './grant.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
@@ -9,6 +9,7 @@ import { withdrawAcquire } from '../sql/withdraw.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
+import { checkSchemaVersion } from '../sql/schema-version.js';
 
 /** A resource to lock: the id as given, and its bytes as stored. */
 export interface Target {
@@ -50,7 +51,18 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
     for (let n = 0; ; n++) {
       if (signal?.aborted) throw new LockAbortedError(signal.reason);
       const seen = ticket.epoch;
-      const grant = await attempt(ctx, t, intentMs);
+      let grant: HeldGrant | null;
+      try {
+        grant = await attempt(ctx, t, intentMs);
+      } catch (err) {
+        // Every try of this attempt was rolled back by a conflict (a hot resource row written on
+        // several members of a multi-primary cluster at once): nothing was granted. The caller
+        // asked to wait: try again, up to the deadline. At once, backoff restarted: the tries
+        // already paused between them, and a conflict says the row is moving, not that it is held.
+        if (!(err instanceof TransactionConflictError) || deadline - performance.now() <= 0) throw err;
+        n = -1;
+        continue;
+      }
       if (grant) {
         granted = signal?.aborted ? null : t.mode;
         return await unlessAborted(grant, signal);
@@ -97,6 +109,7 @@ async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, tok
  * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
  */
 export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<HeldGrant | null> {
+  await checkSchemaVersion(ctx.knex);
   let token = newToken();
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();

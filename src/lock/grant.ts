@@ -231,8 +231,29 @@ export class HeldGrant implements Grant {
     void withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token)).then((row) => call(row?.releasedBy ?? null), () => call(null));
   }
 
+  /**
+   * Never throws: it runs in a rejection handler (a throw there is an unhandled rejection, which
+   * ends the process) and inside release(). A hook can reject with anything, including a value
+   * whose String() throws (`Object.create(null)`) or a Proxy whose every trap throws.
+   */
   #reportHookError(err: unknown): void {
-    process.emitWarning(`onLockLost threw for grant ${this.id}: ${err instanceof Error ? err.message : String(err)}`, { type: 'MysqlRwlockWarning', detail: err instanceof Error ? err.stack : undefined });
+    let text = 'a value that cannot be shown';
+    let stack: string | undefined;
+    try {
+      if (err instanceof Error) {
+        text = String(err.message);
+        stack = typeof err.stack === 'string' ? err.stack : undefined;
+      } else {
+        text = String(err);
+      }
+    } catch {
+      try {
+        text = Object.prototype.toString.call(err);
+      } catch {
+        // keep the placeholder
+      }
+    }
+    process.emitWarning(`onLockLost threw for grant ${this.id}: ${text}`, { type: 'MysqlRwlockWarning', detail: stack });
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, ServerReadOnlyError } from '../errors.js';
+import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, SchemaOutdatedError, ServerReadOnlyError } from '../errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -72,6 +72,16 @@ const READ_ONLY = new Set([1290, 1792]);
 const ER_NODE_NOT_READY = 1047;
 const ER_DATA_OUT_OF_RANGE = 1690;
 const ER_CHECK_CONSTRAINT = new Set([3819, 4025]); // MySQL, MariaDB
+/**
+ * What the lock's statements meet only when an object is not the one migrate() made: every value
+ * they send is validated to fit the migrated columns (ER_DATA_TOO_LONG: a column narrowed by hand;
+ * in a non-strict sql_mode the server truncates instead, with a warning), and their CALLs pass the
+ * migrated procedure's parameters (ER_SP_WRONG_NO_OF_ARGS: another signature).
+ */
+const SCHEMA_CHANGED: ReadonlyMap<number, string> = new Map([
+  [1406, 'a column is narrower than migrate() creates it'],
+  [1318, 'a procedure takes other parameters than migrate() creates it with'],
+]);
 
 /**
  * Typed errors for what the lock's own statements can meet: a missing schema, a read-only server,
@@ -83,6 +93,8 @@ export function translate(err: unknown): unknown {
   const errno = errnoOf(err);
   if (errno === undefined) return err;
   if (SCHEMA_MISSING.has(errno)) return new SchemaMissingError(err);
+  const changed = SCHEMA_CHANGED.get(errno);
+  if (changed !== undefined) return new SchemaOutdatedError(changed, err);
   if (READ_ONLY.has(errno)) return new ServerReadOnlyError(err);
   if (errno === ER_NODE_NOT_READY) return new NodeNotReadyError(err);
   if (errno === ER_DATA_OUT_OF_RANGE || ER_CHECK_CONSTRAINT.has(errno)) {

@@ -66,6 +66,14 @@ describe('no-import-cycle', () => {
     ]);
   });
 
+  it('does not read the import lines of a code example inside a doc comment', async () => {
+    const found = await lint({
+      'index.ts': "export { run } from './run.js';\n",
+      'run.ts': "/**\n * @example\n * ```ts\n * import { run } from './index.js';\n * ```\n */\nexport function run(): void {}\n",
+    });
+    expect(found).toEqual([]);
+  });
+
   it('the control: the same modules with the cycle broken (the shared type in its own module) pass', async () => {
     const found = await lint({
       'types.ts': 'export interface A { b: B }\nexport interface B { a: A }\n',
