@@ -7,6 +7,9 @@ import * as m004 from './004_release_notes.js';
 import * as m005 from './005_history_index.js';
 import * as m006 from './006_invoker_routines.js';
 
+/** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
+export const MIGRATION_TABLE = 'rwlock_migrations';
+
 /** What a migration creates: `procedures: false` leaves stored routines out (see `migrate`). */
 export interface MigrationOptions {
   procedures: boolean;

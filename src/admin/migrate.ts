@@ -1,12 +1,11 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../../migrations/conditional-ddl.js';
-import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATIONS, RETIRED_PROCEDURES, type MigrationOptions } from '../../migrations/index.js';
+import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATION_TABLE, MIGRATIONS, RETIRED_PROCEDURES, type MigrationOptions } from '../../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
-export const MIGRATION_TABLE = 'rwlock_migrations';
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
 
 export interface MigrateOptions {

@@ -1,10 +1,8 @@
 import type { Knex } from 'knex';
-import { CLIENT_NEEDS, MIGRATIONS } from '../../migrations/index.js';
+import { CLIENT_NEEDS, MIGRATION_TABLE, MIGRATIONS } from '../../migrations/index.js';
 import { SchemaOutdatedError } from '../errors.js';
 import { errnoOf, query, withConnection } from './connection.js';
 
-/** migrate()'s bookkeeping table (src/admin/migrate.ts), read here without importing the admin layer. */
-const MIGRATION_TABLE = 'rwlock_migrations';
 const NEEDED = MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === CLIENT_NEEDS) + 1).map((m) => m.name);
 const ER_NO_SUCH_TABLE = 1146;
 const ER_TABLEACCESS_DENIED = 1142;
