@@ -31,3 +31,4 @@ export {
   LockUpgradeError,
   PoolTooSmallError,
 } from './errors.js';
+export type { LockTracingChannel } from './observability/tracing.js';
