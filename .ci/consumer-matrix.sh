@@ -15,9 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-TYPESCRIPT=(5.9 7)
-TYPES_NODE=(20 22 latest)
-NODES=(20 22 24)
+# A subset for a quick local run: CONSUMER_MATRIX_TYPESCRIPT=7 CONSUMER_MATRIX_TYPES_NODE=latest.
+read -ra TYPESCRIPT <<< "${CONSUMER_MATRIX_TYPESCRIPT:-5.9 7}"
+read -ra TYPES_NODE <<< "${CONSUMER_MATRIX_TYPES_NODE:-20 22 latest}"
+read -ra NODES <<< "${CONSUMER_MATRIX_NODES:-20 22 24}"
 MODES=("node16 node16" "nodenext nodenext" "esnext bundler")
 JOBS=${CONSUMER_MATRIX_JOBS:-2}
 cache=${CONSUMER_MATRIX_CACHE:-$HOME/.cache/mysql-rwlock/consumer}
@@ -168,9 +169,16 @@ check() {
   echo "$status $((SECONDS - t0))" > "$work/results/$name.result"
 }
 
-step "every export is imported and used (TypeScript API of ${pairs[0]%%+*})"
-check "exports-covered" node .ci/consumer/coverage.mjs "${apps[0]}" tsconfig.nodenext.json < "$work/entries"
-cat "$work/results/exports-covered.log"
+# TypeScript 7 has no JavaScript API: the coverage check needs an app with TypeScript 5.
+api_app=
+for app in "${apps[@]}"; do [[ $(basename "$app") != typescript@5.* ]] || { api_app=$app; break; }; done
+if [ -n "$api_app" ]; then
+  step "every export is imported and used (TypeScript API of $(basename "${api_app%%+*}"))"
+  check "exports-covered" node .ci/consumer/coverage.mjs "$api_app" tsconfig.nodenext.json < "$work/entries"
+  cat "$work/results/exports-covered.log"
+else
+  step "every export is imported and used: NOT CHECKED, no TypeScript 5 in CONSUMER_MATRIX_TYPESCRIPT"
+fi
 
 # In the app, so that errors name src/examples/README-L12.ts, not a path into the temporary dir.
 typecheck() { cd "$1" && node node_modules/typescript/bin/tsc -p "$2"; }
@@ -187,8 +195,13 @@ await_jobs || true
 step "the quick start from the installed tarball on Node ${NODES[*]}"
 quickstart="${apps[0]}"
 cp examples/quickstart.ts "$quickstart/quickstart.ts"
-node "$quickstart/node_modules/typescript/bin/tsc" --strict --target es2022 --module nodenext --moduleResolution nodenext --types node \
-  --outDir "$quickstart/out" "$quickstart/quickstart.ts" || fail "examples/quickstart.ts does not compile"
+cat > "$quickstart/tsconfig.quickstart.json" <<'EOF'
+{
+  "compilerOptions": { "strict": true, "target": "es2022", "types": ["node"], "module": "nodenext", "moduleResolution": "nodenext", "outDir": "out" },
+  "files": ["quickstart.ts"]
+}
+EOF
+(cd "$quickstart" && node node_modules/typescript/bin/tsc -p tsconfig.quickstart.json) || fail "examples/quickstart.ts does not compile"
 deadline=$((SECONDS + 300))
 until grep -q '^mysql://' "$work/db-url" 2>/dev/null; do
   kill -0 "$server_pid" 2>/dev/null && [ $SECONDS -lt $deadline ] || { cat "$work/server.log" >&2; fail "no database URL from scripts/scratch-database.ts"; }
