@@ -30,7 +30,7 @@ for (const { specifier, file } of entries) {
   const exported = checker.getExportsOfModule(moduleSymbol).map((s) => s.name).filter((n) => n !== 'default');
   const missing = exported.filter((n) => !imported.has(n));
   if (missing.length) problems.push(`'${specifier}' exports ${missing.join(', ')}, which ${file} does not import and use`);
-  console.log(`${specifier}: ${exported.length} exported names, all imported by ${file.slice(resolve(appDir).length + 1)}${missing.length ? ' - NO' : ''}`);
+  console.log(`${specifier}: ${exported.length} exported names, ${missing.length ? `${missing.length} not` : 'all'} imported by ${file.slice(resolve(appDir).length + 1)}`);
 }
 // Imported but unused (6133, 6192, 6196, 6198), or any other error in the use files.
 for (const d of ts.getPreEmitDiagnostics(program)) {
