@@ -96,8 +96,8 @@ export interface LockTracingHandlers<C extends object> {
 /**
  * A `node:diagnostics_channel` TracingChannel whose events carry context objects of type `C`
  * ({@link AcquireContext}, {@link FenceContext}, {@link ReleaseContext}, {@link ReapContext}).
- * Node's TracingChannel objects are assignable to it under every @types/node version
- * (`.ci/consumer-matrix.sh` checks it), so no cast is needed:
+ * Node's TracingChannel objects are assignable to it under @types/node 20, 22 and 26
+ * (`.ci/consumer-matrix.sh` checks each), so an app needs no cast:
  * `const acquire: LockTracingChannel<AcquireContext> = diagnostics.tracingChannel(CHANNELS.acquire)`.
  * It has no `hasSubscribers` of its own: Node has it only from 20.13; ask the five event channels.
  */
@@ -112,7 +112,7 @@ export interface LockTracingChannel<C extends object> {
   tracePromise<T>(fn: () => Promise<T>, context: C): Promise<T>;
 }
 
-// The one place node's channel objects meet the library's types.
+// Node's channel objects become the library's types here and in lostChannel below, nowhere else.
 function tracingChannel<C extends object>(name: string): LockTracingChannel<C> {
   return diagnostics.tracingChannel(name) as unknown as LockTracingChannel<C>;
 }
