@@ -69,19 +69,63 @@ export interface LostContext extends LockLostInfo {
   mode: LockMode;
 }
 
-type Tracing<C extends object> = diagnostics.TracingChannel<unknown, C>;
+/**
+ * A `node:diagnostics_channel` Channel carrying messages of type `M`: the members the library uses.
+ * The library declares its own channel types rather than naming @types/node's, whose type parameters
+ * changed order (`TracingChannel<StoreType, ContextType>` up to @types/node 25,
+ * `TracingChannel<ContextType, StoreType>` from 26): a declaration naming them compiles against some
+ * @types/node versions only. To listen on the plain `lost` channel, whose listeners @types/node types
+ * as taking `unknown`: `diagnostics.subscribe(CHANNELS.lost, (m) => { const lost = m as LostContext; })`.
+ */
+export interface LockChannel<M> {
+  readonly hasSubscribers: boolean;
+  publish(message: M): void;
+}
 
-export const acquireChannel: Tracing<AcquireContext> = diagnostics.tracingChannel(CHANNELS.acquire);
-export const fenceChannel: Tracing<FenceContext> = diagnostics.tracingChannel(CHANNELS.fence);
-export const releaseChannel: Tracing<ReleaseContext> = diagnostics.tracingChannel(CHANNELS.release);
-export const reapChannel: Tracing<ReapContext> = diagnostics.tracingChannel(CHANNELS.reap);
-export const lostChannel: diagnostics.Channel<unknown, LostContext> = diagnostics.channel(CHANNELS.lost) as diagnostics.Channel<unknown, LostContext>;
+/** Handlers for the five events of a {@link LockTracingChannel}; any may be left out. */
+export interface LockTracingHandlers<C extends object> {
+  start?(context: C): void;
+  end?(context: C): void;
+  asyncStart?(context: C): void;
+  asyncEnd?(context: C): void;
+  error?(context: C): void;
+}
+
+/**
+ * A `node:diagnostics_channel` TracingChannel whose events carry context objects of type `C`
+ * ({@link AcquireContext}, {@link FenceContext}, {@link ReleaseContext}, {@link ReapContext}).
+ * Node's TracingChannel objects are assignable to it under @types/node 20, 22 and 26
+ * (`.ci/consumer-matrix.sh` checks each), so an app needs no cast:
+ * `const acquire: LockTracingChannel<AcquireContext> = diagnostics.tracingChannel(CHANNELS.acquire)`.
+ * It has no `hasSubscribers` of its own: Node has it only from 20.13; ask the five event channels.
+ */
+export interface LockTracingChannel<C extends object> {
+  readonly start: LockChannel<C>;
+  readonly end: LockChannel<C>;
+  readonly asyncStart: LockChannel<C>;
+  readonly asyncEnd: LockChannel<C>;
+  readonly error: LockChannel<C>;
+  subscribe(handlers: LockTracingHandlers<C>): void;
+  unsubscribe(handlers: LockTracingHandlers<C>): void;
+  tracePromise<T>(fn: () => Promise<T>, context: C): Promise<T>;
+}
+
+// Node's channel objects become the library's types here and in lostChannel below, nowhere else.
+function tracingChannel<C extends object>(name: string): LockTracingChannel<C> {
+  return diagnostics.tracingChannel(name) as unknown as LockTracingChannel<C>;
+}
+
+export const acquireChannel = tracingChannel<AcquireContext>(CHANNELS.acquire);
+export const fenceChannel = tracingChannel<FenceContext>(CHANNELS.fence);
+export const releaseChannel = tracingChannel<ReleaseContext>(CHANNELS.release);
+export const reapChannel = tracingChannel<ReapContext>(CHANNELS.reap);
+export const lostChannel = diagnostics.channel(CHANNELS.lost) as unknown as LockChannel<LostContext>;
 
 /**
  * Whether anyone listens. TracingChannel#hasSubscribers exists only from Node 20.13, so the five
  * event channels are asked directly.
  */
-export function isTraced(t: Tracing<object>): boolean {
+export function isTraced(t: LockTracingChannel<object>): boolean {
   return t.start.hasSubscribers || t.end.hasSubscribers || t.asyncStart.hasSubscribers || t.asyncEnd.hasSubscribers || t.error.hasSubscribers;
 }
 
@@ -89,7 +133,7 @@ export function isTraced(t: Tracing<object>): boolean {
  * Runs `fn` traced on `t`. With no subscriber it is `fn()` itself: the context object is not even
  * built, so tracing costs nothing until someone listens.
  */
-export function traced<T, C extends object>(t: Tracing<C>, context: () => C, fn: () => Promise<T>): Promise<T> {
+export function traced<T, C extends object>(t: LockTracingChannel<C>, context: () => C, fn: () => Promise<T>): Promise<T> {
   if (!isTraced(t)) return fn();
   return t.tracePromise(fn, context());
 }

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The packed package in consumer apps on the toolchains users have: `npm pack` (or the tarball given
+# as $1), then one scratch app per TypeScript x @types/node pair (TypeScript 5.9 and the latest 7.x;
+# @types/node 20, 22 and latest), each type-checked strict, without skipLibCheck, with
+# `"types": ["node"]`, under module/moduleResolution node16, nodenext and esnext/bundler: 18 checks.
+# The apps' sources are .ci/consumer/<entry>.ts, which import and use every export of each entry
+# point of the package (checked: an export no use file imports fails), and every ```ts block of the
+# packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted).
+# Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
+# tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
+# server found as pack-check.sh finds one. Prints a table (check, result, seconds); exits 1 on any
+# failure. npm installs are cached under ~/.cache/mysql-rwlock/consumer, keyed by exact versions
+# (resolved from the registry on every run, so a new release is picked up).
+# Usage: bash .ci/consumer-matrix.sh [mysql-rwlock-x.y.z.tgz]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+# A subset for a quick local run: CONSUMER_MATRIX_TYPESCRIPT=7 CONSUMER_MATRIX_TYPES_NODE=latest.
+read -ra TYPESCRIPT <<< "${CONSUMER_MATRIX_TYPESCRIPT:-5.9 7}"
+read -ra TYPES_NODE <<< "${CONSUMER_MATRIX_TYPES_NODE:-20 22 latest}"
+read -ra NODES <<< "${CONSUMER_MATRIX_NODES:-20 22 24}"
+MODES=("node16 node16" "nodenext nodenext" "esnext bundler")
+JOBS=${CONSUMER_MATRIX_JOBS:-2}
+cache=${CONSUMER_MATRIX_CACHE:-$HOME/.cache/mysql-rwlock/consumer}
+work=$(mktemp -d "${TMPDIR:-/tmp}/mysql-rwlock-consumer.XXXXXX")
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+started=$SECONDS
+step() { printf '\n=== consumer-matrix: %s (%ss)\n' "$1" "$((SECONDS - started))"; }
+fail() { echo "consumer-matrix FAILED: $*" >&2; exit 1; }
+quiet() { local log; log=$(mktemp "$work/log.XXXXXX"); "$@" > "$log" 2>&1 || { cat "$log" >&2; return 1; }; }
+# Background jobs other than the server: how many run; wait for them all (status: how many failed).
+running() { jobs -rp | grep -cvx "$server_pid" || true; }
+await_jobs() {
+  local failed=0 pid
+  for pid in $(jobs -p | grep -vx "$server_pid"); do wait "$pid" || failed=$((failed + 1)); done
+  return "$failed"
+}
+pkg() { node -p "require('$repo/package.json').$1"; }
+mkdir -p "$cache" "$work/results"
+
+step "a server (for the quick start; started now, awaited later)"
+node --import tsx scripts/scratch-database.ts > "$work/db-url" 2> "$work/server.log" &
+server_pid=$!
+
+step "exact versions from the registry"
+# The newest version a spec names: `npm view` lists every version in a range.
+newest() {
+  npm view "$1" version --json 2>/dev/null | node -e '
+    const v = [].concat(JSON.parse(require("fs").readFileSync(0, "utf8")));
+    const key = (s) => s.split(".").map(Number);
+    v.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
+    if (!v.length) process.exit(1);
+    console.log(v.at(-1));' || fail "npm view $1 found no version"
+}
+declare -A version
+for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
+  newest "$spec" > "$work/version-${spec//\//+}" &
+done
+await_jobs
+for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
+  version[$spec]=$(cat "$work/version-${spec//\//+}")
+  [ -n "${version[$spec]}" ] || fail "no version for $spec"
+  echo "$spec: ${version[$spec]}"
+done
+
+step "toolchains and Node binaries (cached in $cache)"
+# Installs packages $2... into cache dir $1 once; a dir is used only once its install completed.
+cached_install() {
+  local dir=$1; shift
+  [ -e "$dir/.complete" ] && return 0
+  local tmp
+  tmp=$(mktemp -d "$cache/.install.XXXXXX")
+  echo '{ "private": true }' > "$tmp/package.json"
+  (cd "$tmp" && quiet npm install --no-audit --no-fund --prefer-offline "$@") || { rm -rf "$tmp"; return 1; }
+  touch "$tmp/.complete"
+  rm -rf "$dir"
+  mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp" # another run finished the same install first
+}
+pairs=()
+for ts in "${TYPESCRIPT[@]}"; do
+  for types in "${TYPES_NODE[@]}"; do
+    pair="typescript@${version[typescript@$ts]}+types-node@${version[@types/node@$types]}"
+    pairs+=("$pair")
+    cached_install "$cache/$pair" "typescript@${version[typescript@$ts]}" "@types/node@${version[@types/node@$types]}" &
+  done
+done
+for major in "${NODES[@]}"; do cached_install "$cache/node@${version[node@$major]}" "node@${version[node@$major]}" & done
+await_jobs || fail "$? of the cached installs failed (their npm output is above)"
+for major in "${NODES[@]}"; do
+  bin="$cache/node@${version[node@$major]}/node_modules/node/bin/node"
+  # The npm package must hold the real binary of that version, not a wrapper around another node.
+  [ "$(head -c 4 "$bin" | od -An -c | tr -d ' ')" = '177ELF' ] || fail "$bin is not an ELF binary"
+  [ "$("$bin" --version)" = "v${version[node@$major]}" ] || fail "$bin is not node ${version[node@$major]}"
+done
+du -sh "$cache" | awk '{ print "cache: " $1 }'
+
+step "npm pack, and the tarball installed in a base app"
+if [ $# -gt 0 ]; then
+  tarball=$(realpath "$1")
+else
+  quiet npm pack --pack-destination "$work" || fail "npm pack failed"
+  tarball=$(ls "$work"/mysql-rwlock-*.tgz)
+fi
+echo "$(basename "$tarball")"
+base="$work/base"
+mkdir "$base"
+cd "$base"
+npm init -y > /dev/null
+npm pkg set type=module
+# As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges; prom-client for
+# mysql-rwlock/prometheus.
+quiet npm install --no-audit --no-fund --prefer-offline "$tarball" "knex@$(pkg peerDependencies.knex)" \
+  "mysql2@$(pkg peerDependencies.mysql2)" "prom-client@$(pkg "peerDependencies['prom-client']")" || fail "npm install of the tarball failed"
+# npm installs mysql2's peer @types/node (the latest) with it, as in a user's app; each app below
+# replaces it with its own, as `npm install -D @types/node@20` does.
+[ ! -e node_modules/typescript ] || fail "the installed package brings its own TypeScript"
+npm ls --depth=0 | tail -n +2
+cd "$repo"
+
+step "the apps' sources: a use file per entry point, the docs' ts blocks"
+mkdir "$work/app-src"
+node .ci/consumer/prepare.mjs "$base/node_modules/mysql-rwlock" "$work/app-src" > "$work/entries" || fail "use files and entry points disagree"
+link_tree() { cp -al "$1" "$2" 2>/dev/null || { rm -rf "$2"; cp -a "$1" "$2"; }; }
+apps=()
+for pair in "${pairs[@]}"; do
+  app="$work/$pair"
+  apps+=("$app")
+  mkdir "$app"
+  cp "$base/package.json" "$app/"
+  cp -r "$work/app-src/src" "$app/src"
+  # Hard links (copies if the cache is on another filesystem): one flat node_modules, as npm makes.
+  link_tree "$base/node_modules" "$app/node_modules"
+  shopt -s nullglob
+  for dep in "$cache/$pair/node_modules"/[!.@]* "$cache/$pair/node_modules"/@*/*; do
+    dep=${dep#"$cache/$pair/node_modules/"}
+    rm -rf "$app/node_modules/$dep"
+    mkdir -p "$(dirname "$app/node_modules/$dep")"
+    link_tree "$cache/$pair/node_modules/$dep" "$app/node_modules/$dep"
+  done
+  shopt -u nullglob
+  for mode in "${MODES[@]}"; do
+    set -- $mode
+    cat > "$app/tsconfig.$2.json" <<EOF
+{
+  "compilerOptions": {
+    "strict": true,
+    "skipLibCheck": false,
+    "noEmit": true,
+    "target": "es2022",
+    "types": ["node"],
+    "module": "$1",
+    "moduleResolution": "$2"
+  },
+  "include": ["src"]
+}
+EOF
+  done
+done
+
+# Runs check $1 (a name for the table) as command $2...; its result and seconds go to $work/results.
+check() {
+  local name=$1 t0=$SECONDS status=pass; shift
+  "$@" > "$work/results/$name.log" 2>&1 || status=FAIL
+  echo "$status $((SECONDS - t0))" > "$work/results/$name.result"
+}
+
+# TypeScript 7 has no JavaScript API: the coverage check needs an app with TypeScript 5.
+api_app=
+for app in "${apps[@]}"; do [[ $(basename "$app") != typescript@5.* ]] || { api_app=$app; break; }; done
+if [ -n "$api_app" ]; then
+  step "every export is imported and used (TypeScript API of $(basename "${api_app%%+*}"))"
+  check "exports-covered" node .ci/consumer/coverage.mjs "$api_app" tsconfig.nodenext.json < "$work/entries"
+  cat "$work/results/exports-covered.log"
+else
+  step "every export is imported and used: NOT CHECKED, no TypeScript 5 in CONSUMER_MATRIX_TYPESCRIPT"
+fi
+
+# In the app, so that errors name src/examples/README-L12.ts, not a path into the temporary dir.
+typecheck() { cd "$1" && node node_modules/typescript/bin/tsc -p "$2"; }
+step "type-check: ${#apps[@]} toolchains x ${#MODES[@]} resolutions, $JOBS at a time"
+for app in "${apps[@]}"; do
+  for mode in "${MODES[@]}"; do
+    set -- $mode
+    while [ "$(running)" -ge "$JOBS" ]; do wait -n $(jobs -rp | grep -vx "$server_pid") 2>/dev/null || true; done
+    check "$(basename "$app")+$2" typecheck "$app" "tsconfig.$2.json" &
+  done
+done
+await_jobs || true
+
+step "the quick start from the installed tarball on Node ${NODES[*]}"
+quickstart="${apps[0]}"
+cp examples/quickstart.ts "$quickstart/quickstart.ts"
+cat > "$quickstart/tsconfig.quickstart.json" <<'EOF'
+{
+  "compilerOptions": { "strict": true, "target": "es2022", "types": ["node"], "module": "nodenext", "moduleResolution": "nodenext", "outDir": "out" },
+  "files": ["quickstart.ts"]
+}
+EOF
+(cd "$quickstart" && node node_modules/typescript/bin/tsc -p tsconfig.quickstart.json) || fail "examples/quickstart.ts does not compile"
+deadline=$((SECONDS + 300))
+until grep -q '^mysql://' "$work/db-url" 2>/dev/null; do
+  kill -0 "$server_pid" 2>/dev/null && [ $SECONDS -lt $deadline ] || { cat "$work/server.log" >&2; fail "no database URL from scripts/scratch-database.ts"; }
+  sleep 0.2
+done
+db_url=$(head -1 "$work/db-url")
+tail -1 "$work/server.log"
+run_quickstart() {
+  local out
+  out=$(cd "$quickstart" && MYSQL_URL=$db_url "$1" out/quickstart.js) || return 1
+  echo "$out"
+  grep -Eqx 'payment of 125\.00 on loan-42 committed under write grant [0-9]+' <<<"$out"
+}
+for major in "${NODES[@]}"; do
+  check "quickstart+node@${version[node@$major]}" run_quickstart "$cache/node@${version[node@$major]}/node_modules/node/bin/node"
+  cat "$work/results/quickstart+node@${version[node@$major]}.log"
+done
+
+step "results"
+failed=0
+printf '%-70s %-6s %s\n' check result seconds
+for result in "$work"/results/*.result; do
+  name=$(basename "$result" .result)
+  read -r status seconds < "$result"
+  printf '%-70s %-6s %s\n' "$name" "$status" "$seconds"
+  [ "$status" = pass ] || failed=$((failed + 1))
+done
+for result in "$work"/results/*.result; do
+  read -r status _ < "$result"
+  [ "$status" = pass ] && continue
+  printf '\n--- %s\n' "$(basename "$result" .result)"
+  head -60 "${result%.result}.log"
+done
+[ "$failed" -eq 0 ] || fail "$failed checks failed (above)"
+echo "consumer-matrix passed in $((SECONDS - started))s"
