@@ -168,3 +168,26 @@ export class PoolTooSmallError extends RwLockError {
     this.poolMax = poolMax;
   }
 }
+
+/**
+ * The server refused one of the lock's statements for lack of a privilege (a table, column or
+ * routine privilege, access to the database, or the login itself). `denied` is the server's
+ * message, naming what was refused; `mysql-rwlock grants --role ROLE` prints the GRANT statements
+ * each role needs. Thrown before anything was changed by the refused statement.
+ */
+export class PrivilegeError extends RwLockError {
+  readonly denied: string;
+  /** The role whose grants the refused operation needs, when the library knows it. */
+  readonly role: string | undefined;
+  constructor(denied: string, cause: unknown, role?: string) {
+    super(
+      'ERR_RWLOCK_PRIVILEGE',
+      `the server refused a statement of the lock for lack of a privilege: ${denied}. ` +
+        `mysql-rwlock grants --role ${role ?? 'ROLE'} --user "'name'@'host'" --database DB prints the grants ${role === undefined ? 'a role' : `the ${role} role`} needs` +
+        (role === undefined ? ' (mysql-rwlock grants --help lists the roles)' : ''),
+      { cause },
+    );
+    this.denied = denied;
+    this.role = role;
+  }
+}

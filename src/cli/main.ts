@@ -11,6 +11,7 @@ import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type Comma
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
+import { GRANTS_COMMAND } from './commands-grants.js';
 
 export { EXIT } from './command.js';
 
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   ...READ_COMMANDS,
   ...WRITE_COMMANDS,
   DASHBOARD_COMMAND,
+  GRANTS_COMMAND,
 ];
 
 function usageOf(c: Command): string {
@@ -143,7 +145,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       db,
       locks: () => (locks ??= createLockManager({ knex: db(), owner: operator, staleAfterMs })),
     };
-    connection(); // a bad URL is bad usage, found before anything else happens
+    if (command !== GRANTS_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens
     return await command.run(ctx);
   } catch (err) {
     if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {

@@ -9,6 +9,7 @@ import { withdrawAcquire } from '../sql/withdraw.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
+import { ensureReleasable } from './privilege-probe.js';
 
 /** A resource to lock: the id as given, and its bytes as stored. */
 export interface Target {
@@ -97,6 +98,7 @@ async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, tok
  * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
  */
 export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<Grant | null> {
+  await ensureReleasable(ctx);
   let token = newToken();
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();
