@@ -54,7 +54,7 @@ describe('mysql-rwlock --help', () => {
     expect(top.status).toBe(0);
     expect(top.stdout).toMatch(/^Usage: mysql-rwlock <command>/);
     const names = COMMANDS.map((c) => c.name);
-    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate', 'check', 'dashboard']);
+    expect(names).toEqual(['status', 'ls', 'inspect', 'history', 'release', 'reap', 'purge', 'migrate', 'check', 'dashboard', 'grants']);
     for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
     const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
     for (const [i, h] of helps.entries()) {
