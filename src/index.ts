@@ -31,3 +31,4 @@ export {
   LockUpgradeError,
   PoolTooSmallError,
 } from './errors.js';
+export { PrivilegeError } from './errors.js';
