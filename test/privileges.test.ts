@@ -24,6 +24,8 @@ import { backdate, grantRow, invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename, { procedures: true });
 const REPO = join(import.meta.dirname, '..');
 const DAY_MS = 86_400_000;
+/** Tests that start the CLI or the reaper job as child processes (tsx compiles each): slow on a busy machine. */
+const SPAWNS = { timeout: 180_000 };
 const users: string[] = [];
 const knexes: Knex[] = [];
 
@@ -137,7 +139,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     expect(await grantsOfOwner('app-no-update')).toEqual([]);
   });
 
-  it('reaper: the job\'s --once run reaps (noting each release) and purges; reapStaleGrants and purgeReleasedGrants too', async () => {
+  it('reaper: the job\'s --once run reaps (noting each release) and purges; reapStaleGrants and purgeReleasedGrants too', SPAWNS, async () => {
     const reaper = await userFor('reaper');
     const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder' });
     const stale = [(await locks.tryAcquireWrite('reap:a'))!, (await locks.tryAcquireRead('reap:b'))!];
@@ -165,7 +167,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('negative control, reaper: without INSERT on t_lock_release_note the job fails and names the refusal; without DELETE on it, purge does', async () => {
+  it('negative control, reaper: without INSERT on t_lock_release_note the job fails and names the refusal; without DELETE on it, purge does', SPAWNS, async () => {
     const noNote = await userFor('reaper', { revoke: 'INSERT ON t_lock_release_note' });
     const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder-2' });
     const g = (await locks.tryAcquireWrite('reap:neg'))!;
@@ -179,7 +181,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     await expect(purgeReleasedGrants(noDelete.knex, { retentionMs: DAY_MS })).rejects.toEqual(privilegeRefusal(undefined, /DELETE command denied.*t_lock_release_note/));
   });
 
-  it('operator: list, history, stats, inspect, forceRelease; the CLI\'s status, ls, history, release; the page\'s state and release', async () => {
+  it('operator: list, history, stats, inspect, forceRelease; the CLI\'s status, ls, history, release; the page\'s state and release', SPAWNS, async () => {
     const operator = await userFor('operator');
     const holder = createLockManager({ knex: db.knex, owner: 'op-holder' });
     const [a, b, c] = [(await holder.tryAcquireWrite('op:a'))!, (await holder.tryAcquireWrite('op:b'))!, (await holder.tryAcquireWrite('op:c'))!];
@@ -219,7 +221,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('negative control, operator: without INSERT on t_lock_release_note forceRelease is refused and the grant stays live', async () => {
+  it('negative control, operator: without INSERT on t_lock_release_note forceRelease is refused and the grant stays live', SPAWNS, async () => {
     const noNote = await userFor('operator', { revoke: 'INSERT ON t_lock_release_note' });
     const holder = createLockManager({ knex: db.knex, owner: 'op-holder-2' });
     const g = (await holder.tryAcquireWrite('op:neg'))!;
@@ -268,7 +270,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     beforeAll(() => createDatabase(db.url, name));
     afterAll(() => dropDatabase(db.url, name));
 
-    it('creates the schema, then rebuilds a dropped procedure and index, as the migrate role', async () => {
+    it('creates the schema, then rebuilds a dropped procedure and index, as the migrate role', SPAWNS, async () => {
       const m = await userFor('migrate', { database: name });
       expect((await migrate(m.knex)).applied).toEqual(MIGRATIONS.map((x) => x.name));
       const root = connectKnex(db.url, name);
