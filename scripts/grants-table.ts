@@ -9,6 +9,16 @@ import { grantsTable } from '../src/admin/privileges.js';
 export const START = '<!-- grants:start -->';
 export const END = '<!-- grants:end -->';
 const NOTE = '<!-- generated from src/admin/privileges.ts by `npm run docs:grants`: edit there -->';
+const FOOTER = [
+  '',
+  '`mysql-rwlock grants --role ROLE --user "\'name\'@\'host\'" [--database DB]` prints a role\'s row as `GRANT` statements,',
+  'one per line (the database defaults to the one `--url` or `MYSQL_URL` names); it connects to nothing. A statement',
+  'or login refused for lack of a privilege fails with `PrivilegeError` (`ERR_RWLOCK_PRIVILEGE`), whose message starts',
+  'with the server\'s and names that command. Before a manager\'s first grant it checks, with statements that change',
+  'nothing, that its user may release and settle what it acquires, so a user who could acquire but not release is',
+  'refused with `PrivilegeError` before any grant is written. `test/privileges.test.ts` runs every operation of each',
+  'role as a user with exactly its grants, on MariaDB and MySQL.',
+].join('\n');
 
 /** README.md and docs/*.md under `root` that hold the start marker. */
 export function filesWithMarkers(root: string): string[] {
@@ -27,7 +37,7 @@ export function withCurrentTable(text: string, file = 'the file'): string {
     if (i === 0) return part;
     const end = part.indexOf(END);
     if (end < 0) throw new Error(`${file}: ${START} without ${END}`);
-    return `${START}\n${NOTE}\n${grantsTable()}\n${part.slice(end)}`;
+    return `${START}\n${NOTE}\n${grantsTable()}\n${FOOTER}\n${part.slice(end)}`;
   }).join('');
 }
 

@@ -132,6 +132,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
   });
 
   it('negative control, app: without UPDATE on t_lock_log the acquire is refused before anything is written', async () => {
+    // The role on the error says the probe refused it: a statement's own refusal names no role.
     const { knex } = await userFor('app', { revoke: 'UPDATE ON t_lock_log' });
     const locks = createLockManager({ knex, owner: 'app-no-update' });
     await expect(locks.tryAcquireWrite('app-neg')).rejects.toEqual(privilegeRefusal('app', /UPDATE command denied.*t_lock_log/));
@@ -164,6 +165,16 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     await db.knex.raw('UPDATE t_lock_release_note SET released_at = released_at - INTERVAL 2 DAY WHERE grant_id = ?', [again.id]);
     expect((await purgeReleasedGrants(reaper.knex, { retentionMs: DAY_MS })).purged).toBe(1);
     expect(await rows('SELECT grant_id FROM t_lock_release_note WHERE grant_id = ?', [again.id])).toEqual([]);
+
+    // The CLI's reap and purge, as the same user.
+    const last = (await locks.tryAcquireWrite('reap:d'))!;
+    await backdate(db.knex, last.id, 2 * DAY_MS);
+    const cliReap = await run('src/cli/bin.ts', ['reap', '--stale-after', '60000'], { MYSQL_URL: reaper.url });
+    expect(cliReap.status, cliReap.stderr).toBe(0);
+    expect(await grantRow(db.knex, last.id)).toMatchObject({ status: 2, released_by: 2 });
+    const cliPurge = await run('src/cli/bin.ts', ['purge', '--retention', String(DAY_MS)], { MYSQL_URL: reaper.url });
+    expect(cliPurge.status, cliPurge.stderr).toBe(0);
+    expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [last.id])).toEqual([]);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
@@ -193,7 +204,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     expect((await ops.history('op:a')).grants[0]).toMatchObject({ id: a.id, releasedBy: 'operator', releaser: 'op-api', reason: 'api' });
 
     const env = { MYSQL_URL: operator.url };
-    for (const args of [['status'], ['ls', '--owner', 'op-holder'], ['history', 'op:a']]) {
+    for (const args of [['status'], ['ls', '--owner', 'op-holder'], ['inspect', 'op:b'], ['history', 'op:a']]) {
       const r = await run('src/cli/bin.ts', args, env);
       expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
     }
@@ -233,7 +244,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     expect(await g.release()).toBe(true);
   });
 
-  it('checker and repairer: a count changed by hand is found, then set from the log', async () => {
+  it('checker and repairer: a count changed by hand is found, then set from the log; the CLI\'s check and check --repair', SPAWNS, async () => {
     const holder = createLockManager({ knex: db.knex });
     const g = (await holder.tryAcquireRead('count:a'))!;
     await db.knex.raw('UPDATE t_read_write_lock SET r_count = 3 WHERE resource_id = ?', [Buffer.from('count:a')]);
@@ -246,6 +257,14 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     // A missing resource row is inserted from the log.
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('count:a')]);
     expect((await repairLockCounts(repairer.knex)).repaired).toEqual([expect.objectContaining({ resourceId: 'count:a', rowMissing: true })]);
+    expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
+    // The CLI's check and check --repair, as the same users.
+    await db.knex.raw('UPDATE t_read_write_lock SET r_count = 2 WHERE resource_id = ?', [Buffer.from('count:a')]);
+    const found = await run('src/cli/bin.ts', ['check'], { MYSQL_URL: checker.url });
+    expect(found.status, found.stderr).toBe(1); // a disagreement found
+    expect(found.stdout).toContain('count:a');
+    const fixed = await run('src/cli/bin.ts', ['check', '--repair'], { MYSQL_URL: repairer.url });
+    expect(fixed.status, fixed.stderr).toBe(0);
     expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
     expect(await g.release()).toBe(true);
   });
