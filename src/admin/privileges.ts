@@ -24,7 +24,8 @@ export interface Role {
 /*
  * Derived from the statements each role's operations send (src/sql/, src/admin/, migrations/):
  * - acquire: the guarded UPDATE of the resource row, the first-use INSERT of it, the INSERT of the
- *   grant row (rwlock_acquire runs them with the caller's rights: SQL SECURITY INVOKER); a lost
+ *   grant row (granted to the app itself, so that rwlock_acquire may run them with the caller's
+ *   rights, SQL SECURITY INVOKER, and the plain-statement path needs them anyway); a lost
  *   reply is settled by INSERTing a withdrawn row under the token, then SELECTing it;
  * - release, the fence, downgrade and upgrade: a multi-table UPDATE of the grant row and the
  *   resource row; extend: an UPDATE of the grant row; inspect and isLive: SELECTs;
