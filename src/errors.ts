@@ -195,3 +195,27 @@ export class SchemaOutdatedError extends SchemaMissingError {
     this.message = `mysql-rwlock schema is not the one this version needs (${detail}): run migrate(db) or apply sql/schema.sql`;
   }
 }
+
+/**
+ * The server refused one of the lock's statements, or the login, for lack of a privilege (on a
+ * table, column, routine or the database, or a global one), or refused the account itself (a wrong
+ * user, host or password, a locked account). The message starts with the server's, `denied`, which
+ * names what was refused; `mysql-rwlock grants --role ROLE` prints the GRANT statements each role
+ * needs. The refused statement changed nothing.
+ */
+export class PrivilegeError extends RwLockError {
+  readonly denied: string;
+  /** The role whose grants the refused operation needs, when the library knows it. */
+  readonly role: string | undefined;
+  constructor(denied: string, cause: unknown, role?: string) {
+    const roleFlag = role ?? 'ROLE';
+    super(
+      'ERR_RWLOCK_PRIVILEGE',
+      `${denied}; a privilege the lock needs is missing, or the login was refused: \`mysql-rwlock grants --role ${roleFlag} --user "'name'@'host'" --database DB\` ` +
+        `prints the grants ${role === undefined ? 'a role needs (`mysql-rwlock grants --help` lists the roles)' : `the ${role} role needs`}`,
+      { cause },
+    );
+    this.denied = denied;
+    this.role = role;
+  }
+}

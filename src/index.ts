@@ -27,3 +27,4 @@ export {
   PoolTooSmallError,
   ManagerClosedError,
 } from './errors.js';
+export { PrivilegeError } from './errors.js';

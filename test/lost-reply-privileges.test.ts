@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
+import { grantStatements } from '../src/admin/privileges.js';
 import { newToken } from '../src/lock/token.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
@@ -22,12 +23,8 @@ let proxy: FaultProxy;
 let runtime: Knex;
 let runtimeUrl = '';
 
-/** The runtime privileges the README documents, and nothing else. */
-const RUNTIME_GRANTS = (database: string): string[] => [
-  `GRANT EXECUTE ON \`${database}\`.* TO '${user}'@'%'`,
-  `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.t_lock_log TO '${user}'@'%'`,
-  `GRANT SELECT, UPDATE ON \`${database}\`.t_read_write_lock TO '${user}'@'%'`,
-];
+/** The runtime privileges the README documents (the `app` role), and nothing else. */
+const RUNTIME_GRANTS = (database: string): string[] => grantStatements('app', `'${user}'@'%'`, database);
 
 beforeAll(async () => {
   await db.knex.raw(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);

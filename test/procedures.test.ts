@@ -82,7 +82,7 @@ describe('without stored procedures', () => {
     expect(await plain.withReadLock('other', async () => 'read')).toBe('read');
     expect(await g.release()).toBe(true);
     // The control: the same user through the procedure is refused (1370, execute command denied).
-    await expect(createLockManager({ knex: noExecute, procedures: true }).tryAcquireWrite('no-execute')).rejects.toMatchObject({ errno: 1370 });
+    await expect(createLockManager({ knex: noExecute, procedures: true }).tryAcquireWrite('no-execute')).rejects.toMatchObject({ code: 'ERR_RWLOCK_PRIVILEGE', cause: { errno: 1370 } });
     expect(await invariantViolations(withProcedures.knex)).toEqual([]);
   });
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../../migrations/conditional-ddl.js';
 import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATION_TABLE, MIGRATIONS, RETIRED_PROCEDURES, type MigrationOptions } from '../../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
+import { privilegeError } from '../sql/connection.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
@@ -173,7 +174,14 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
  * await db.destroy();
  * ```
  */
-export async function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
+export function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
+  // migrate() sends its DDL through knex, not the library's query(): its refusals are typed here.
+  return migrateChecked(db, options).catch((err: unknown) => {
+    throw privilegeError(err, 'migrate') ?? err;
+  });
+}
+
+async function migrateChecked(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   knexOption('db', db);
   const o = optionsObject('migrate', options, ['waitMs', 'procedures']);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.migrate.waitMs, 0, LIMITS.maxTimerMs);

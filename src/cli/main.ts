@@ -12,6 +12,7 @@ import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
 import { cell } from './format.js';
+import { GRANTS_COMMAND } from './commands-grants.js';
 
 export { EXIT } from './command.js';
 
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   ...READ_COMMANDS,
   ...WRITE_COMMANDS,
   DASHBOARD_COMMAND,
+  GRANTS_COMMAND,
 ];
 
 function usageOf(c: Command): string {
@@ -145,7 +147,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       db,
       locks: () => (locks ??= createLockManager({ knex: db(), owner: operator, staleAfterMs })),
     };
-    connection(); // a bad URL is bad usage, found before anything else happens
+    if (command !== GRANTS_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens
     return await command.run(ctx);
   } catch (err) {
     if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {

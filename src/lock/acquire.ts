@@ -10,6 +10,7 @@ import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
 import { checkSchemaVersion } from '../sql/schema-version.js';
+import { ensureReleasable } from './privilege-probe.js';
 
 /** A resource to lock: the id as given, and its bytes as stored. */
 export interface Target {
@@ -110,6 +111,7 @@ async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, tok
  */
 export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<HeldGrant | null> {
   await checkSchemaVersion(ctx.knex);
+  await ensureReleasable(ctx);
   let token = newToken();
   return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
     token = newToken();

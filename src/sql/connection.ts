@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, NodeNotReadyError, RwLockError, SchemaMissingError, SchemaOutdatedError, ServerReadOnlyError } from '../errors.js';
+import { LockInvariantError, NodeNotReadyError, PrivilegeError, RwLockError, SchemaMissingError, SchemaOutdatedError, ServerReadOnlyError } from '../errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -41,7 +41,10 @@ interface PoolClient {
  */
 export async function withConnection<T>(db: Knex, work: (conn: RawConnection) => Promise<T>): Promise<T> {
   const client = db.client as unknown as PoolClient;
-  const conn = await client.acquireConnection();
+  // A login or database refused for lack of a privilege fails here, before any statement.
+  const conn = await client.acquireConnection().catch((err: unknown) => {
+    throw privilegeError(err) ?? err;
+  });
   try {
     return await work(conn);
   } finally {
@@ -84,7 +87,25 @@ const SCHEMA_CHANGED: ReadonlyMap<number, string> = new Map([
 ]);
 
 /**
- * Typed errors for what the lock's own statements can meet: a missing schema, a read-only server,
+ * Refusals for lack of a privilege, MariaDB and MySQL: on the database (1044), the login (1045;
+ * 1698 without a password; a locked account, MySQL 3118 and MariaDB 4151), a table (1142), a
+ * column (1143), a routine (1370), a global privilege (1227), and SUPER for a routine while binary
+ * logging is on (1419).
+ */
+const PRIVILEGE_DENIED = new Set([1044, 1045, 1142, 1143, 1227, 1370, 1419, 1698, 3118, 4151]);
+
+/** The PrivilegeError for a refusal for lack of a privilege, undefined for any other error. */
+export function privilegeError(err: unknown, role?: string): PrivilegeError | undefined {
+  if (err instanceof PrivilegeError) return role === undefined || err.role === role ? err : new PrivilegeError(err.denied, err.cause, role);
+  const e = driverErrorOf(err);
+  if (e?.errno === undefined || !PRIVILEGE_DENIED.has(e.errno)) return undefined;
+  // knex puts the statement in front of the server's message; sqlMessage is the server's alone.
+  const message = (e as DriverError & { sqlMessage?: string }).sqlMessage ?? e.message;
+  return new PrivilegeError(message || `error ${e.errno}`, err, role);
+}
+
+/**
+ * Typed errors for what the lock's own statements can meet: a refusal for lack of a privilege, a missing schema, a read-only server,
  * a Galera node that is not ready, and counts that disagree with the grant log (changed by hand):
  * a count given back below zero, or a count against the tables' CHECK constraint. Only for the
  * library's statements: a business statement's errors are the application's own.
@@ -92,6 +113,7 @@ const SCHEMA_CHANGED: ReadonlyMap<number, string> = new Map([
 export function translate(err: unknown): unknown {
   const errno = errnoOf(err);
   if (errno === undefined) return err;
+  if (PRIVILEGE_DENIED.has(errno)) return privilegeError(err);
   if (SCHEMA_MISSING.has(errno)) return new SchemaMissingError(err);
   const changed = SCHEMA_CHANGED.get(errno);
   if (changed !== undefined) return new SchemaOutdatedError(changed, err);

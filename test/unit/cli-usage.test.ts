@@ -39,6 +39,7 @@ describe('mysql-rwlock --help', () => {
       'migrate',
       'check',
       'dashboard',
+      'grants',
     ]);
     for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
     const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
