@@ -7,8 +7,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The reliability suite has its own config (vitest.faults.config.ts); its checker and evidence
-    // tests need no database and run here too (and so does the failover verdict's).
-    exclude: ['test/faults/**/!(checker|evidence|failover).test.ts', 'node_modules/**'],
+    // tests need no database and run here too (and so does the failover verdict's). The Spin model
+    // has its own config too (vitest.model.config.ts).
+    exclude: ['test/faults/**/!(checker|evidence|failover).test.ts', 'test/model/**', 'node_modules/**'],
     globalSetup: ['test/support/global-server.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
