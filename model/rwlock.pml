@@ -9,7 +9,7 @@
  *
  * Configuration (spin -D...):
  *   NC      clients (2 or 3)              NACQ   lock cycles per client
- *   NLOST   lost replies per client       NOFAILOVER  no asynchronous failover
+ *   NLOST   lost replies in the whole run NOFAILOVER  no asynchronous failover
  *   LIVENESS  compile the ltl formulas (progress runs)
  * Negative controls, each a defect of the reference design or of an earlier version:
  *   NO_RESOURCE_ID     the acquire UPDATE lacks resource_id = ?: any row that passes the guard grants
@@ -547,8 +547,12 @@ inline COPY(to, from) {
 
 active proctype replication() {
   do
-  :: !failed -> d_step { COPY(rep, db) }
   :: !failed -> d_step {
+       /* the replica catches up with the primary */
+       COPY(rep, db)
+     }
+  :: !failed -> d_step {
+       /* failover: the replica is promoted as it is */
        COPY(db, rep); failed = 1;
        /* the grant rows past the replica's AUTO_INCREMENT are gone; their ids will be given out again */
        /* transactions in flight on the old primary die with it */

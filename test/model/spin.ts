@@ -83,12 +83,20 @@ const CONTROL = /^\[(\(1\)|else|break|DO|IF|\.\(goto\)|goto :?\w+|skip)\]$/;
 /** What a model line does, in words: the comment that introduces its step, or the statement. */
 function describe(line: number): string {
   const text = (MODEL_LINES[line - 1] ?? '').trim();
-  if (/^(::\s*)?(\w+\s*->\s*)?(d_step|atomic)\s*\{$/.test(text)) {
+  if (/^(::\s*)?([^{]*->\s*)?(d_step|atomic)\s*\{$/.test(text)) {
     const next = (MODEL_LINES[line] ?? '').trim();
     const comment = /^\/\*\s*(.*?)\s*\*\/$/.exec(next);
     return comment ? comment[1]! : next;
   }
-  return text.replace(/\s*\/\*\s*(.*?)\s*\*\/\s*$/, '   // $1');
+  const statement = text.replace(/\s*\/\*\s*(.*?)\s*\*\/\s*$/, '   // $1');
+  // A step that begins inside a d_step: name it by the comment that opens the d_step.
+  for (let up = line - 2; up >= Math.max(0, line - 4); up--) {
+    const above = (MODEL_LINES[up] ?? '').trim();
+    const comment = /^\/\*\s*(.*?)\s*\*\/$/.exec(above);
+    if (comment) return `${comment[1]}: ${statement}`;
+    if (above !== 'if' && !/^(::\s*)?([^{]*->\s*)?d_step\s*\{$/.test(above)) break;
+  }
+  return statement;
 }
 
 /**
