@@ -6,9 +6,10 @@ const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The reliability suite has its own config (vitest.faults.config.ts), and so does the unit lane
-    // (vitest.unit.config.ts: pure code, no database), which holds the fault checker's own tests.
-    exclude: ['test/faults/**', 'test/unit/**', 'node_modules/**'],
+    // The reliability suite has its own config (vitest.faults.config.ts), and so do the unit lane
+    // (vitest.unit.config.ts: pure code, no database), which holds the fault checker's own tests, and
+    // the Spin model (vitest.model.config.ts).
+    exclude: ['test/faults/**', 'test/unit/**', 'test/model/**', 'node_modules/**'],
     globalSetup: ['test/support/global-server.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
