@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
 import { createLockManager, LockLostError } from '../src/index.js';
+import { MIGRATIONS } from '../migrations/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
 
@@ -330,7 +331,7 @@ describe('changing commands', () => {
       const env = { MYSQL_URL: databaseUrl(db.url, name) };
       const first = await cli(['migrate'], env);
       expect(first.status).toBe(0);
-      expect(first.stdout).toBe('applied 001_lock_tables\napplied 002_acquire_v2\napplied 003_mode_changes\napplied 004_release_notes\napplied 005_history_index\n');
+      expect(first.stdout).toBe(MIGRATIONS.map((m) => `applied ${m.name}\n`).join(''));
       const second = await cli(['migrate', '--json'], env);
       expect(second.status).toBe(1);
       expect(JSON.parse(second.stdout)).toEqual({ applied: [], repaired: [] });

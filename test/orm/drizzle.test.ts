@@ -17,7 +17,6 @@ const loans = mysqlTable('loans', { id: varchar('id', { length: 32 }).primaryKey
 const payments = mysqlTable('payments', { id: int('id').autoincrement().primaryKey(), loanId: varchar('loan_id', { length: 32 }).notNull(), amount: int('amount').notNull() });
 
 /** A Drizzle mysql2 transaction, whatever the schema. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any schema: the executor only calls tx.execute
 type DrizzleTransaction = MySqlTransaction<MySql2QueryResultHKT, MySql2PreparedQueryHKT, any, any>;
 
 /** The fence's executor for a Drizzle mysql2 transaction: each `?` placeholder becomes an sql.param() value. */
