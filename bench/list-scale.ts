@@ -13,7 +13,8 @@ import { listQuery } from '../src/sql/operate.js';
 const RESOURCES = 1_000_000;
 const RELEASED = 2_000_000;
 const LIVE_EVERY = 100; // a live write grant on every 100th resource: 10,000
-const DIGITS = 'SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9';
+const DIGITS =
+  'SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9';
 
 async function load(db: Knex, log: (l: string) => void): Promise<void> {
   const t0 = performance.now();
@@ -24,11 +25,16 @@ async function load(db: Knex, log: (l: string) => void): Promise<void> {
     SELECT CONVERT(CONCAT('res-', n) USING binary), IF(n % ${LIVE_EVERY} = 0, 1, 0), 0, 1 FROM bench_nums`);
   log(`[list-scale] ${RESOURCES.toLocaleString('en')} resources (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
   for (let chunk = 0; chunk < RELEASED / 1_000_000; chunk++) {
-    await db.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+    await db.raw(
+      `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
       SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, NOW(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
              UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), NOW(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND + INTERVAL 1 SECOND, 1
-        FROM bench_nums`, [chunk, chunk, chunk]);
-    log(`[list-scale] released grants ${((chunk + 1) * 1_000_000).toLocaleString('en')} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+        FROM bench_nums`,
+      [chunk, chunk, chunk],
+    );
+    log(
+      `[list-scale] released grants ${((chunk + 1) * 1_000_000).toLocaleString('en')} (${((performance.now() - t0) / 1000).toFixed(0)} s)`,
+    );
   }
   // Live write grants on every 100th resource, granted 15 to 90 minutes ago: about 4,000 of them are
   // older than the 1-hour cutoff used below, so stale.
@@ -53,7 +59,10 @@ async function timed(runs: number, call: () => Promise<unknown>): Promise<{ medi
     ms.push(performance.now() - t);
   }
   ms.sort((a, b) => a - b);
-  return { medianMs: ms[Math.floor(ms.length / 2)]!, p95Ms: ms[Math.min(ms.length - 1, Math.ceil(ms.length * 0.95) - 1)]! };
+  return {
+    medianMs: ms[Math.floor(ms.length / 2)]!,
+    p95Ms: ms[Math.min(ms.length - 1, Math.ceil(ms.length * 0.95) - 1)]!,
+  };
 }
 
 async function main(): Promise<void> {
@@ -76,8 +85,11 @@ async function main(): Promise<void> {
       countDisagreements: (await checkLockCounts(db)).disagreements.length,
     };
     const plan = async (sql: string, params: unknown[]): Promise<unknown[]> =>
-      ((await db.raw(`EXPLAIN ${sql}`, params as Knex.RawBinding[])) as unknown as [Array<Record<string, unknown>>])[0] // MariaDB's tabular plan; on MySQL set explain_format=TRADITIONAL.map((r) => ({ table: r.table, type: r.type, key: r.key, rows: r.rows, Extra: r.Extra }));
-    const q = listQuery({ mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined }, 3_600_000);
+      ((await db.raw(`EXPLAIN ${sql}`, params as Knex.RawBinding[])) as unknown as [Array<Record<string, unknown>>])[0]; // MariaDB's tabular plan; on MySQL set explain_format=TRADITIONAL.map((r) => ({ table: r.table, type: r.type, key: r.key, rows: r.rows, Extra: r.Extra }));
+    const q = listQuery(
+      { mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined },
+      3_600_000,
+    );
     const report = {
       server: server.description,
       resources: RESOURCES,
@@ -89,7 +101,9 @@ async function main(): Promise<void> {
       'list({ staleOnly }) first page': await timed(runs, () => locks.list({ staleOnly: true })),
       'list({ owner }) first page': await timed(runs, () => locks.list({ owner: 'worker-3' })),
       'list({ resourcePrefix: "res-99" })': await timed(runs, () => locks.list({ resourcePrefix: 'res-99' })),
-      'list({ limit: 10000 }) all live grants': await timed(Math.max(3, Math.floor(runs / 4)), () => locks.list({ limit: 10_000 })),
+      'list({ limit: 10000 }) all live grants': await timed(Math.max(3, Math.floor(runs / 4)), () =>
+        locks.list({ limit: 10_000 }),
+      ),
       'stats()': await timed(runs, () => locks.stats()),
       'history() of a resource with a live grant': await timed(runs, () => locks.history('res-999900')),
       'history() of a resource granted only 2,000,000 grants ago': await timed(3, () => locks.history('res-0')),

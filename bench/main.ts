@@ -39,7 +39,19 @@ import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js
 import { evaluate, targetTable } from './lib/targets.js';
 
 /** In the order they run; round cases of all of them are interleaved first. */
-const FAMILIES: Family[] = [throughput, fenced, oneCommit, procedures, reference, peers, contention, handover, writers, reaper, scale];
+const FAMILIES: Family[] = [
+  throughput,
+  fenced,
+  oneCommit,
+  procedures,
+  reference,
+  peers,
+  contention,
+  handover,
+  writers,
+  reaper,
+  scale,
+];
 
 const argv = process.argv.slice(2);
 const flag = (name: string): boolean => argv.includes(`--${name}`);
@@ -48,7 +60,8 @@ const quick = flag('quick');
 const seconds = Number(option('seconds') ?? (quick ? 0.5 : 1));
 const rounds = Number(option('rounds') ?? (quick ? 2 : 4));
 const only = option('only')?.split(',');
-const wanted = (f: Family): boolean => (only ? f.groups.some((g) => only.includes(g)) : !f.optIn) || (f === scale && flag('scale'));
+const wanted = (f: Family): boolean =>
+  (only ? f.groups.some((g) => only.includes(g)) : !f.optIn) || (f === scale && flag('scale'));
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 const started = Date.now();
@@ -67,13 +80,27 @@ const families = FAMILIES.filter(wanted);
 try {
   await migrate(knex);
   await knex.raw('CREATE TABLE bench_ceiling (id INT NOT NULL PRIMARY KEY, v BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
-  await knex.raw('CREATE TABLE bench_account (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
-  await knex.raw('INSERT INTO bench_ceiling (id) SELECT seq FROM (SELECT a.n + 10 * b.n + 100 * c.n + 1 AS seq FROM (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c) s');
+  await knex.raw(
+    'CREATE TABLE bench_account (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB',
+  );
+  await knex.raw(
+    'INSERT INTO bench_ceiling (id) SELECT seq FROM (SELECT a.n + 10 * b.n + 100 * c.n + 1 AS seq FROM (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b, (SELECT 0 n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c) s',
+  );
   await knex.raw('INSERT INTO bench_account (id) SELECT id FROM bench_ceiling');
   const version = ((await knex.raw('SELECT VERSION() AS v')) as unknown as [[{ v: string }]])[0][0].v;
   const conn = parseMysqlUrl(server.url);
   for (let i = 0; i < 16; i++) raws.push(await mysql.createConnection({ ...conn, database: dbName }));
-  const ctx: BenchContext = { server, dbName, knex, locks: createLockManager({ knex }), raws, seconds, rounds, quick, log };
+  const ctx: BenchContext = {
+    server,
+    dbName,
+    knex,
+    locks: createLockManager({ knex }),
+    raws,
+    seconds,
+    rounds,
+    quick,
+    log,
+  };
   const results = new Results();
 
   // ---- interleaved rounds of the round cases ------------------------------------------------
@@ -84,15 +111,17 @@ try {
   const runs = cases.flatMap((c) => (c.concurrency ?? [1, 16]).map((concurrency) => ({ c, concurrency })));
   const port = Number(new URL(server.url).port || 3306);
   const serverPid = watchServerCpu(port);
-  const cpuSource = serverPid === undefined ? 'n/a (no server process on this machine listens on that port)'
-    : `/proc/${serverPid}/stat (utime + stime)${server.kind === 'MYSQL_URL' ? '; a shared server: its CPU includes other clients\' work' : ''}`;
+  const cpuSource =
+    serverPid === undefined
+      ? 'n/a (no server process on this machine listens on that port)'
+      : `/proc/${serverPid}/stat (utime + stime)${server.kind === 'MYSQL_URL' ? "; a shared server: its CPU includes other clients' work" : ''}`;
   log(`[bench] server CPU: ${cpuSource}`);
   const samples = new Map<string, Sample[]>();
   for (let r = 0; r < rounds && runs.length; r++) {
     // A new order every round (seeded: same order every run), with a short idle gap between cases,
     // so no case always follows the same heavy case and inherits its purge/flush backlog.
     let seed = 7 + r;
-    const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const order = r === 0 ? [...runs] : [...runs].sort(() => rnd() - 0.5);
     for (const { c, concurrency } of order) {
       await sleep(quick ? 50 : 200);
@@ -102,7 +131,8 @@ try {
       samples.set(key, [...(samples.get(key) ?? []), s]);
     }
   }
-  for (const { c, concurrency } of runs) results.set(c.id, { ...stats(pooled(samples.get(Results.key(c.id, concurrency)) ?? [])) }, concurrency);
+  for (const { c, concurrency } of runs)
+    results.set(c.id, { ...stats(pooled(samples.get(Results.key(c.id, concurrency)) ?? [])) }, concurrency);
 
   // ---- the families' own scenarios ----------------------------------------------------------
   for (const f of families) await f.run?.(ctx, results);
@@ -111,7 +141,11 @@ try {
   const rowRatios = (c: RoundCase, concurrency: number): Record<string, number> => {
     const ops = results.value(c.id, 'opsPerSec', concurrency);
     const out: Record<string, number> = {};
-    for (const { name, to, factor } of [{ name: 'x ceiling', to: CEILING }, ...(c.ratios ?? [])] as Array<{ name: string; to: string; factor?: number }>) {
+    for (const { name, to, factor } of [{ name: 'x ceiling', to: CEILING }, ...(c.ratios ?? [])] as Array<{
+      name: string;
+      to: string;
+      factor?: number;
+    }>) {
       const other = results.value(to, 'opsPerSec', concurrency);
       if (ops !== undefined && other) out[name] = ops / ((factor ?? 1) * other);
     }
@@ -119,25 +153,53 @@ try {
   };
   const rows = runs.map(({ c, concurrency }) => {
     const s = results.get(c.id, concurrency)!;
-    const note = s.attemptsPerSec! > s.opsPerSec! * 1.01 ? `${s.attemptsPerSec!.toFixed(0)} attempts/s, ${((100 * s.opsPerSec!) / s.attemptsPerSec!).toFixed(0)}% granted` : '';
+    const note =
+      s.attemptsPerSec! > s.opsPerSec! * 1.01
+        ? `${s.attemptsPerSec!.toFixed(0)} attempts/s, ${((100 * s.opsPerSec!) / s.attemptsPerSec!).toFixed(0)}% granted`
+        : '';
     return { id: c.id, group: c.group, name: c.label, concurrency, stats: s, ratios: rowRatios(c, concurrency), note };
   });
   const machine = `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, ${version} (${server.kind === 'MYSQL_URL' ? 'MYSQL_URL' : 'throwaway server'})`;
-  console.log(`\nmysql-rwlock benchmark — ${machine}\n${quick ? 'quick run' : 'full run'}: ${seconds} s per case × ${rounds} round(s); server CPU from ${cpuSource}\n`);
-  console.log([
-    `| case | conc. | ops/s | p50 ms | p99 ms | ratio | CPU µs/op client+server | note |`,
-    `|---|--:|--:|--:|--:|---|--:|---|`,
-    ...rows.map((r) => `| ${r.name} | ${r.concurrency} | ${fmt(r.stats.opsPerSec)} | ${fmt(r.stats.p50, 2)} | ${fmt(r.stats.p99, 2)} | ${Object.entries(r.ratios).map(([k, v]) => `${v.toFixed(2)} ${k}`).join(', ')} | ${fmt(r.stats.clientCpuUsPerOp)}+${fmt(r.stats.serverCpuUsPerOp)} | ${r.note} |`),
-  ].join('\n'));
+  console.log(
+    `\nmysql-rwlock benchmark — ${machine}\n${quick ? 'quick run' : 'full run'}: ${seconds} s per case × ${rounds} round(s); server CPU from ${cpuSource}\n`,
+  );
+  console.log(
+    [
+      `| case | conc. | ops/s | p50 ms | p99 ms | ratio | CPU µs/op client+server | note |`,
+      `|---|--:|--:|--:|--:|---|--:|---|`,
+      ...rows.map(
+        (r) =>
+          `| ${r.name} | ${r.concurrency} | ${fmt(r.stats.opsPerSec)} | ${fmt(r.stats.p50, 2)} | ${fmt(r.stats.p99, 2)} | ${Object.entries(
+            r.ratios,
+          )
+            .map(([k, v]) => `${v.toFixed(2)} ${k}`)
+            .join(', ')} | ${fmt(r.stats.clientCpuUsPerOp)}+${fmt(r.stats.serverCpuUsPerOp)} | ${r.note} |`,
+      ),
+    ].join('\n'),
+  );
   const summary = families.flatMap((f) => f.summary?.(results) ?? []);
   if (summary.length) console.log(`\n${summary.join('\n')}`);
-  const targets = evaluate(families.flatMap((f) => f.targets), results);
+  const targets = evaluate(
+    families.flatMap((f) => f.targets),
+    results,
+  );
   console.log(`\nTargets (14.n: issue 14; r1.n: the first round), on ${version}:\n${targetTable(targets).join('\n')}`);
   const total = (Date.now() - started) / 1000;
   console.log(`\ntotal ${total.toFixed(0)} s`);
   const report = {
-    machine, server: server.description, serverArgs, serverVersion: version, serverCpu: cpuSource, quick, seconds, rounds,
-    rows, results: results.toJSON(), targets, totalSeconds: total, at: new Date().toISOString(),
+    machine,
+    server: server.description,
+    serverArgs,
+    serverVersion: version,
+    serverCpu: cpuSource,
+    quick,
+    seconds,
+    rounds,
+    rows,
+    results: results.toJSON(),
+    targets,
+    totalSeconds: total,
+    at: new Date().toISOString(),
   };
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });

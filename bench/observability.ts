@@ -78,10 +78,19 @@ await createDatabase(server.url, dbName);
 const knex = connectKnex(server.url, dbName, { poolMax: 20 });
 try {
   await migrate(knex);
-  await knex.raw('CREATE TABLE bench_account (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
-  await knex.raw('INSERT INTO bench_account (id) VALUES ' + Array.from({ length: 16 }, (_, i) => `(${i + 1})`).join(','));
+  await knex.raw(
+    'CREATE TABLE bench_account (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB',
+  );
+  await knex.raw(
+    'INSERT INTO bench_account (id) VALUES ' + Array.from({ length: 16 }, (_, i) => `(${i + 1})`).join(','),
+  );
   const locks = createLockManager({ knex });
-  const op = (w: number): Promise<boolean> => locks.withWriteLock(`obs-${w}`, (trx: Knex.Transaction) => trx.raw('UPDATE bench_account SET balance = balance + 1 WHERE id = ?', [w + 1])).then(() => true);
+  const op = (w: number): Promise<boolean> =>
+    locks
+      .withWriteLock(`obs-${w}`, (trx: Knex.Transaction) =>
+        trx.raw('UPDATE bench_account SET balance = balance + 1 WHERE id = ?', [w + 1]),
+      )
+      .then(() => true);
   const samples = new Map<string, Sample[]>();
   for (let round = 1; round <= rounds; round++) {
     for (const concurrency of [1, 8]) {
@@ -98,14 +107,19 @@ try {
       }
     }
   }
-  const lines = [`fenced withWriteLock + 1-row UPDATE, distinct resources; ${rounds} interleaved rounds × ${seconds} s per mode; ${server.description}`,
-    '| subscribed | conc. | ops/s | p50 ms | p99 ms | client CPU µs/op | ops/s ÷ none | CPU/op ÷ none |', '|---|--:|--:|--:|--:|--:|--:|--:|'];
+  const lines = [
+    `fenced withWriteLock + 1-row UPDATE, distinct resources; ${rounds} interleaved rounds × ${seconds} s per mode; ${server.description}`,
+    '| subscribed | conc. | ops/s | p50 ms | p99 ms | client CPU µs/op | ops/s ÷ none | CPU/op ÷ none |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
+  ];
   for (const concurrency of [1, 8]) {
     const none = stats(pooled(samples.get(`none@${concurrency}`)!));
     for (const mode of MODES) {
       const s = stats(pooled(samples.get(`${mode}@${concurrency}`)!));
       const cpu = s.clientCpuUsPerOp ?? NaN;
-      lines.push(`| ${mode} | ${concurrency} | ${s.opsPerSec.toFixed(0)} | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} | ${cpu.toFixed(0)} | ${(s.opsPerSec / none.opsPerSec).toFixed(3)} | ${(cpu / (none.clientCpuUsPerOp ?? NaN)).toFixed(3)} |`);
+      lines.push(
+        `| ${mode} | ${concurrency} | ${s.opsPerSec.toFixed(0)} | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} | ${cpu.toFixed(0)} | ${(s.opsPerSec / none.opsPerSec).toFixed(3)} | ${(cpu / (none.clientCpuUsPerOp ?? NaN)).toFixed(3)} |`,
+      );
     }
   }
   // The same three modes without the database: the cost of one traced acquire call in this
@@ -126,8 +140,16 @@ try {
     }
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  lines.push('', `one traced acquire call around an already-resolved promise, no database (median of ${rounds} rounds × ${calls} calls)`, '| subscribed | ns/call | added ns/call |', '|---|--:|--:|');
-  for (const mode of MODES) lines.push(`| ${mode} | ${median(perCall.get(mode)!).toFixed(0)} | ${(median(perCall.get(mode)!) - median(perCall.get('none')!)).toFixed(0)} |`);
+  lines.push(
+    '',
+    `one traced acquire call around an already-resolved promise, no database (median of ${rounds} rounds × ${calls} calls)`,
+    '| subscribed | ns/call | added ns/call |',
+    '|---|--:|--:|',
+  );
+  for (const mode of MODES)
+    lines.push(
+      `| ${mode} | ${median(perCall.get(mode)!).toFixed(0)} | ${(median(perCall.get(mode)!) - median(perCall.get('none')!)).toFixed(0)} |`,
+    );
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
   await knex.destroy();

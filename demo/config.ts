@@ -67,7 +67,8 @@ Exit codes: ${EXIT.pass} PASS, ${EXIT.fail} FAIL (a check failed), ${EXIT.usage}
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -83,17 +84,29 @@ export function parseFaults(raw: string | undefined, durationSec: number): Fault
     const m = /^(kill|pause)@(\d+(?:\.\d+)?)s?$/.exec(part.trim());
     if (!m) throw new UsageError(`--faults: expected kill@SECONDS or pause@SECONDS, got ${JSON.stringify(part)}`);
     const atSec = Number(m[2]);
-    if (atSec >= durationSec) throw new UsageError(`--faults: ${part} is not before the end of the run (${durationSec} s)`);
+    if (atSec >= durationSec)
+      throw new UsageError(`--faults: ${part} is not before the end of the run (${durationSec} s)`);
     return { kind: m[1] as FaultPlan['kind'], atSec };
   });
 }
 
 const OPTIONS = {
-  scenario: { type: 'string' }, workers: { type: 'string' }, concurrency: { type: 'string' },
-  duration: { type: 'string' }, loans: { type: 'string' }, investors: { type: 'string' },
-  claims: { type: 'string' }, stock: { type: 'string' }, unsafe: { type: 'boolean' },
-  'reaper-cutoff': { type: 'string' }, 'reaper-period': { type: 'string' }, faults: { type: 'string' },
-  json: { type: 'string' }, keep: { type: 'boolean' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  scenario: { type: 'string' },
+  workers: { type: 'string' },
+  concurrency: { type: 'string' },
+  duration: { type: 'string' },
+  loans: { type: 'string' },
+  investors: { type: 'string' },
+  claims: { type: 'string' },
+  stock: { type: 'string' },
+  unsafe: { type: 'boolean' },
+  'reaper-cutoff': { type: 'string' },
+  'reaper-period': { type: 'string' },
+  faults: { type: 'string' },
+  json: { type: 'string' },
+  keep: { type: 'boolean' },
+  seed: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** Parses argv; prints help and exits on --help. Throws UsageError, naming the flag, on bad input. */
@@ -109,7 +122,8 @@ export function parseConfig(argv: string[]): DemoConfig {
     process.exit(EXIT.pass);
   }
   const scenario = values.scenario ?? 'lending';
-  if (scenario !== 'lending' && scenario !== 'stock') throw new UsageError(`--scenario must be lending or stock, got ${JSON.stringify(scenario)}`);
+  if (scenario !== 'lending' && scenario !== 'stock')
+    throw new UsageError(`--scenario must be lending or stock, got ${JSON.stringify(scenario)}`);
   const durationSec = int('duration', values.duration, 40, 2);
   const loans = int('loans', values.loans, 50, 1);
   const claims = int('claims', values.claims, 5000, loans);
@@ -131,6 +145,7 @@ export function parseConfig(argv: string[]): DemoConfig {
     seed: int('seed', values.seed, 42, 0),
   };
   if (config.unsafe && scenario !== 'stock') throw new UsageError('--unsafe applies to --scenario stock only');
-  if (config.faults.length > 0 && config.workers < 2) throw new UsageError('--faults need at least 2 workers (one keeps working while another is faulted)');
+  if (config.faults.length > 0 && config.workers < 2)
+    throw new UsageError('--faults need at least 2 workers (one keeps working while another is faulted)');
   return config;
 }

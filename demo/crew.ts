@@ -27,15 +27,28 @@ export class Crew {
   readonly exits: string[] = [];
   #startedAt = 0;
 
-  constructor(private readonly config: DemoConfig, private readonly db: Knex, dbUrl: string) {
+  constructor(
+    private readonly config: DemoConfig,
+    private readonly db: Knex,
+    dbUrl: string,
+  ) {
     this.progress = new Progress(() => this.#sample());
     this.reaper = new ReaperProcess(dbUrl, config.reaperCutoffMs, config.reaperPeriodSec, (line) => {
-      if (line.event === 'reaper.grant') this.progress.event(`reaper: reaped ${line.mode} grant ${line.id} on ${line.resourceId} (${line.owner}, ${line.ageMs} ms old)`);
+      if (line.event === 'reaper.grant')
+        this.progress.event(
+          `reaper: reaped ${line.mode} grant ${line.id} on ${line.resourceId} (${line.owner}, ${line.ageMs} ms old)`,
+        );
       if (line.event === 'reaper.run' && line.ok !== true) this.progress.event(`reaper: run failed: ${line.error}`);
     });
     const settings = (slot: number, name: string, incarnation: number): WorkerSettings => ({
-      scenario: config.scenario, dbUrl, name, concurrency: config.concurrency, loans: config.loans,
-      investors: config.investors, unsafe: config.unsafe, seed: config.seed * 1000 + slot * 31 + incarnation,
+      scenario: config.scenario,
+      dbUrl,
+      name,
+      concurrency: config.concurrency,
+      loans: config.loans,
+      investors: config.investors,
+      unsafe: config.unsafe,
+      seed: config.seed * 1000 + slot * 31 + incarnation,
     });
     this.pool = new WorkerPool(settings, (e) => {
       if (e.type === 'exit') {
@@ -51,10 +64,17 @@ export class Crew {
         if (this.errors.length < 50) this.errors.push(`${e.worker.name}: ${e.msg.message}`);
         this.progress.event(`error in ${e.worker.name}: ${e.msg.message.split('\n')[0]}`);
       }
-      if (e.msg.type === 'lost') this.progress.event(`${e.worker.name}: ${e.msg.what} under grant ${e.msg.grantId} refused at commit: LockLostError`);
+      if (e.msg.type === 'lost')
+        this.progress.event(
+          `${e.worker.name}: ${e.msg.what} under grant ${e.msg.grantId} refused at commit: LockLostError`,
+        );
     });
     this.faults = new FaultInjector({
-      db, pool: this.pool, reaper: this.reaper, cutoffMs: config.reaperCutoffMs, periodSec: config.reaperPeriodSec,
+      db,
+      pool: this.pool,
+      reaper: this.reaper,
+      cutoffMs: config.reaperCutoffMs,
+      periodSec: config.reaperPeriodSec,
       log: (text) => this.progress.event(text),
     });
   }
@@ -72,8 +92,13 @@ export class Crew {
   }
 
   async #sample() {
-    const [[row]] = (await this.db.raw('SELECT COALESCE(MAX(id), 0) AS grants FROM t_lock_log')) as [Array<{ grants: number }>, unknown];
-    const faults = this.faults.records.map((f) => `${f.kind} ${f.worker} ${f.outcome === 'pending' ? '…' : f.outcome}`).join(', ');
+    const [[row]] = (await this.db.raw('SELECT COALESCE(MAX(id), 0) AS grants FROM t_lock_log')) as [
+      Array<{ grants: number }>,
+      unknown,
+    ];
+    const faults = this.faults.records
+      .map((f) => `${f.kind} ${f.worker} ${f.outcome === 'pending' ? '…' : f.outcome}`)
+      .join(', ');
     return {
       elapsedSec: this.elapsedSec,
       totalSec: this.config.scenario === 'lending' ? this.config.durationSec : null,
@@ -112,7 +137,10 @@ export class Crew {
   }
 
   async #liveGrants(): Promise<number> {
-    const [[row]] = (await this.db.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE status IN (0, 1)')) as [Array<{ n: number }>, unknown];
+    const [[row]] = (await this.db.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE status IN (0, 1)')) as [
+      Array<{ n: number }>,
+      unknown,
+    ];
     return Number(row?.n ?? 0);
   }
 }

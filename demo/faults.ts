@@ -64,9 +64,11 @@ export class FaultInjector {
   /** Starts the timers; faults run one after another even when their times come close. */
   schedule(plan: FaultPlan[]): void {
     for (const f of plan) {
-      this.#timers.push(setTimeout(() => {
-        this.#chain = this.#chain.then(() => this.#inject(f.kind));
-      }, f.atSec * 1000));
+      this.#timers.push(
+        setTimeout(() => {
+          this.#chain = this.#chain.then(() => this.#inject(f.kind));
+        }, f.atSec * 1000),
+      );
     }
   }
 
@@ -85,7 +87,15 @@ export class FaultInjector {
     const slot = (this.#next++ % this.ctx.pool.size) + 1;
     const worker = this.ctx.pool.worker(slot);
     if (!worker) return;
-    const record: FaultRecord = { kind, worker: worker.name, grantId: null, loanId: null, outcome: 'pending', detail: '', reapedAfterMs: null };
+    const record: FaultRecord = {
+      kind,
+      worker: worker.name,
+      grantId: null,
+      loanId: null,
+      outcome: 'pending',
+      detail: '',
+      reapedAfterMs: null,
+    };
     this.records.push(record);
     const point = await new Promise<FaultPoint | null>((resolve) => {
       const timer = setTimeout(() => resolve(null), FAULT_POINT_TIMEOUT_MS);
@@ -105,9 +115,16 @@ export class FaultInjector {
       if (kind === 'kill') await this.#kill(record, worker.child, worker.exited);
       else await this.#pause(record, worker.child, slot);
     }
-    this.ctx.log(`fault: ${kind} ${record.worker} grant ${record.grantId ?? '-'} ${record.loanId ?? ''} -> ${record.outcome}${record.detail ? ` (${record.detail})` : ''}`);
+    this.ctx.log(
+      `fault: ${kind} ${record.worker} grant ${record.grantId ?? '-'} ${record.loanId ?? ''} -> ${record.outcome}${record.detail ? ` (${record.detail})` : ''}`,
+    );
     await this.ctx.db('demo_faults').insert({
-      kind, worker: record.worker, grant_id: record.grantId, loan_id: record.loanId, outcome: record.outcome, detail: record.detail.slice(0, 255),
+      kind,
+      worker: record.worker,
+      grant_id: record.grantId,
+      loan_id: record.loanId,
+      outcome: record.outcome,
+      detail: record.detail.slice(0, 255),
     });
   }
 
@@ -118,7 +135,9 @@ export class FaultInjector {
     const reaped = await this.ctx.reaper.waitForReap(record.grantId!, this.#reapBudgetMs());
     record.reapedAfterMs = reaped ? Math.round(performance.now() - started) : null;
     record.outcome = reaped ? 'reaped' : 'not-reaped';
-    record.detail = reaped ? `SIGKILL in the bank call; grant reaped after ${record.reapedAfterMs} ms; worker respawned` : `grant not reaped within ${this.#reapBudgetMs()} ms`;
+    record.detail = reaped
+      ? `SIGKILL in the bank call; grant reaped after ${record.reapedAfterMs} ms; worker respawned`
+      : `grant not reaped within ${this.#reapBudgetMs()} ms`;
   }
 
   async #pause(record: FaultRecord, child: ChildProcess, slot: number): Promise<void> {
@@ -141,7 +160,8 @@ export class FaultInjector {
     this.#lostWaiters.delete(grantId);
     const stoppedMs = Math.round(performance.now() - started);
     record.outcome = !reaped ? 'not-reaped' : lost ? 'lock-lost' : 'no-lock-lost';
-    record.detail = `SIGSTOP in the bank call for ${stoppedMs} ms; ` +
+    record.detail =
+      `SIGSTOP in the bank call for ${stoppedMs} ms; ` +
       (reaped ? `reaped after ${record.reapedAfterMs} ms; ` : 'not reaped; ') +
       (lost ? 'late commit refused with LockLostError' : 'no LockLostError reported');
   }

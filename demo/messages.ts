@@ -31,7 +31,15 @@ export interface OpCounts {
 export const WAITED_MS = 25;
 
 export const ZERO_COUNTS: Readonly<OpCounts> = Object.freeze({
-  repayments: 0, transfers: 0, deductions: 0, declined: 0, waited: 0, noops: 0, timeouts: 0, lost: 0, errors: 0,
+  repayments: 0,
+  transfers: 0,
+  deductions: 0,
+  declined: 0,
+  waited: 0,
+  noops: 0,
+  timeouts: 0,
+  lost: 0,
+  errors: 0,
 });
 
 export type FaultKind = 'kill' | 'pause';

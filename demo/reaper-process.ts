@@ -26,24 +26,29 @@ export class ReaperProcess {
 
   constructor(dbUrl: string, cutoffMs: number, periodSec: number, onLine: (line: Record<string, unknown>) => void) {
     this.started = new Promise((resolve) => (this.#started = resolve));
-    this.#child = track(spawn(process.execPath, [...TSX_EXEC_ARGV, REAPER_SCRIPT], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        MYSQL_URL: dbUrl,
-        REAPER_CRON: periodSec === 1 ? '* * * * * *' : `*/${periodSec} * * * * *`,
-        STALE_AFTER_MS: String(cutoffMs),
-        RETENTION_MS: '0', // keep the whole grant log: the verifier reads it
-      },
-    }));
+    this.#child = track(
+      spawn(process.execPath, [...TSX_EXEC_ARGV, REAPER_SCRIPT], {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          MYSQL_URL: dbUrl,
+          REAPER_CRON: periodSec === 1 ? '* * * * * *' : `*/${periodSec} * * * * *`,
+          STALE_AFTER_MS: String(cutoffMs),
+          RETENTION_MS: '0', // keep the whole grant log: the verifier reads it
+        },
+      }),
+    );
     this.#exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
     let stderr = '';
     this.#child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     const started = this.started;
-    this.started = Promise.race([started, this.#exited.then((code) => {
-      throw new Error(`the reaper job exited with code ${code} before it started${stderr ? `:\n${stderr}` : ''}`);
-    })]);
+    this.started = Promise.race([
+      started,
+      this.#exited.then((code) => {
+        throw new Error(`the reaper job exited with code ${code} before it started${stderr ? `:\n${stderr}` : ''}`);
+      }),
+    ]);
     this.started.catch(() => undefined);
     void this.#exited.then(() => {
       if (stderr) this.stats.lastError ??= stderr.trim();

@@ -46,17 +46,34 @@ export function formatReport(r: DemoReport): string {
   out.push('', `=== mysql-rwlock demo: ${r.scenario}${cfg.unsafe ? ' (UNSAFE: lock inside the transaction)' : ''} ===`);
   out.push(`server    ${r.server}, database ${r.database}`);
   out.push(`seeded    ${r.seeding.summary} in ${(r.seeding.ms / 1000).toFixed(1)} s`);
-  out.push(`ran       ${cfg.workers} worker processes × ${cfg.concurrency} in flight for ${(r.load.ms / 1000).toFixed(1)} s; reaper cutoff ${cfg.reaperCutoffMs} ms, every ${cfg.reaperPeriodSec} s`);
-  const work = r.scenario === 'lending'
-    ? `${n(c.repayments)} repayments, ${n(c.transfers)} transfers, ${n(c.declined)} declined, ${n(c.noops)} no-ops`
-    : `${n(c.deductions)} sales`;
-  out.push(`load      ${n(r.load.operations)} operations (${work}), ${Math.round(r.load.opsPerSec)} ops/s; ${n(r.load.grants)} grants`);
-  out.push(`          waited for a held lock ${n(c.waited)}, lock timeouts ${n(c.timeouts)}, commits refused (LockLostError) ${n(c.lost)}, errors ${n(c.errors)}`);
+  out.push(
+    `ran       ${cfg.workers} worker processes × ${cfg.concurrency} in flight for ${(r.load.ms / 1000).toFixed(1)} s; reaper cutoff ${cfg.reaperCutoffMs} ms, every ${cfg.reaperPeriodSec} s`,
+  );
+  const work =
+    r.scenario === 'lending'
+      ? `${n(c.repayments)} repayments, ${n(c.transfers)} transfers, ${n(c.declined)} declined, ${n(c.noops)} no-ops`
+      : `${n(c.deductions)} sales`;
+  out.push(
+    `load      ${n(r.load.operations)} operations (${work}), ${Math.round(r.load.opsPerSec)} ops/s; ${n(r.load.grants)} grants`,
+  );
+  out.push(
+    `          waited for a held lock ${n(c.waited)}, lock timeouts ${n(c.timeouts)}, commits refused (LockLostError) ${n(c.lost)}, errors ${n(c.errors)}`,
+  );
   const rp = r.crew.reaper;
-  out.push(`reaper    ${n(rp.runs)} runs (${rp.failedRuns} failed), ${n(rp.reaped)} grants reaped${rp.reapedIds.length ? ` [${rp.reapedIds.slice(0, 10).join(', ')}${rp.reapedIds.length > 10 ? ', ...' : ''}]` : ''}, exit code ${rp.exitCode}`);
-  out.push(`workers   ${r.crew.workersSpawned} processes spawned${r.crew.workerExits.length ? `; ${r.crew.workerExits.join('; ')}` : ''}`);
-  if (r.crew.orphansAtStop > 0) out.push(`          ${r.crew.orphansAtStop} grants were still live when the workers stopped; the reaper cleared them in ${r.crew.orphansReapedMs} ms`);
-  for (const f of r.faults) out.push(`fault     ${f.kind} ${f.worker}, repayment grant ${f.grantId ?? '-'} on ${f.loanId ?? '-'}: ${f.outcome} (${f.detail})`);
+  out.push(
+    `reaper    ${n(rp.runs)} runs (${rp.failedRuns} failed), ${n(rp.reaped)} grants reaped${rp.reapedIds.length ? ` [${rp.reapedIds.slice(0, 10).join(', ')}${rp.reapedIds.length > 10 ? ', ...' : ''}]` : ''}, exit code ${rp.exitCode}`,
+  );
+  out.push(
+    `workers   ${r.crew.workersSpawned} processes spawned${r.crew.workerExits.length ? `; ${r.crew.workerExits.join('; ')}` : ''}`,
+  );
+  if (r.crew.orphansAtStop > 0)
+    out.push(
+      `          ${r.crew.orphansAtStop} grants were still live when the workers stopped; the reaper cleared them in ${r.crew.orphansReapedMs} ms`,
+    );
+  for (const f of r.faults)
+    out.push(
+      `fault     ${f.kind} ${f.worker}, repayment grant ${f.grantId ?? '-'} on ${f.loanId ?? '-'}: ${f.outcome} (${f.detail})`,
+    );
   for (const e of r.crew.errors.slice(0, 5)) out.push(`error     ${e.split('\n')[0]}`);
   out.push('', 'checks');
   for (const ch of r.verdict.checks) {
@@ -65,7 +82,11 @@ export function formatReport(r: DemoReport): string {
     for (const p of ch.problems) out.push(`        ! ${p}`);
   }
   for (const note of r.notes) out.push('', note);
-  out.push('', `VERDICT: ${r.verdict.pass ? 'PASS' : 'FAIL'} (${r.verdict.checks.filter((x) => x.pass).length}/${r.verdict.checks.length} checks) in ${(r.totalMs / 1000).toFixed(1)} s`, '');
+  out.push(
+    '',
+    `VERDICT: ${r.verdict.pass ? 'PASS' : 'FAIL'} (${r.verdict.checks.filter((x) => x.pass).length}/${r.verdict.checks.length} checks) in ${(r.totalMs / 1000).toFixed(1)} s`,
+    '',
+  );
   return out.join('\n');
 }
 

@@ -52,11 +52,13 @@ export class WorkerPool {
     const incarnation = (this.#incarnations.get(slot) ?? 0) + 1;
     this.#incarnations.set(slot, incarnation);
     const name = `w${slot}.${incarnation}`;
-    const child = track(fork(WORKER_SCRIPT, [JSON.stringify(this.settingsFor(slot, name, incarnation))], {
-      cwd: REPO_ROOT,
-      execArgv: [...TSX_EXEC_ARGV],
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    }));
+    const child = track(
+      fork(WORKER_SCRIPT, [JSON.stringify(this.settingsFor(slot, name, incarnation))], {
+        cwd: REPO_ROOT,
+        execArgv: [...TSX_EXEC_ARGV],
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      }),
+    );
     this.spawned += 1;
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
@@ -68,16 +70,24 @@ export class WorkerPool {
     const ready = new Promise<WorkerHandle>((resolve, reject) => {
       child.on('message', (msg: FromWorker) => {
         if (msg.type === 'ready') resolve(handle);
-        if (msg.type === 'counts') for (const k of Object.keys(msg.counts) as Array<keyof OpCounts>) this.totals[k] += msg.counts[k];
+        if (msg.type === 'counts')
+          for (const k of Object.keys(msg.counts) as Array<keyof OpCounts>) this.totals[k] += msg.counts[k];
         this.onEvent({ type: 'message', worker: handle, msg });
       });
-      void exited.then(({ code, signal }) => reject(new Error(`worker ${name} exited (${signal ?? code}) before it was ready${stderr ? `:\n${stderr}` : ''}`)));
+      void exited.then(({ code, signal }) =>
+        reject(
+          new Error(`worker ${name} exited (${signal ?? code}) before it was ready${stderr ? `:\n${stderr}` : ''}`),
+        ),
+      );
     });
     void exited.then(({ code, signal }) => {
       // A worker that finished its work exits 0; one that was killed or crashed is replaced.
       const respawn = !this.#stopping && (signal !== null || code !== 0) && this.#slots.get(slot) === handle;
       this.onEvent({ type: 'exit', worker: handle, code, signal, respawned: respawn });
-      if (respawn) this.#spawn(slot).catch((err: Error) => this.onEvent({ type: 'message', worker: handle, msg: { type: 'error', message: err.message } }));
+      if (respawn)
+        this.#spawn(slot).catch((err: Error) =>
+          this.onEvent({ type: 'message', worker: handle, msg: { type: 'error', message: err.message } }),
+        );
     });
     return ready;
   }
@@ -87,11 +97,13 @@ export class WorkerPool {
     this.#stopping = true;
     const workers = [...this.#slots.values()];
     for (const w of workers) if (w.child.connected) w.child.send({ type: 'stop' } satisfies ToWorker);
-    await Promise.all(workers.map(async (w) => {
-      const timer = setTimeout(() => w.child.kill('SIGKILL'), STOP_GRACE_MS);
-      await w.exited;
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      workers.map(async (w) => {
+        const timer = setTimeout(() => w.child.kill('SIGKILL'), STOP_GRACE_MS);
+        await w.exited;
+        clearTimeout(timer);
+      }),
+    );
   }
 
   /** Waits until every current worker has exited by itself (the stock scenario ends that way). */

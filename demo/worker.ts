@@ -3,7 +3,14 @@
 import knexFactory from 'knex';
 import { createLockManager } from '../src/index.js';
 import { runLendingLoops } from './lending/worker-loop.js';
-import { ZERO_COUNTS, type FaultKind, type FromWorker, type OpCounts, type ToWorker, type WorkerSettings } from './messages.js';
+import {
+  ZERO_COUNTS,
+  type FaultKind,
+  type FromWorker,
+  type OpCounts,
+  type ToWorker,
+  type WorkerSettings,
+} from './messages.js';
 import { seededRandom } from './random.js';
 import { runStockLoops } from './stock/worker-loop.js';
 
@@ -38,7 +45,11 @@ function flushCounts(): void {
 }
 
 async function main(): Promise<void> {
-  const db = knexFactory({ client: 'mysql2', connection: settings.dbUrl, pool: { min: 0, max: settings.concurrency + 2 } });
+  const db = knexFactory({
+    client: 'mysql2',
+    connection: settings.dbUrl,
+    pool: { min: 0, max: settings.concurrency + 2 },
+  });
   const locks = createLockManager({ knex: db, owner: settings.name });
   const rnd = seededRandom(settings.seed);
   const timer = setInterval(flushCounts, 250);
@@ -46,18 +57,21 @@ async function main(): Promise<void> {
   try {
     const common = { db, locks, name: settings.name, rnd, counts, send, stopping: () => stopping };
     if (settings.scenario === 'lending') {
-      await runLendingLoops({
-        ...common,
-        loans: settings.loans,
-        investors: settings.investors,
-        takeArmed: () => {
-          const fault = armed;
-          armed = null;
-          return fault;
+      await runLendingLoops(
+        {
+          ...common,
+          loans: settings.loans,
+          investors: settings.investors,
+          takeArmed: () => {
+            const fault = armed;
+            armed = null;
+            return fault;
+          },
+          // Set up before the fault point is announced, so the answer cannot arrive first.
+          bankAnswer: () => new Promise<void>((resolve) => (answerBank = resolve)),
         },
-        // Set up before the fault point is announced, so the answer cannot arrive first.
-        bankAnswer: () => new Promise<void>((resolve) => (answerBank = resolve)),
-      }, settings.concurrency);
+        settings.concurrency,
+      );
     } else {
       await runStockLoops({ ...common, unsafe: settings.unsafe }, settings.concurrency);
     }

@@ -40,12 +40,18 @@ export function cacheDir(): string {
 
 function run(cmd: string, args: string[], what: string): void {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`${what} failed (${r.status ?? r.signal}):\n${(r.stderr || r.stdout || String(r.error ?? '')).slice(-3000)}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${what} failed (${r.status ?? r.signal}):\n${(r.stderr || r.stdout || String(r.error ?? '')).slice(-3000)}`,
+    );
 }
 
 function ensureDebootstrap(log: (line: string) => void): void {
   if (spawnSync('debootstrap', ['--version']).status === 0 || existsSync('/usr/sbin/debootstrap')) return;
-  if (process.getuid?.() !== 0) throw new Error('building a server chroot needs debootstrap and root: apt-get install debootstrap, and run as root');
+  if (process.getuid?.() !== 0)
+    throw new Error(
+      'building a server chroot needs debootstrap and root: apt-get install debootstrap, and run as root',
+    );
   log('installing debootstrap');
   run('apt-get', ['update', '-qq'], 'apt-get update');
   run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'debootstrap'], 'apt-get install debootstrap');
@@ -56,7 +62,10 @@ function ensureDebootstrap(log: (line: string) => void): void {
  * after. Building goes to a temporary directory renamed into place, under a lock file, so
  * concurrent callers never see or build a half-made chroot.
  */
-export async function ensureChroot(flavour: ChrootFlavour, log: (line: string) => void = () => undefined): Promise<string> {
+export async function ensureChroot(
+  flavour: ChrootFlavour,
+  log: (line: string) => void = () => undefined,
+): Promise<string> {
   const dir = cacheDir();
   const root = join(dir, flavour.name);
   if (existsSync(join(root, flavour.server))) return withHosts(root);
@@ -80,7 +89,11 @@ export async function ensureChroot(flavour: ChrootFlavour, log: (line: string) =
     rmSync(building, { recursive: true, force: true });
     log(`building ${root} with debootstrap (sid: ${flavour.packages}); once, about a minute`);
     const started = Date.now();
-    run('debootstrap', ['--variant=minbase', `--include=${flavour.packages}`, 'sid', building, MIRROR], `debootstrap of ${flavour.name}`);
+    run(
+      'debootstrap',
+      ['--variant=minbase', `--include=${flavour.packages}`, 'sid', building, MIRROR],
+      `debootstrap of ${flavour.name}`,
+    );
     rmSync(root, { recursive: true, force: true });
     renameSync(building, root);
     log(`built ${root} in ${Math.round((Date.now() - started) / 1000)} s`);

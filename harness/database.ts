@@ -61,7 +61,10 @@ export function connectKnex(serverUrl: string, database: string, settings: KnexS
   const pool: Knex.PoolConfig = { min: 0, max: settings.poolMax ?? 10 };
   const sql = settings.afterCreate;
   if (sql !== undefined) {
-    pool.afterCreate = (conn: { query(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) => {
+    pool.afterCreate = (
+      conn: { query(sql: string, cb: (err: Error | null) => void): void },
+      done: (err: Error | null, conn: unknown) => void,
+    ) => {
       conn.query(sql, (err) => done(err, conn));
     };
   }

@@ -25,7 +25,8 @@ export type Flavour = keyof typeof FLAVOURS;
 export function chosenFlavour(): Flavour | undefined {
   const value = process.env.RWLOCK_TEST_SERVER;
   if (!value) return undefined;
-  if (!(value in FLAVOURS)) throw new Error(`RWLOCK_TEST_SERVER=${value}: choose one of ${Object.keys(FLAVOURS).join(', ')}`);
+  if (!(value in FLAVOURS))
+    throw new Error(`RWLOCK_TEST_SERVER=${value}: choose one of ${Object.keys(FLAVOURS).join(', ')}`);
   return value as Flavour;
 }
 
@@ -53,7 +54,13 @@ const HOW_TO_GET_ONE = [
 export async function findServer(options: LocalServerOptions = {}): Promise<FoundServer> {
   const log = options.log ?? (() => undefined);
   const fromEnv = process.env.MYSQL_URL;
-  if (fromEnv) return { url: fromEnv, kind: 'MYSQL_URL', description: `MYSQL_URL (${redact(fromEnv)})`, stop: async () => undefined };
+  if (fromEnv)
+    return {
+      url: fromEnv,
+      kind: 'MYSQL_URL',
+      description: `MYSQL_URL (${redact(fromEnv)})`,
+      stop: async () => undefined,
+    };
   const flavour = chosenFlavour();
   if (flavour) return startFlavour(flavour, options);
   if (await dockerAnswers()) {
@@ -123,7 +130,9 @@ const isRoot = process.getuid?.() === 0;
  */
 export function initDataDir(binary: string, datadir: string, chroot?: string): void {
   const exec = (cmd: string, args: string[]): ReturnType<typeof spawnSync> =>
-    chroot ? spawnSync('chroot', [chroot, cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
+    chroot
+      ? spawnSync('chroot', [chroot, cmd, ...args], { encoding: 'utf8' })
+      : spawnSync(cmd, args, { encoding: 'utf8' });
   const version = String(exec(binary, ['--version']).stdout ?? '');
   const userArgs = isRoot ? ['--user=root'] : [];
   let result;
@@ -131,7 +140,14 @@ export function initDataDir(binary: string, datadir: string, chroot?: string): v
     const installer = chroot ? '/usr/bin/mariadb-install-db' : findBinary(['mariadb-install-db', 'mysql_install_db']);
     if (!installer) throw new Error(`found ${binary} but not mariadb-install-db to initialise a data directory`);
     // A minimal chroot cannot resolve its host name; grant tables then name hosts by address.
-    result = exec(installer, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...(chroot ? ['--skip-name-resolve'] : []), ...userArgs]);
+    result = exec(installer, [
+      '--no-defaults',
+      `--datadir=${datadir}`,
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+      ...(chroot ? ['--skip-name-resolve'] : []),
+      ...userArgs,
+    ]);
   } else {
     result = exec(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, ...userArgs]);
   }
@@ -149,18 +165,34 @@ export interface RunningServer {
  * Starts `binary` on `datadir` and resolves once it accepts connections. With `chroot`, both are
  * paths inside that root, and the server runs there (it shares the host's network).
  */
-export async function runServer(binary: string, datadir: string, port: number, extraArgs: string[] = [], chroot?: string): Promise<RunningServer> {
+export async function runServer(
+  binary: string,
+  datadir: string,
+  port: number,
+  extraArgs: string[] = [],
+  chroot?: string,
+): Promise<RunningServer> {
   const isMysql = /mysqld$/.test(binary);
   const args = [
-    '--no-defaults', `--datadir=${datadir}`, `--socket=${join(datadir, 'server.sock')}`, `--port=${port}`,
-    '--bind-address=127.0.0.1', `--pid-file=${join(datadir, 'server.pid')}`, '--max-connections=1000',
-    '--innodb-buffer-pool-size=512M', ...(isRoot ? ['--user=root'] : []),
+    '--no-defaults',
+    `--datadir=${datadir}`,
+    `--socket=${join(datadir, 'server.sock')}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--pid-file=${join(datadir, 'server.pid')}`,
+    '--max-connections=1000',
+    '--innodb-buffer-pool-size=512M',
+    ...(isRoot ? ['--user=root'] : []),
     // MySQL's initialised root is root@localhost only: without name resolution a TCP client from 127.0.0.1 is not it.
     ...(isMysql ? [] : ['--skip-name-resolve']),
     // A minimal chroot lacks the packaged secure-file-priv directory; MySQL's X plugin would take a second port.
-    ...(chroot ? ['--secure-file-priv='] : []), ...(chroot && isMysql ? ['--mysqlx=OFF'] : []), ...extraArgs,
+    ...(chroot ? ['--secure-file-priv='] : []),
+    ...(chroot && isMysql ? ['--mysqlx=OFF'] : []),
+    ...extraArgs,
   ];
-  const child = chroot ? spawn('chroot', [chroot, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = chroot
+    ? spawn('chroot', [chroot, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -205,7 +237,13 @@ async function startFlavour(flavour: Flavour, options: LocalServerOptions): Prom
       log(`initialising a throwaway ${flavour} in ${hostDir}`);
       initDataDir(spec.chroot.server, join(inside, 'data'), root);
       const port = await freePort();
-      const server = await runServer(spec.chroot.server, join(inside, 'data'), port, ['--innodb-buffer-pool-size=256M', ...(options.extraArgs ?? [])], root);
+      const server = await runServer(
+        spec.chroot.server,
+        join(inside, 'data'),
+        port,
+        ['--innodb-buffer-pool-size=256M', ...(options.extraArgs ?? [])],
+        root,
+      );
       found = {
         url: `mysql://root@127.0.0.1:${port}/`,
         kind: 'chroot',
@@ -221,7 +259,8 @@ async function startFlavour(flavour: Flavour, options: LocalServerOptions): Prom
     }
   } else {
     const binary = findBinary(['mariadbd']);
-    if (!binary) throw new Error(`RWLOCK_TEST_SERVER=${flavour} needs the host's mariadbd: apt-get install mariadb-server`);
+    if (!binary)
+      throw new Error(`RWLOCK_TEST_SERVER=${flavour} needs the host's mariadbd: apt-get install mariadb-server`);
     found = await startLocalServer(binary, options);
   }
   const conn = await mysql.createConnection(found.url);

@@ -5,7 +5,15 @@
 // run that succeeded; 1 a `--once` run that failed, or an unexpected error; 2 bad configuration or usage.
 import knexFactory from 'knex';
 import { parseArgs } from 'node:util';
-import { JOB_ENV, ReaperHealth, cronPeriodMs, jobConfigFromEnv, runReaperOnce, scheduleReaper, type LogLine } from '../src/reaper/job.js';
+import {
+  JOB_ENV,
+  ReaperHealth,
+  cronPeriodMs,
+  jobConfigFromEnv,
+  runReaperOnce,
+  scheduleReaper,
+  type LogLine,
+} from '../src/reaper/job.js';
 import type { ReaperServer } from '../src/reaper/server.js';
 
 const USAGE = `Usage: mysql-rwlock-reaper [--once]
@@ -48,7 +56,11 @@ function refuse(error: string): never {
 async function main(): Promise<void> {
   let once = false;
   try {
-    const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { once: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    const { values } = parseArgs({
+      args: process.argv.slice(2),
+      strict: true,
+      options: { once: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    });
     if (values.help) {
       process.stdout.write(`${USAGE}\n`);
       return;
@@ -64,7 +76,12 @@ async function main(): Promise<void> {
     refuse((err as Error).message);
   }
   // knex's own warnings (a refused connection, say) as JSON lines too, so stdout stays parseable.
-  const knexLog = (level: string) => (message: unknown) => log({ event: 'reaper.driver', level, message: (message instanceof Error ? message.message : String(message)).split('\n')[0] });
+  const knexLog = (level: string) => (message: unknown) =>
+    log({
+      event: 'reaper.driver',
+      level,
+      message: (message instanceof Error ? message.message : String(message)).split('\n')[0],
+    });
   const db = knexFactory({
     client: 'mysql2',
     connection: config.connection,
@@ -94,11 +111,16 @@ async function main(): Promise<void> {
   if (config.metricsPort !== null) {
     // Loaded only now: prom-client is an optional peer dependency.
     const loaded = await import('../src/reaper/server.js').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ERR_MODULE_NOT_FOUND' && /prom-client/.test(err.message)) refuse('METRICS_PORT needs prom-client: npm install prom-client');
+      if (err.code === 'ERR_MODULE_NOT_FOUND' && /prom-client/.test(err.message))
+        refuse('METRICS_PORT needs prom-client: npm install prom-client');
       throw err;
     });
     const health = new ReaperHealth(cronPeriodMs(cron));
-    const started = await loaded.startReaperServer(db, { port: config.metricsPort, host: config.metricsHost, staleAfterMs }, health);
+    const started = await loaded.startReaperServer(
+      db,
+      { port: config.metricsPort, host: config.metricsHost, staleAfterMs },
+      health,
+    );
     server = started;
     observe = (line) => {
       health.observe(line);
@@ -107,7 +129,19 @@ async function main(): Promise<void> {
     };
   }
   job = scheduleReaper(db, config, observe);
-  log({ event: 'reaper.start', target, cron, runAtStart, staleAfterMs, batchSize, retentionMs, countCheckCron, countRepair, metricsPort: server?.port ?? null, pid: process.pid });
+  log({
+    event: 'reaper.start',
+    target,
+    cron,
+    runAtStart,
+    staleAfterMs,
+    batchSize,
+    retentionMs,
+    countCheckCron,
+    countRepair,
+    metricsPort: server?.port ?? null,
+    pid: process.pid,
+  });
 }
 
 main().catch((err: unknown) => {

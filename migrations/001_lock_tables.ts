@@ -17,7 +17,7 @@ import type { CreatedIndex } from './conditional-ddl.js';
  * - The procedures make an acquire and a release one round trip and one commit each.
  */
 export const TABLES: readonly string[] = [
-`CREATE TABLE IF NOT EXISTS t_read_write_lock (
+  `CREATE TABLE IF NOT EXISTS t_read_write_lock (
   resource_id  VARBINARY(255)    NOT NULL,
   w_count      TINYINT UNSIGNED  NOT NULL DEFAULT 0,
   r_count      INT UNSIGNED      NOT NULL DEFAULT 0,
@@ -26,7 +26,7 @@ export const TABLES: readonly string[] = [
   PRIMARY KEY (resource_id),
   CONSTRAINT ck_rwlock_counts CHECK (w_count IN (0, 1) AND (w_count = 0 OR r_count = 0))
 ) ENGINE=InnoDB`,
-`CREATE TABLE IF NOT EXISTS t_lock_log (
+  `CREATE TABLE IF NOT EXISTS t_lock_log (
   id          BIGINT UNSIGNED   NOT NULL AUTO_INCREMENT,
   resource_id VARBINARY(255)    NOT NULL,
   lock_type   TINYINT UNSIGNED  NOT NULL,
@@ -51,8 +51,19 @@ export const TABLES: readonly string[] = [
  * fail on a granted one), and the reaper and list() read live grants through (status, create_time).
  */
 export const INDEXES: readonly CreatedIndex[] = [
-  { kind: 'index', table: 't_lock_log', name: 'uk_lock_log_token', rebuild: 'ALTER TABLE t_lock_log ADD UNIQUE KEY uk_lock_log_token (token), ALGORITHM=INPLACE, LOCK=NONE' },
-  { kind: 'index', table: 't_lock_log', name: 'ix_lock_log_status_time', rebuild: 'ALTER TABLE t_lock_log ADD KEY ix_lock_log_status_time (status, create_time), ALGORITHM=INPLACE, LOCK=NONE' },
+  {
+    kind: 'index',
+    table: 't_lock_log',
+    name: 'uk_lock_log_token',
+    rebuild: 'ALTER TABLE t_lock_log ADD UNIQUE KEY uk_lock_log_token (token), ALGORITHM=INPLACE, LOCK=NONE',
+  },
+  {
+    kind: 'index',
+    table: 't_lock_log',
+    name: 'ix_lock_log_status_time',
+    rebuild:
+      'ALTER TABLE t_lock_log ADD KEY ix_lock_log_status_time (status, create_time), ALGORITHM=INPLACE, LOCK=NONE',
+  },
 ];
 
 export const PROCEDURES: Readonly<Record<string, string>> = {

@@ -11,7 +11,10 @@ import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditio
  */
 export const ADDS: AddedInPlace = { kind: 'column', table: 't_lock_log', name: 'mode_changed_at' };
 
-export const STATEMENTS: readonly string[] = unlessPresent(ADDS, 'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL');
+export const STATEMENTS: readonly string[] = unlessPresent(
+  ADDS,
+  'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL',
+);
 
 export async function up(knex: Knex): Promise<void> {
   await runOnOneConnection(knex, STATEMENTS);

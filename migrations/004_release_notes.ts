@@ -11,7 +11,7 @@ import type { CreatedIndex } from './conditional-ddl.js';
  * Written in the same transaction as the release it describes.
  */
 export const TABLES: readonly string[] = [
-`CREATE TABLE IF NOT EXISTS t_lock_release_note (
+  `CREATE TABLE IF NOT EXISTS t_lock_release_note (
   grant_id    BIGINT UNSIGNED   NOT NULL,
   released_at DATETIME(6)       NOT NULL,
   released_by TINYINT UNSIGNED  NOT NULL,
@@ -24,7 +24,12 @@ export const TABLES: readonly string[] = [
 
 /** Its index, for `migrate` to build again if it is dropped: stats() counts the last hour's releases through it. */
 export const INDEXES: readonly CreatedIndex[] = [
-  { kind: 'index', table: 't_lock_release_note', name: 'ix_release_note_time', rebuild: 'ALTER TABLE t_lock_release_note ADD KEY ix_release_note_time (released_at), ALGORITHM=INPLACE, LOCK=NONE' },
+  {
+    kind: 'index',
+    table: 't_lock_release_note',
+    name: 'ix_release_note_time',
+    rebuild: 'ALTER TABLE t_lock_release_note ADD KEY ix_release_note_time (released_at), ALGORITHM=INPLACE, LOCK=NONE',
+  },
 ];
 
 export async function up(knex: Knex): Promise<void> {

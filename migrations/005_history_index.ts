@@ -14,7 +14,10 @@ import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditio
  */
 export const ADDS: AddedInPlace = { kind: 'index', table: 't_lock_log', name: 'ix_lock_log_resource' };
 
-export const STATEMENTS: readonly string[] = unlessPresent(ADDS, 'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE');
+export const STATEMENTS: readonly string[] = unlessPresent(
+  ADDS,
+  'ALTER TABLE t_lock_log ADD INDEX ix_lock_log_resource (resource_id), ALGORITHM=INPLACE, LOCK=NONE',
+);
 
 export async function up(knex: Knex): Promise<void> {
   await runOnOneConnection(knex, STATEMENTS);

@@ -23,21 +23,24 @@ export const PROCEDURES: Readonly<Record<string, string>> = {
     'IN p_token BINARY(16), IN p_intent_ms INT UNSIGNED)\n  SQL SECURITY INVOKER\nBEGIN',
   ),
 };
-if (PROCEDURES.rwlock_acquire === V2.rwlock_acquire) throw new Error('migration 006: the acquire procedure text did not match');
+if (PROCEDURES.rwlock_acquire === V2.rwlock_acquire)
+  throw new Error('migration 006: the acquire procedure text did not match');
 
 /** Routines earlier migrations created that the current schema must not have. */
 export const RETIRED_PROCEDURES: readonly string[] = ['rwlock_release'];
 
 async function exists(knex: Knex, name: string): Promise<boolean> {
   const [rows] = (await knex.raw(
-    "SELECT COUNT(*) AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = ?", [name],
+    "SELECT COUNT(*) AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = ?",
+    [name],
   )) as unknown as [Array<{ n: number | string }>];
   return Number(rows[0]?.n) > 0;
 }
 
 export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
   // Looked up first: with `procedures: false` the migrating user may lack ALTER ROUTINE.
-  for (const name of RETIRED_PROCEDURES) if (await exists(knex, name)) await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
+  for (const name of RETIRED_PROCEDURES)
+    if (await exists(knex, name)) await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
   if (!options.procedures) return;
   for (const [name, ddl] of Object.entries(PROCEDURES)) {
     await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);

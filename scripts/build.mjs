@@ -12,6 +12,7 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 for (const bin of Object.values(pkg.bin)) {
-  if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) throw new Error(`${bin} lacks the #!/usr/bin/env node line`);
+  if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n'))
+    throw new Error(`${bin} lacks the #!/usr/bin/env node line`);
   chmodSync(bin, 0o755);
 }

@@ -99,7 +99,8 @@ function anchorsOf(file) {
 /** Link targets in a line: [text](target "title"), ![alt](target), and [label]: target definitions. */
 function targetsOf(line) {
   const targets = [];
-  for (const m of line.matchAll(/\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+"[^"]*")?\s*\)/g)) targets.push(m[1].replace(/^<|>$/g, ''));
+  for (const m of line.matchAll(/\]\(\s*(<[^>]*>|[^)\s]+)(?:\s+"[^"]*")?\s*\)/g))
+    targets.push(m[1].replace(/^<|>$/g, ''));
   const def = /^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)/.exec(line);
   if (def) targets.push(def[1].replace(/^<|>$/g, ''));
   return targets;
@@ -139,7 +140,9 @@ for (const file of files) {
 }
 
 if (problems.length > 0) {
-  console.error(`check-links: ${problems.length} broken relative link(s) in ${files.length} Markdown files under ${root}:`);
+  console.error(
+    `check-links: ${problems.length} broken relative link(s) in ${files.length} Markdown files under ${root}:`,
+  );
   for (const p of problems) console.error(`  ${p}`);
   process.exit(1);
 }

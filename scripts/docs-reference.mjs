@@ -31,7 +31,15 @@ function entryPoints() {
 }
 
 function generate(out) {
-  const args = [join(repo, 'node_modules', 'typedoc', 'bin', 'typedoc'), '--options', 'typedoc.json', '--out', out, '--logLevel', 'Warn'];
+  const args = [
+    join(repo, 'node_modules', 'typedoc', 'bin', 'typedoc'),
+    '--options',
+    'typedoc.json',
+    '--out',
+    out,
+    '--logLevel',
+    'Warn',
+  ];
   for (const entry of entryPoints()) args.push('--entryPoints', entry);
   execFileSync(process.execPath, args, { cwd: repo, stdio: 'inherit' });
 }
@@ -68,7 +76,8 @@ if (!check) {
     const problems = [];
     for (const f of want) {
       if (!have.includes(f)) problems.push(`missing: docs/reference/${f}`);
-      else if (readFileSync(join(scratch, f), 'utf8') !== readFileSync(join(committed, f), 'utf8')) problems.push(`differs: docs/reference/${f}`);
+      else if (readFileSync(join(scratch, f), 'utf8') !== readFileSync(join(committed, f), 'utf8'))
+        problems.push(`differs: docs/reference/${f}`);
     }
     for (const f of have) if (!want.includes(f)) problems.push(`not generated any more: docs/reference/${f}`);
     if (problems.length > 0) {

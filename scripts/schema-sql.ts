@@ -1,6 +1,13 @@
 // Prints sql/schema.sql from the migrations, so the plain-SQL form never drifts from them.
 // Usage: npm run schema:sql > sql/schema.sql
-import { CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATION_TABLE, MIGRATIONS, RETIRED_PROCEDURES, TABLE_CHANGES } from '../migrations/index.js';
+import {
+  CURRENT_PROCEDURES,
+  CURRENT_TABLES,
+  MIGRATION_TABLE,
+  MIGRATIONS,
+  RETIRED_PROCEDURES,
+  TABLE_CHANGES,
+} from '../migrations/index.js';
 import { MIGRATION_TABLE_DDL } from '../src/admin/migrate.js';
 
 export function schemaSql(): string {

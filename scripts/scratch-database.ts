@@ -23,7 +23,9 @@ let stopping = false;
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
-  await dropDatabase(server.url, name).catch((err: unknown) => process.stderr.write(`[server] could not drop ${name}: ${(err as Error).message}\n`));
+  await dropDatabase(server.url, name).catch((err: unknown) =>
+    process.stderr.write(`[server] could not drop ${name}: ${(err as Error).message}\n`),
+  );
   await server.stop();
   process.exit(0);
 }

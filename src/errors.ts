@@ -52,7 +52,10 @@ export class LockAbortedError extends RwLockError {
 export class LockLostError extends RwLockError {
   readonly grantId: number;
   constructor(grantId: number, detail = 'it was released by the reaper or an operator') {
-    super('ERR_RWLOCK_LOST', `grant ${grantId} is no longer live (${detail}); the business transaction was rolled back`);
+    super(
+      'ERR_RWLOCK_LOST',
+      `grant ${grantId} is no longer live (${detail}); the business transaction was rolled back`,
+    );
     this.grantId = grantId;
   }
 }
@@ -79,7 +82,11 @@ export class LockOutcomeUnknownError extends RwLockError {
 /** The lock tables or procedures are missing: run `migrate(db)` (or apply sql/schema.sql) first. */
 export class SchemaMissingError extends RwLockError {
   constructor(cause: unknown) {
-    super('ERR_RWLOCK_SCHEMA_MISSING', 'mysql-rwlock tables or procedures not found: run migrate(db) or apply sql/schema.sql', { cause });
+    super(
+      'ERR_RWLOCK_SCHEMA_MISSING',
+      'mysql-rwlock tables or procedures not found: run migrate(db) or apply sql/schema.sql',
+      { cause },
+    );
   }
 }
 
@@ -97,7 +104,9 @@ export class LockInvariantError extends RwLockError {
  */
 export class ConnectionLostError extends RwLockError {
   constructor(what: string, cause: unknown) {
-    super('ERR_RWLOCK_CONNECTION_LOST', `connection lost during ${what} before it could commit; it was rolled back`, { cause });
+    super('ERR_RWLOCK_CONNECTION_LOST', `connection lost during ${what} before it could commit; it was rolled back`, {
+      cause,
+    });
   }
 }
 
@@ -109,7 +118,11 @@ export class ConnectionLostError extends RwLockError {
 export class TransactionConflictError extends RwLockError {
   readonly attempts: number;
   constructor(what: string, attempts: number, cause: unknown) {
-    super('ERR_RWLOCK_CONFLICT', `${what} was rolled back by a deadlock or certification conflict ${attempts} times; nothing was committed`, { cause });
+    super(
+      'ERR_RWLOCK_CONFLICT',
+      `${what} was rolled back by a deadlock or certification conflict ${attempts} times; nothing was committed`,
+      { cause },
+    );
     this.attempts = attempts;
   }
 }
@@ -122,7 +135,11 @@ export class TransactionConflictError extends RwLockError {
  */
 export class ServerReadOnlyError extends RwLockError {
   constructor(cause: unknown) {
-    super('ERR_RWLOCK_READ_ONLY', "the server refused the lock's write: it is read-only (a replica, a primary that stepped down, or a read-only session); nothing was changed: connect to the writable primary", { cause });
+    super(
+      'ERR_RWLOCK_READ_ONLY',
+      "the server refused the lock's write: it is read-only (a replica, a primary that stepped down, or a read-only session); nothing was changed: connect to the writable primary",
+      { cause },
+    );
   }
 }
 
@@ -134,7 +151,11 @@ export class ServerReadOnlyError extends RwLockError {
  */
 export class NodeNotReadyError extends RwLockError {
   constructor(cause: unknown) {
-    super('ERR_RWLOCK_NODE_NOT_READY', "the Galera node refused the lock's statement: it is not ready for clients (outside the primary component, or still joining); nothing was changed: connect to a node of the primary component", { cause });
+    super(
+      'ERR_RWLOCK_NODE_NOT_READY',
+      "the Galera node refused the lock's statement: it is not ready for clients (outside the primary component, or still joining); nothing was changed: connect to a node of the primary component",
+      { cause },
+    );
   }
 }
 
@@ -153,7 +174,10 @@ export class MigrationLockedError extends RwLockError {
 export class LockUpgradeError extends RwLockError {
   readonly resourceId: string;
   constructor(resourceId: string) {
-    super('ERR_RWLOCK_UPGRADE', `write lock on ${JSON.stringify(resourceId)} requested inside a read lock on it: refused, as waiting could deadlock; take the write lock outside, or use grant.tryUpgrade()`);
+    super(
+      'ERR_RWLOCK_UPGRADE',
+      `write lock on ${JSON.stringify(resourceId)} requested inside a read lock on it: refused, as waiting could deadlock; take the write lock outside, or use grant.tryUpgrade()`,
+    );
     this.resourceId = resourceId;
   }
 }
@@ -167,7 +191,10 @@ export class PoolTooSmallError extends RwLockError {
   readonly needed: number;
   readonly poolMax: number;
   constructor(needed: number, poolMax: number, why: string) {
-    super('ERR_RWLOCK_POOL_TOO_SMALL', `${why} needs ${needed} connections at once, but the knex pool allows ${poolMax}: raise pool.max`);
+    super(
+      'ERR_RWLOCK_POOL_TOO_SMALL',
+      `${why} needs ${needed} connections at once, but the knex pool allows ${poolMax}: raise pool.max`,
+    );
     this.needed = needed;
     this.poolMax = poolMax;
   }

@@ -3,7 +3,15 @@
 // `mysql-rwlock/tracing`; metrics in `mysql-rwlock/prometheus`. docs/api.md lists every export.
 export { createLockManager, type LockManager } from './lock/manager.js';
 export type { Grant, FenceExecutor, LockedWork } from './lock/api.js';
-export { DEFAULTS, LIMITS, type LockManagerOptions, type AcquireOptions, type WithLockOptions, type IsolationLevel, type ProceduresMode } from './options.js';
+export {
+  DEFAULTS,
+  LIMITS,
+  type LockManagerOptions,
+  type AcquireOptions,
+  type WithLockOptions,
+  type IsolationLevel,
+  type ProceduresMode,
+} from './options.js';
 export type { ListOptions, HistoryOptions, ForceReleaseOptions } from './options.js';
 export type { ListedGrant, GrantHistoryEntry, LockStats } from './sql/operate.js';
 export type { LockState, Holder } from './sql/inspect.js';

@@ -32,7 +32,9 @@ export const DEFAULTS = deepFreeze({
   migrate: { waitMs: 60_000, procedures: true },
 });
 
-function deepFreeze<T extends object>(value: T): Readonly<{ [K in keyof T]: T[K] extends object ? Readonly<T[K]> : T[K] }> {
+function deepFreeze<T extends object>(
+  value: T,
+): Readonly<{ [K in keyof T]: T[K] extends object ? Readonly<T[K]> : T[K] }> {
   for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) Object.freeze(inner);
   return Object.freeze(value);
 }
@@ -147,12 +149,14 @@ const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed
  */
 export function optionsObject(what: string, input: unknown, known: readonly string[]): Record<string, unknown> {
   if (input === undefined) return {};
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new InvalidOptionsError(`options of ${what} must be an object`);
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidOptionsError(`options of ${what} must be an object`);
   for (const [key, value] of Object.entries(input)) {
     if (!known.includes(key)) {
       throw new InvalidOptionsError(`${key}: unknown option of ${what} (known: ${known.join(', ')})`);
     }
-    if (value === null) throw new InvalidOptionsError(`${key} must not be null, got null: leave it out (or undefined) for its default`);
+    if (value === null)
+      throw new InvalidOptionsError(`${key} must not be null, got null: leave it out (or undefined) for its default`);
   }
   return input as Record<string, unknown>;
 }
@@ -166,7 +170,10 @@ export function integerOption(name: string, value: unknown, min: number, max = N
 
 function describe(value: unknown): string {
   if (typeof value === 'number') return String(value);
-  if (typeof value === 'string') return value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}… (${value.length} UTF-16 units)` : JSON.stringify(value);
+  if (typeof value === 'string')
+    return value.length > 40
+      ? `${JSON.stringify(value.slice(0, 40))}… (${value.length} UTF-16 units)`
+      : JSON.stringify(value);
   return value === null ? 'null' : typeof value;
 }
 
@@ -175,10 +182,14 @@ function describe(value: unknown): string {
  * is how the caller passed it (`knex` in options, `db` as an argument).
  */
 export function knexOption(name: string, value: unknown): Knex {
-  const isKnex = typeof value === 'function' && typeof (value as Partial<Knex>).client === 'object' && (value as Partial<Knex>).client !== null;
+  const isKnex =
+    typeof value === 'function' &&
+    typeof (value as Partial<Knex>).client === 'object' &&
+    (value as Partial<Knex>).client !== null;
   if (!isKnex) throw new InvalidOptionsError(`${name} must be a knex instance, got ${describe(value)}`);
   const driver = ((value as Knex).client as { config?: { client?: unknown } }).config?.client;
-  if (driver !== 'mysql2') throw new InvalidOptionsError(`${name} must be a knex instance using the 'mysql2' client, got ${describe(driver)}`);
+  if (driver !== 'mysql2')
+    throw new InvalidOptionsError(`${name} must be a knex instance using the 'mysql2' client, got ${describe(driver)}`);
   return value as Knex;
 }
 
@@ -186,18 +197,32 @@ function ownerOption(value: unknown): string {
   const owner = value ?? `${hostname()}/${process.pid}/${randomBytes(3).toString('hex')}`;
   const chars = typeof owner === 'string' ? [...owner].length : 0;
   if (typeof owner !== 'string' || chars === 0 || chars > LIMITS.maxOwnerChars || !owner.isWellFormed()) {
-    throw new InvalidOptionsError(`owner must be well-formed text of 1 to ${LIMITS.maxOwnerChars} characters, got ${describe(owner)}`);
+    throw new InvalidOptionsError(
+      `owner must be well-formed text of 1 to ${LIMITS.maxOwnerChars} characters, got ${describe(owner)}`,
+    );
   }
   return owner;
 }
 
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
-  if (typeof input !== 'object' || input === null) throw new InvalidOptionsError('options must be an object with a knex instance');
+  if (typeof input !== 'object' || input === null)
+    throw new InvalidOptionsError('options must be an object with a knex instance');
   const o = optionsObject('createLockManager', input, [
-    'knex', 'owner', 'staleAfterMs', 'backoffMinMs', 'backoffMaxMs', 'writerIntentMs', 'deadlockRetries', 'resolveTimeoutMs', 'procedures', 'onLockLost',
+    'knex',
+    'owner',
+    'staleAfterMs',
+    'backoffMinMs',
+    'backoffMaxMs',
+    'writerIntentMs',
+    'deadlockRetries',
+    'resolveTimeoutMs',
+    'procedures',
+    'onLockLost',
   ]);
   if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
-    throw new InvalidOptionsError(`onLockLost must be a function (grant, { releasedBy, detectedBy }) => void, got ${describe(o.onLockLost)}`);
+    throw new InvalidOptionsError(
+      `onLockLost must be a function (grant, { releasedBy, detectedBy }) => void, got ${describe(o.onLockLost)}`,
+    );
   }
   const resolved: ResolvedManagerOptions = {
     knex: knexOption('knex', o.knex),
@@ -205,14 +230,31 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     staleAfterMs: integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1),
     backoffMinMs: integerOption('backoffMinMs', o.backoffMinMs ?? DEFAULTS.backoffMinMs, 1, LIMITS.maxBackoffMs),
     backoffMaxMs: integerOption('backoffMaxMs', o.backoffMaxMs ?? DEFAULTS.backoffMaxMs, 1, LIMITS.maxBackoffMs),
-    writerIntentMs: integerOption('writerIntentMs', o.writerIntentMs ?? DEFAULTS.writerIntentMs, 0, LIMITS.maxWriterIntentMs),
-    deadlockRetries: integerOption('deadlockRetries', o.deadlockRetries ?? DEFAULTS.deadlockRetries, 0, LIMITS.maxRetries),
-    resolveTimeoutMs: integerOption('resolveTimeoutMs', o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs, 0, LIMITS.maxTimerMs),
+    writerIntentMs: integerOption(
+      'writerIntentMs',
+      o.writerIntentMs ?? DEFAULTS.writerIntentMs,
+      0,
+      LIMITS.maxWriterIntentMs,
+    ),
+    deadlockRetries: integerOption(
+      'deadlockRetries',
+      o.deadlockRetries ?? DEFAULTS.deadlockRetries,
+      0,
+      LIMITS.maxRetries,
+    ),
+    resolveTimeoutMs: integerOption(
+      'resolveTimeoutMs',
+      o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs,
+      0,
+      LIMITS.maxTimerMs,
+    ),
     procedures: proceduresOption(o.procedures),
     onLockLost: o.onLockLost as LockLostHandler | undefined,
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
-    throw new InvalidOptionsError(`backoffMinMs (${resolved.backoffMinMs}) must not exceed backoffMaxMs (${resolved.backoffMaxMs})`);
+    throw new InvalidOptionsError(
+      `backoffMinMs (${resolved.backoffMinMs}) must not exceed backoffMaxMs (${resolved.backoffMaxMs})`,
+    );
   }
   return resolved;
 }
@@ -231,15 +273,26 @@ export interface ResolvedAcquireOptions {
 }
 
 export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
-  const o = optionsObject(what, input, allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal']);
+  const o = optionsObject(
+    what,
+    input,
+    allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal'],
+  );
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidOptionsError('signal must be an AbortSignal');
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new InvalidOptionsError('signal must be an AbortSignal');
   const isolationLevel = o.isolationLevel;
-  if (isolationLevel !== undefined && (typeof isolationLevel !== 'string' || !ISOLATION_LEVELS.includes(isolationLevel))) {
-    throw new InvalidOptionsError(`isolationLevel must be one of ${ISOLATION_LEVELS.join(', ')}, got ${describe(isolationLevel)}`);
+  if (
+    isolationLevel !== undefined &&
+    (typeof isolationLevel !== 'string' || !ISOLATION_LEVELS.includes(isolationLevel))
+  ) {
+    throw new InvalidOptionsError(
+      `isolationLevel must be one of ${ISOLATION_LEVELS.join(', ')}, got ${describe(isolationLevel)}`,
+    );
   }
-  const leaseMs = o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
+  const leaseMs =
+    o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
 }
 
@@ -281,6 +334,7 @@ export function textOption(name: string, value: unknown, max: number): Buffer {
 
 export function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidOptionsError(`${name} must be true or false, got ${describe(value)}`);
+  if (typeof value !== 'boolean')
+    throw new InvalidOptionsError(`${name} must be true or false, got ${describe(value)}`);
   return value;
 }

@@ -38,7 +38,9 @@ export type ReleasedBy = keyof typeof RELEASED_BY | 'unknown';
 /** How a grant ended, or null while it is live. */
 export type EndedBy = ReleasedBy | null;
 
-const RELEASED_BY_NAME = new Map<number, ReleasedBy>(Object.entries(RELEASED_BY).map(([name, value]) => [value, name as ReleasedBy]));
+const RELEASED_BY_NAME = new Map<number, ReleasedBy>(
+  Object.entries(RELEASED_BY).map(([name, value]) => [value, name as ReleasedBy]),
+);
 
 /** The name of a `released_by` value: null for NULL (still live), `unknown` for a value no release writes. */
 export function endedBy(releasedBy: number | string | null): EndedBy {

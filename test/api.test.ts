@@ -118,7 +118,9 @@ describe('waiting', () => {
     const held = await locks.tryAcquireWrite('wait-2b');
     const waited = async (mode: 'read' | 'write', waitMs: number): Promise<number> => {
       const started = performance.now();
-      await expect(locks[mode === 'read' ? 'acquireRead' : 'acquireWrite']('wait-2b', { waitMs })).rejects.toBeInstanceOf(LockTimeoutError);
+      await expect(
+        locks[mode === 'read' ? 'acquireRead' : 'acquireWrite']('wait-2b', { waitMs }),
+      ).rejects.toBeInstanceOf(LockTimeoutError);
       return performance.now() - started;
     };
     for (let i = 0; i < 40; i++) {
@@ -140,7 +142,9 @@ describe('waiting', () => {
     const err = await waiting.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockAbortedError);
     expect((err as Error).name).toBe('AbortError');
-    await expect(locks.acquireWrite('wait-3', { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(LockAbortedError);
+    await expect(locks.acquireWrite('wait-3', { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(
+      LockAbortedError,
+    );
     await held!.release();
     expect((await locks.inspect('wait-3')).holders).toEqual([]);
   });

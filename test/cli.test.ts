@@ -29,7 +29,11 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = { MYSQL_URL: url() }): Promise<Run> {
   return new Promise((resolve, reject) => {
     const { MYSQL_URL: _drop, ...base } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], { cwd: REPO, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
+      cwd: REPO,
+      env: { ...base, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -62,62 +66,102 @@ describe('reading commands', () => {
     expect(asJson.status).toBe(0);
     const printed = JSON.parse(asJson.stdout) as Record<string, unknown>;
     const expected = await locks.stats();
-    expect(printed).toMatchObject({ live: { write: 1, read: 1 }, stale: 1, leased: 0, waitingWriters: 0, staleAfterMs: 600_000 });
+    expect(printed).toMatchObject({
+      live: { write: 1, read: 1 },
+      stale: 1,
+      leased: 0,
+      waitingWriters: 0,
+      staleAfterMs: 600_000,
+    });
     expect(Object.keys(printed).sort()).toEqual(Object.keys(expected).sort());
     expect(asTable.status).toBe(0);
     expect(asTable.stdout).toMatch(/^live grants +2 \(write 1, read 1\)$/m);
     expect(asTable.stdout).toMatch(/^stale +1 /m);
     expect(asTable.stdout).toMatch(/^oldest grant +11m \d\ds$/m);
     // --stale-after moves the cutoff, as the reaper's STALE_AFTER_MS would.
-    expect(JSON.parse((await cli(['status', '--json', '--stale-after', '800000'])).stdout)).toMatchObject({ stale: 0, staleAfterMs: 800_000 });
+    expect(JSON.parse((await cli(['status', '--json', '--stale-after', '800000'])).stdout)).toMatchObject({
+      stale: 0,
+      staleAfterMs: 800_000,
+    });
     await releaseAll(db.knex);
   });
 
-  it('ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 1 when none matched', SLOW, async () => {
-    await releaseAll(db.knex);
-    const locks = createLockManager({ knex: db.knex, owner: 'svc-ls' });
-    const grants = [
-      (await locks.tryAcquireWrite('cli-ls:a'))!,
-      (await locks.tryAcquireRead('cli-ls:b'))!,
-      (await locks.tryAcquireRead('cli-ls:b'))!,
-    ];
-    await backdate(db.knex, grants[0]!.id, 900_000);
-    const [table, asJson, reads, stale, page1, none] = await Promise.all([
-      cli(['ls']), cli(['ls', '--json']), cli(['ls', '--mode', 'read', '--json']), cli(['ls', '--stale', '--json']),
-      cli(['ls', '--limit', '2']), cli(['ls', '--prefix', 'nothing-here:']),
-    ]);
-    expect(table.status).toBe(0);
-    const lines = table.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^GRANT +RESOURCE +MODE +OWNER +AGE +LEASE UNTIL +STALE +WRITER WAITING$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 4))).toEqual(grants.map((g) => [String(g.id), g.resourceId, g.mode, 'svc-ls']));
-    expect(lines[1]).toMatch(/STALE/);
-    expect(asJson.status).toBe(0);
-    const rows = JSON.parse(asJson.stdout) as Array<Record<string, unknown>>;
-    const listed = viaJson((await locks.list()).grants) as Array<Record<string, unknown>>;
-    expect(rows.map(({ ageMs: _a, ...rest }) => rest)).toEqual(listed.map(({ ageMs: _a, ...rest }) => rest));
-    expect(Object.keys(rows[0]!)).toEqual(['id', 'resourceId', 'mode', 'owner', 'createTime', 'ageMs', 'leaseUntil', 'stale', 'writerWaiting']);
-    expect((JSON.parse(reads.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[1]!.id, grants[2]!.id]);
-    expect((JSON.parse(stale.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[0]!.id]);
-    expect(page1.stdout).toContain(`more: mysql-rwlock ls --limit 2 --after ${grants[1]!.id}`);
-    const page2 = await cli(['ls', '--limit', '2', '--after', String(grants[1]!.id), '--json']);
-    expect((JSON.parse(page2.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[2]!.id]);
-    expect(none).toMatchObject({ status: 1, stdout: 'no live grants matched\n' });
-    const emptyJson = await cli(['ls', '--owner', 'nobody', '--json']);
-    expect(emptyJson.status).toBe(1);
-    expect(JSON.parse(emptyJson.stdout)).toEqual([]);
-    await releaseAll(db.knex);
-  });
+  it(
+    'ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 1 when none matched',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const locks = createLockManager({ knex: db.knex, owner: 'svc-ls' });
+      const grants = [
+        (await locks.tryAcquireWrite('cli-ls:a'))!,
+        (await locks.tryAcquireRead('cli-ls:b'))!,
+        (await locks.tryAcquireRead('cli-ls:b'))!,
+      ];
+      await backdate(db.knex, grants[0]!.id, 900_000);
+      const [table, asJson, reads, stale, page1, none] = await Promise.all([
+        cli(['ls']),
+        cli(['ls', '--json']),
+        cli(['ls', '--mode', 'read', '--json']),
+        cli(['ls', '--stale', '--json']),
+        cli(['ls', '--limit', '2']),
+        cli(['ls', '--prefix', 'nothing-here:']),
+      ]);
+      expect(table.status).toBe(0);
+      const lines = table.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^GRANT +RESOURCE +MODE +OWNER +AGE +LEASE UNTIL +STALE +WRITER WAITING$/);
+      expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 4))).toEqual(
+        grants.map((g) => [String(g.id), g.resourceId, g.mode, 'svc-ls']),
+      );
+      expect(lines[1]).toMatch(/STALE/);
+      expect(asJson.status).toBe(0);
+      const rows = JSON.parse(asJson.stdout) as Array<Record<string, unknown>>;
+      const listed = viaJson((await locks.list()).grants) as Array<Record<string, unknown>>;
+      expect(rows.map(({ ageMs: _a, ...rest }) => rest)).toEqual(listed.map(({ ageMs: _a, ...rest }) => rest));
+      expect(Object.keys(rows[0]!)).toEqual([
+        'id',
+        'resourceId',
+        'mode',
+        'owner',
+        'createTime',
+        'ageMs',
+        'leaseUntil',
+        'stale',
+        'writerWaiting',
+      ]);
+      expect((JSON.parse(reads.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([
+        grants[1]!.id,
+        grants[2]!.id,
+      ]);
+      expect((JSON.parse(stale.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[0]!.id]);
+      expect(page1.stdout).toContain(`more: mysql-rwlock ls --limit 2 --after ${grants[1]!.id}`);
+      const page2 = await cli(['ls', '--limit', '2', '--after', String(grants[1]!.id), '--json']);
+      expect((JSON.parse(page2.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[2]!.id]);
+      expect(none).toMatchObject({ status: 1, stdout: 'no live grants matched\n' });
+      const emptyJson = await cli(['ls', '--owner', 'nobody', '--json']);
+      expect(emptyJson.status).toBe(1);
+      expect(JSON.parse(emptyJson.stdout)).toEqual([]);
+      await releaseAll(db.knex);
+    },
+  );
 
-  it('inspect shows a resource\'s holders (exit 0), or that it is free (exit 1)', async () => {
+  it("inspect shows a resource's holders (exit 0), or that it is free (exit 1)", async () => {
     const locks = createLockManager({ knex: db.knex });
     const g = (await locks.tryAcquireWrite('cli-inspect'))!;
-    const [held, free, asJson] = await Promise.all([cli(['inspect', 'cli-inspect']), cli(['inspect', 'cli-inspect-free']), cli(['inspect', 'cli-inspect', '--json'])]);
+    const [held, free, asJson] = await Promise.all([
+      cli(['inspect', 'cli-inspect']),
+      cli(['inspect', 'cli-inspect-free']),
+      cli(['inspect', 'cli-inspect', '--json']),
+    ]);
     expect(held.status).toBe(0);
     expect(held.stdout).toMatch(/^held +write$/m);
     expect(held.stdout).toMatch(new RegExp(`^${g.id} +write `, 'm'));
     expect(free.status).toBe(1);
     expect(free.stdout).toMatch(/^held +free$/m);
-    expect(JSON.parse(asJson.stdout)).toMatchObject({ resourceId: 'cli-inspect', live: { write: 1, read: 0 }, holders: [{ id: g.id, mode: 'write' }] });
+    expect(JSON.parse(asJson.stdout)).toMatchObject({
+      resourceId: 'cli-inspect',
+      live: { write: 1, read: 0 },
+      holders: [{ id: g.id, mode: 'write' }],
+    });
     await g.release();
   });
 });
@@ -127,10 +171,19 @@ function paste(hint: string): Promise<Run> {
   const bin = join(REPO, '.tmp', 'hint-bin');
   if (!existsSync(join(bin, 'mysql-rwlock'))) {
     mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'mysql-rwlock'), `#!/bin/sh\nexec "$RWLOCK_NODE" --import tsx "${join(REPO, 'src/cli/bin.ts')}" "$@"\n`, { mode: 0o755 });
+    writeFileSync(
+      join(bin, 'mysql-rwlock'),
+      `#!/bin/sh\nexec "$RWLOCK_NODE" --import tsx "${join(REPO, 'src/cli/bin.ts')}" "$@"\n`,
+      { mode: 0o755 },
+    );
   }
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, MYSQL_URL: url(), RWLOCK_NODE: process.execPath, PATH: `${bin}:${process.env.PATH ?? ''}` };
+    const env = {
+      ...process.env,
+      MYSQL_URL: url(),
+      RWLOCK_NODE: process.execPath,
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+    };
     const child = spawn('sh', ['-c', hint], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -151,133 +204,205 @@ function hintOf(stdout: string): string | null {
 const rowIds = (stdout: string): number[] => [...stdout.matchAll(/^(\d+) /gm)].map((m) => Number(m[1]));
 
 /** Characters a terminal acts on (format.ts escapes them): C0, DEL, C1, U+2028/9, bidi controls. */
-// eslint-disable-next-line no-control-regex
-const TERMINAL_CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const TERMINAL_CONTROLS =
+  // eslint-disable-next-line no-control-regex -- matching control characters is this pattern's purpose
+  /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 describe('"more:" hints, pasted into a shell', () => {
-  it('ls: the hint repeats every filter and --limit, quoted, and pages through exactly the same query', SLOW, async () => {
-    await releaseAll(db.knex);
-    const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
-    const pwned = join(dir, 'pwned');
-    try {
-      const owner = `o'$(touch ${pwned})\`touch ${pwned}\`;"x`;
-      const mine = createLockManager({ knex: db.knex, owner });
-      const ids = [`hint:$(touch ${pwned})`, `hint:\`touch ${pwned}\``, 'hint:it\'s "q"', `hint:a;touch ${pwned}`, 'hint:l1\nl2', 'hint:\u001b[2J\u202e'];
-      const wanted: number[] = [];
-      for (const id of ids) wanted.push((await mine.tryAcquireWrite(id))!.id);
-      // Outside the filters: a reader, another owner, one with a trailing space, another prefix.
-      await mine.tryAcquireRead('hint:read');
-      await createLockManager({ knex: db.knex, owner: 'other' }).tryAcquireWrite('hint:other');
-      await createLockManager({ knex: db.knex, owner: `${owner} ` }).tryAcquireWrite('hint:padded');
-      await mine.tryAcquireWrite('elsewhere:x');
-
-      let page = await cli(['ls', '--prefix', 'hint:', '--mode', 'write', '--owner', owner, '--stale-after', '600000', '--limit', '2']);
-      const seen = [...rowIds(page.stdout)];
-      const hints: string[] = [];
-      for (let hint = hintOf(page.stdout); hint !== null; hint = hintOf(page.stdout)) {
-        hints.push(hint);
-        expect(hint).not.toMatch(TERMINAL_CONTROLS);
-        page = await paste(hint);
-        expect(page.status, page.stderr).toBe(0);
-        seen.push(...rowIds(page.stdout));
-      }
-      expect(hints).toHaveLength(2);
-      expect(hints[0]).toMatch(/^mysql-rwlock ls --mode=write '--owner=o'\\''.*' --prefix=hint: --stale-after=600000 --limit 2 --after \d+$/);
-      expect(seen).toEqual(wanted);
-      expect(existsSync(pwned)).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+  it(
+    'ls: the hint repeats every filter and --limit, quoted, and pages through exactly the same query',
+    SLOW,
+    async () => {
       await releaseAll(db.knex);
-    }
-  });
+      const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
+      const pwned = join(dir, 'pwned');
+      try {
+        const owner = `o'$(touch ${pwned})\`touch ${pwned}\`;"x`;
+        const mine = createLockManager({ knex: db.knex, owner });
+        const ids = [
+          `hint:$(touch ${pwned})`,
+          `hint:\`touch ${pwned}\``,
+          'hint:it\'s "q"',
+          `hint:a;touch ${pwned}`,
+          'hint:l1\nl2',
+          'hint:\u001b[2J\u202e',
+        ];
+        const wanted: number[] = [];
+        for (const id of ids) wanted.push((await mine.tryAcquireWrite(id))!.id);
+        // Outside the filters: a reader, another owner, one with a trailing space, another prefix.
+        await mine.tryAcquireRead('hint:read');
+        await createLockManager({ knex: db.knex, owner: 'other' }).tryAcquireWrite('hint:other');
+        await createLockManager({ knex: db.knex, owner: `${owner} ` }).tryAcquireWrite('hint:padded');
+        await mine.tryAcquireWrite('elsewhere:x');
 
-  it('history: the hint repeats --limit and the id, quoted, and reads the next page of the same resource', SLOW, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
-    const pwned = join(dir, 'pwned');
-    try {
-      const locks = createLockManager({ knex: db.knex });
-      const ids = [`hist:$(touch ${pwned})`, `hist:\`touch ${pwned}\`;touch ${pwned}`, '-hist:\'"', 'hist:l1\nl2\u009b', 'hist:end\n\n'];
-      await Promise.all(ids.map(async (id) => {
-        const granted: number[] = [];
-        for (let i = 0; i < 3; i++) {
-          const g = (await locks.tryAcquireWrite(id))!;
-          granted.push(g.id);
-          await g.release();
+        let page = await cli([
+          'ls',
+          '--prefix',
+          'hint:',
+          '--mode',
+          'write',
+          '--owner',
+          owner,
+          '--stale-after',
+          '600000',
+          '--limit',
+          '2',
+        ]);
+        const seen = [...rowIds(page.stdout)];
+        const hints: string[] = [];
+        for (let hint = hintOf(page.stdout); hint !== null; hint = hintOf(page.stdout)) {
+          hints.push(hint);
+          expect(hint).not.toMatch(TERMINAL_CONTROLS);
+          page = await paste(hint);
+          expect(page.status, page.stderr).toBe(0);
+          seen.push(...rowIds(page.stdout));
         }
-        await locks.tryAcquireWrite(`${id}x`); // a resource whose id starts with this one: not on its pages
-        const first = await cli(['history', '--limit', '2', '--', id]);
-        expect(first.status, first.stderr).toBe(0);
-        const hint = hintOf(first.stdout);
-        expect(hint, JSON.stringify(id)).toMatch(/^mysql-rwlock history --limit 2 --before \d+ -- /);
-        const next = await paste(hint!);
-        expect(next.status, next.stderr).toBe(0);
-        expect(hintOf(next.stdout)).toBeNull();
-        expect([...rowIds(first.stdout), ...rowIds(next.stdout)], JSON.stringify(id)).toEqual(granted.reverse());
-      }));
-      expect(existsSync(pwned)).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-      await releaseAll(db.knex);
-    }
-  });
+        expect(hints).toHaveLength(2);
+        expect(hints[0]).toMatch(
+          /^mysql-rwlock ls --mode=write '--owner=o'\\''.*' --prefix=hint: --stale-after=600000 --limit 2 --after \d+$/,
+        );
+        expect(seen).toEqual(wanted);
+        expect(existsSync(pwned)).toBe(false);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await releaseAll(db.knex);
+      }
+    },
+  );
+
+  it(
+    'history: the hint repeats --limit and the id, quoted, and reads the next page of the same resource',
+    SLOW,
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rwlock-hint-'));
+      const pwned = join(dir, 'pwned');
+      try {
+        const locks = createLockManager({ knex: db.knex });
+        const ids = [
+          `hist:$(touch ${pwned})`,
+          `hist:\`touch ${pwned}\`;touch ${pwned}`,
+          '-hist:\'"',
+          'hist:l1\nl2\u009b',
+          'hist:end\n\n',
+        ];
+        await Promise.all(
+          ids.map(async (id) => {
+            const granted: number[] = [];
+            for (let i = 0; i < 3; i++) {
+              const g = (await locks.tryAcquireWrite(id))!;
+              granted.push(g.id);
+              await g.release();
+            }
+            await locks.tryAcquireWrite(`${id}x`); // a resource whose id starts with this one: not on its pages
+            const first = await cli(['history', '--limit', '2', '--', id]);
+            expect(first.status, first.stderr).toBe(0);
+            const hint = hintOf(first.stdout);
+            expect(hint, JSON.stringify(id)).toMatch(/^mysql-rwlock history --limit 2 --before \d+ -- /);
+            const next = await paste(hint!);
+            expect(next.status, next.stderr).toBe(0);
+            expect(hintOf(next.stdout)).toBeNull();
+            expect([...rowIds(first.stdout), ...rowIds(next.stdout)], JSON.stringify(id)).toEqual(granted.reverse());
+          }),
+        );
+        expect(existsSync(pwned)).toBe(false);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await releaseAll(db.knex);
+      }
+    },
+  );
 });
 
 describe('terminal safety', () => {
-  it('ls, history and status escape every control, separator and bidi character; --json keeps them exact', SLOW, async () => {
-    await releaseAll(db.knex);
-    const owner = 'own\u009b31m\u202e';
-    const locks = createLockManager({ knex: db.knex, owner });
-    const ids = ['term:\u009b2J', 'term:\u0085nel', 'term:\u2028ls\u2029ps', 'term:\u202eabc\u2067x\u2069', 'term:\u061c\u200e\u200f\u202a\u2066', 'term:\u001b]0;t\u0007\u007f\r'];
-    for (const id of ids) {
-      const g = (await locks.tryAcquireWrite(id))!;
-      await g.release();
-      await locks.tryAcquireWrite(id);
-    }
-    const [ls, lsJson, status, ...histories] = await Promise.all([
-      cli(['ls', '--prefix', 'term:']), cli(['ls', '--prefix', 'term:', '--json']), cli(['status']),
-      ...ids.map((id) => cli(['history', '--limit', '1', '--', id])),
-    ]);
-    for (const [what, run] of [['ls', ls], ['status', status], ...histories.map((h, i) => [`history ${JSON.stringify(ids[i])}`, h] as const)] as const) {
-      expect(run.status, what).toBe(0);
-      expect(run.stdout, what).not.toMatch(TERMINAL_CONTROLS);
-    }
-    expect(ls.stdout).toContain('term:\\u009b2J');
-    expect(ls.stdout).toContain('term:\\u202eabc\\u2067x\\u2069');
-    expect(ls.stdout).toContain('own\\u009b31m\\u202e');
-    expect(ls.stdout.trim().split('\n')).toHaveLength(1 + ids.length);
-    expect((JSON.parse(lsJson.stdout) as Array<{ resourceId: string; owner: string }>).map((g) => [g.resourceId, g.owner])).toEqual(ids.map((id) => [id, owner]));
-    await releaseAll(db.knex);
-  });
+  it(
+    'ls, history and status escape every control, separator and bidi character; --json keeps them exact',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const owner = 'own\u009b31m\u202e';
+      const locks = createLockManager({ knex: db.knex, owner });
+      const ids = [
+        'term:\u009b2J',
+        'term:\u0085nel',
+        'term:\u2028ls\u2029ps',
+        'term:\u202eabc\u2067x\u2069',
+        'term:\u061c\u200e\u200f\u202a\u2066',
+        'term:\u001b]0;t\u0007\u007f\r',
+      ];
+      for (const id of ids) {
+        const g = (await locks.tryAcquireWrite(id))!;
+        await g.release();
+        await locks.tryAcquireWrite(id);
+      }
+      const [ls, lsJson, status, ...histories] = await Promise.all([
+        cli(['ls', '--prefix', 'term:']),
+        cli(['ls', '--prefix', 'term:', '--json']),
+        cli(['status']),
+        ...ids.map((id) => cli(['history', '--limit', '1', '--', id])),
+      ]);
+      for (const [what, run] of [
+        ['ls', ls],
+        ['status', status],
+        ...histories.map((h, i) => [`history ${JSON.stringify(ids[i])}`, h] as const),
+      ] as const) {
+        expect(run.status, what).toBe(0);
+        expect(run.stdout, what).not.toMatch(TERMINAL_CONTROLS);
+      }
+      expect(ls.stdout).toContain('term:\\u009b2J');
+      expect(ls.stdout).toContain('term:\\u202eabc\\u2067x\\u2069');
+      expect(ls.stdout).toContain('own\\u009b31m\\u202e');
+      expect(ls.stdout.trim().split('\n')).toHaveLength(1 + ids.length);
+      expect(
+        (JSON.parse(lsJson.stdout) as Array<{ resourceId: string; owner: string }>).map((g) => [g.resourceId, g.owner]),
+      ).toEqual(ids.map((id) => [id, owner]));
+      await releaseAll(db.knex);
+    },
+  );
 });
 
 describe('changing commands', () => {
-  it('release needs --reason; it releases as an operator, the holder\'s commit is refused, history shows who and why', SLOW, async () => {
-    const locks = createLockManager({ knex: db.knex });
-    let released: Run | undefined;
-    const before = await snapshot(db.knex);
-    const noReason = await cli(['release', '1']);
-    expect(noReason.status).toBe(2);
-    expect(noReason.stderr).toMatch(/--reason TEXT is required/);
-    expect(await snapshot(db.knex)).toBe(before);
-    const err = await locks.withWriteLock('cli-release', async (_trx, grant) => {
-      released = await cli(['release', String(grant.id), '--reason', 'stuck since the 14:00 deploy']);
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(LockLostError);
-    expect(released!.status).toBe(0);
-    const grantId = (err as LockLostError).grantId;
-    expect(released!.stdout).toMatch(new RegExp(`^released grant ${grantId} as cli:\\S+@\\S+: stuck since the 14:00 deploy\\n$`));
-    const again = await cli(['release', String(grantId), '--reason', 'again', '--json']);
-    expect(again.status).toBe(1);
-    expect(JSON.parse(again.stdout)).toMatchObject({ grantId, released: false });
+  it(
+    "release needs --reason; it releases as an operator, the holder's commit is refused, history shows who and why",
+    SLOW,
+    async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let released: Run | undefined;
+      const before = await snapshot(db.knex);
+      const noReason = await cli(['release', '1']);
+      expect(noReason.status).toBe(2);
+      expect(noReason.stderr).toMatch(/--reason TEXT is required/);
+      expect(await snapshot(db.knex)).toBe(before);
+      const err = await locks
+        .withWriteLock('cli-release', async (_trx, grant) => {
+          released = await cli(['release', String(grant.id), '--reason', 'stuck since the 14:00 deploy']);
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockLostError);
+      expect(released!.status).toBe(0);
+      const grantId = (err as LockLostError).grantId;
+      expect(released!.stdout).toMatch(
+        new RegExp(`^released grant ${grantId} as cli:\\S+@\\S+: stuck since the 14:00 deploy\\n$`),
+      );
+      const again = await cli(['release', String(grantId), '--reason', 'again', '--json']);
+      expect(again.status).toBe(1);
+      expect(JSON.parse(again.stdout)).toMatchObject({ grantId, released: false });
 
-    const history = await cli(['history', 'cli-release']);
-    expect(history.status).toBe(0);
-    expect(history.stdout.split('\n')[0]).toMatch(/^GRANT +MODE +OWNER +GRANTED AT +HELD +ENDED BY +ENDED AT +RELEASER +REASON$/);
-    expect(history.stdout).toMatch(new RegExp(`^${grantId} +write .* operator .* cli:\\S+ +stuck since the 14:00 deploy$`, 'm'));
-    const asJson = JSON.parse((await cli(['history', 'cli-release', '--json'])).stdout) as { grants: Array<Record<string, unknown>>; next: null };
-    expect(asJson).toEqual(viaJson(await locks.history('cli-release')));
-    expect((await cli(['history', 'cli-never-used'])).status).toBe(1);
-  });
+      const history = await cli(['history', 'cli-release']);
+      expect(history.status).toBe(0);
+      expect(history.stdout.split('\n')[0]).toMatch(
+        /^GRANT +MODE +OWNER +GRANTED AT +HELD +ENDED BY +ENDED AT +RELEASER +REASON$/,
+      );
+      expect(history.stdout).toMatch(
+        new RegExp(`^${grantId} +write .* operator .* cli:\\S+ +stuck since the 14:00 deploy$`, 'm'),
+      );
+      const asJson = JSON.parse((await cli(['history', 'cli-release', '--json'])).stdout) as {
+        grants: Array<Record<string, unknown>>;
+        next: null;
+      };
+      expect(asJson).toEqual(viaJson(await locks.history('cli-release')));
+      expect((await cli(['history', 'cli-never-used'])).status).toBe(1);
+    },
+  );
 
   it('reap releases stale grants (exit 0) and then finds none (exit 1)', async () => {
     await releaseAll(db.knex);
@@ -297,7 +422,9 @@ describe('changing commands', () => {
   it('purge deletes old released grants (exit 0), then has nothing to do (exit 1)', async () => {
     const locks = createLockManager({ knex: db.knex });
     await (await locks.tryAcquireWrite('cli-purge'))!.release();
-    await db.knex.raw("UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 DAY WHERE resource_id = 'cli-purge'");
+    await db.knex.raw(
+      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 DAY WHERE resource_id = 'cli-purge'",
+    );
     const first = await cli(['purge', '--retention', '3600000', '--json']);
     expect(first.status).toBe(0);
     expect((JSON.parse(first.stdout) as { purged: number }).purged).toBeGreaterThanOrEqual(1);
@@ -305,24 +432,35 @@ describe('changing commands', () => {
     expect((await cli(['purge', '--retention', '3600000'])).status).toBe(1);
   });
 
-  it('check finds counts that disagree with the log (exit 1), --repair sets them (exit 0), then all agree (exit 0)', SLOW, async () => {
-    await releaseAll(db.knex);
-    const locks = createLockManager({ knex: db.knex });
-    await (await locks.tryAcquireWrite('cli-check'))!.release();
-    await db.knex.raw("UPDATE t_read_write_lock SET w_count = 1 WHERE resource_id = 'cli-check'");
-    const found = await cli(['check']);
-    expect(found.status).toBe(1);
-    expect(found.stdout).toMatch(/^RESOURCE +W_COUNT +R_COUNT +LIVE WRITE +LIVE READ +NOTE\ncli-check +1 +0 +0 +0 *\n1 resource disagrees: run check --repair\n$/);
-    const asJson = await cli(['check', '--json']);
-    expect(asJson.status).toBe(1);
-    expect(JSON.parse(asJson.stdout)).toEqual({ disagreements: [{ resourceId: 'cli-check', wCount: 1, rCount: 0, liveWrites: 0, liveReads: 0, rowMissing: false }], more: false });
-    const repaired = await cli(['check', '--repair']);
-    expect(repaired.status).toBe(0);
-    expect(repaired.stdout).toMatch(/^repaired 1 resource in [^\n]*\nRESOURCE [^\n]*\ncli-check +1 +0 +0 +0 *\n$/);
-    const again = await cli(['check']);
-    expect(again).toMatchObject({ status: 0, stdout: 'every count agrees with the live grants\n' });
-    expect(await locks.tryAcquireWrite('cli-check')).not.toBeNull();
-  });
+  it(
+    'check finds counts that disagree with the log (exit 1), --repair sets them (exit 0), then all agree (exit 0)',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const locks = createLockManager({ knex: db.knex });
+      await (await locks.tryAcquireWrite('cli-check'))!.release();
+      await db.knex.raw("UPDATE t_read_write_lock SET w_count = 1 WHERE resource_id = 'cli-check'");
+      const found = await cli(['check']);
+      expect(found.status).toBe(1);
+      expect(found.stdout).toMatch(
+        /^RESOURCE +W_COUNT +R_COUNT +LIVE WRITE +LIVE READ +NOTE\ncli-check +1 +0 +0 +0 *\n1 resource disagrees: run check --repair\n$/,
+      );
+      const asJson = await cli(['check', '--json']);
+      expect(asJson.status).toBe(1);
+      expect(JSON.parse(asJson.stdout)).toEqual({
+        disagreements: [
+          { resourceId: 'cli-check', wCount: 1, rCount: 0, liveWrites: 0, liveReads: 0, rowMissing: false },
+        ],
+        more: false,
+      });
+      const repaired = await cli(['check', '--repair']);
+      expect(repaired.status).toBe(0);
+      expect(repaired.stdout).toMatch(/^repaired 1 resource in [^\n]*\nRESOURCE [^\n]*\ncli-check +1 +0 +0 +0 *\n$/);
+      const again = await cli(['check']);
+      expect(again).toMatchObject({ status: 0, stdout: 'every count agrees with the live grants\n' });
+      expect(await locks.tryAcquireWrite('cli-check')).not.toBeNull();
+    },
+  );
 
   it('migrate creates the schema on an empty database (exit 0), then has nothing to do (exit 1)', async () => {
     const name = `rwl_cli_migrate_${process.pid}`;
@@ -359,7 +497,11 @@ describe('bad usage and failures', () => {
       [['release', String(g.id), '--reason', 'x'.repeat(501)], undefined, /reason must be/],
       [['inspect'], undefined, /needs <resourceId>/],
       [['inspect', ''], undefined, /resource id must not be empty/],
-      [['history', 'x', '--before', '-3'], undefined, /Option '--before' argument is ambiguous|--before must be a whole number/],
+      [
+        ['history', 'x', '--before', '-3'],
+        undefined,
+        /Option '--before' argument is ambiguous|--before must be a whole number/,
+      ],
       [['reap', '--batch-size', '20000'], undefined, /batchSize must be an integer from 1 to 10000/],
       [['status'], {}, /^mysql-rwlock status: MYSQL_URL is required.*\(or pass --url\)/],
       [['status', '--url', 'postgres://u:pw@db/app'], {}, /^mysql-rwlock status: --url must start with mysql:\/\//],

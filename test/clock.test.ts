@@ -14,12 +14,21 @@ function runAnHourAhead(script: string, extraArgs: string[] = []): Array<Record<
   const faketime = findBinary(['faketime']);
   if (!faketime) throw new Error('this test needs libfaketime: apt-get install faketime');
   const result = spawnSync(faketime, ['-f', '+1h', process.execPath, '--import', 'tsx', script, ...extraArgs], {
-    env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name), STALE_AFTER_MS: '600000', RETENTION_MS: '0', FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+    env: {
+      ...process.env,
+      MYSQL_URL: databaseUrl(db.url, db.name),
+      STALE_AFTER_MS: '600000',
+      RETENTION_MS: '0',
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    },
     encoding: 'utf8',
     timeout: 60_000,
   });
   if (result.status !== 0) throw new Error(`${script} failed (${result.status}): ${result.stderr}`);
-  return result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  return result.stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 describe('database clock', () => {

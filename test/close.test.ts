@@ -36,12 +36,16 @@ describe('close()', () => {
     const locks = createLockManager({ knex: db.knex });
     const entered = deferred();
     const gate = deferred();
-    const work = locks.withWriteLock('close-1', async (trx) => {
-      entered.resolve();
-      await gate.promise;
-      await trx.raw('INSERT INTO close_effects (id) VALUES (?)', ['close-1:work']);
-      return 'done';
-    }, { leaseMs: 300 });
+    const work = locks.withWriteLock(
+      'close-1',
+      async (trx) => {
+        entered.resolve();
+        await gate.promise;
+        await trx.raw('INSERT INTO close_effects (id) VALUES (?)', ['close-1:work']);
+        return 'done';
+      },
+      { leaseMs: 300 },
+    );
     await entered.promise;
     const waiter = locks.acquireRead('close-1', { waitMs: 30_000 });
     let closed = false;
@@ -59,9 +63,14 @@ describe('close()', () => {
     expect(await read.isLive()).toBe(true);
     expect(await read.release()).toBe(true);
 
-    const [[effect]] = (await db.knex.raw('SELECT COUNT(*) AS n FROM close_effects WHERE id = ?', ['close-1:work'])) as unknown as [[{ n: number | string }]];
+    const [[effect]] = (await db.knex.raw('SELECT COUNT(*) AS n FROM close_effects WHERE id = ?', [
+      'close-1:work',
+    ])) as unknown as [[{ n: number | string }]];
     expect(Number(effect.n)).toBe(1);
-    expect(await createLockManager({ knex: db.knex }).inspect('close-1')).toMatchObject({ live: { write: 0, read: 0 }, holders: [] });
+    expect(await createLockManager({ knex: db.knex }).inspect('close-1')).toMatchObject({
+      live: { write: 0, read: 0 },
+      holders: [],
+    });
   });
 
   it('refuses every call of a closed manager with ManagerClosedError, writing nothing', async () => {
@@ -151,7 +160,11 @@ describe('a process that closes its manager, then destroys its knex', () => {
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       const deadline = setTimeout(() => {
         child.kill('SIGKILL');
-        reject(new Error(`close-worker did not exit within ${EXIT_WITHIN_MS} ms (something left running); stdout: ${stdout} stderr: ${stderr}`));
+        reject(
+          new Error(
+            `close-worker did not exit within ${EXIT_WITHIN_MS} ms (something left running); stdout: ${stdout} stderr: ${stderr}`,
+          ),
+        );
       }, EXIT_WITHIN_MS);
       child.on('close', (code) => {
         clearTimeout(deadline);
@@ -164,9 +177,14 @@ describe('a process that closes its manager, then destroys its knex', () => {
     const run = await runChild({ RESOURCE: 'close-child' });
     expect(run, run.stderr).toMatchObject({ code: 0 });
     expect(lastLine(run.stdout)).toEqual({ first: 'committed', second: 'committed' });
-    const [rows] = (await db.knex.raw("SELECT id FROM close_effects WHERE id LIKE 'close-child:%' ORDER BY id")) as unknown as [Array<{ id: string }>];
+    const [rows] = (await db.knex.raw(
+      "SELECT id FROM close_effects WHERE id LIKE 'close-child:%' ORDER BY id",
+    )) as unknown as [Array<{ id: string }>];
     expect(rows.map((r) => r.id)).toEqual(['close-child:first', 'close-child:second']);
-    expect(await createLockManager({ knex: db.knex }).inspect('close-child')).toMatchObject({ live: { write: 0, read: 0 }, holders: [] });
+    expect(await createLockManager({ knex: db.knex }).inspect('close-child')).toMatchObject({
+      live: { write: 0, read: 0 },
+      holders: [],
+    });
   });
 
   it('negative control: without close(), destroying the knex breaks the write still waiting', async () => {
@@ -174,7 +192,9 @@ describe('a process that closes its manager, then destroys its knex', () => {
     expect(run.code, run.stderr).toBe(0);
     const outcome = lastLine(run.stdout) as { first: string; second: string };
     expect(outcome.second).toMatch(/^error: /);
-    const [rows] = (await db.knex.raw("SELECT id FROM close_effects WHERE id = 'close-skip:second'")) as unknown as [unknown[]];
+    const [rows] = (await db.knex.raw("SELECT id FROM close_effects WHERE id = 'close-skip:second'")) as unknown as [
+      unknown[],
+    ];
     expect(rows).toHaveLength(0);
   });
 });

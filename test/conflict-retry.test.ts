@@ -13,7 +13,11 @@ import { invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 const via = useProxiedKnex(db);
 
-const DEADLOCK = { errno: 1213, sqlState: '40001', message: 'Deadlock found when trying to get lock; try restarting transaction' };
+const DEADLOCK = {
+  errno: 1213,
+  sqlState: '40001',
+  message: 'Deadlock found when trying to get lock; try restarting transaction',
+};
 /** The acquire's deciding write: the procedure's CALL, or the plain statements' guarded UPDATE. */
 const ACQUIRE = TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock SET w_count = 1/;
 
@@ -33,7 +37,9 @@ describe('the pause before a rerun after a conflict', () => {
       expect(Math.max(...samples)).toBeGreaterThan(0.9 * bound);
       expect(Math.min(...samples)).toBeLessThan(0.1 * bound);
     }
-    const worst = Array.from({ length: DEFAULTS.deadlockRetries }, (_, i) => Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** i));
+    const worst = Array.from({ length: DEFAULTS.deadlockRetries }, (_, i) =>
+      Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** i),
+    );
     expect(worst.reduce((a, b) => a + b, 0)).toBe(310);
   });
 });
@@ -41,7 +47,9 @@ describe('the pause before a rerun after a conflict', () => {
 describe('an acquire whose attempt conflicted on every try', () => {
   it('without waiting (tryAcquire): TransactionConflictError after deadlockRetries + 1 tries, nothing granted', async () => {
     const fired = conflicts(DEFAULTS.deadlockRetries + 1);
-    const err = await createLockManager({ knex: via.knex }).tryAcquireWrite('conflicted-try').catch((e: unknown) => e);
+    const err = await createLockManager({ knex: via.knex })
+      .tryAcquireWrite('conflicted-try')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransactionConflictError);
     expect((err as TransactionConflictError).attempts).toBe(DEFAULTS.deadlockRetries + 1);
     expect(await fired).toHaveLength(DEFAULTS.deadlockRetries + 1);

@@ -33,14 +33,23 @@ function pieces(...secrets: string[]): string[] {
 const FORBIDDEN = [...pieces(PASSWORD, RAW_PASSWORD), ENCODED];
 
 function expectNoSecret(output: string, what: string): void {
-  for (const p of FORBIDDEN) expect(output.includes(p), `${what}: output holds ${JSON.stringify(p)}: ${output}`).toBe(false);
+  for (const p of FORBIDDEN)
+    expect(output.includes(p), `${what}: output holds ${JSON.stringify(p)}: ${output}`).toBe(false);
 }
 
 describe('parseConnectionUrl', () => {
   it('decodes user, password and database, raw or encoded, into an object knex and mysql2 accept', () => {
-    const encoded = parseConnectionUrl(`mysql://us%40er:${ENCODED}@db.example:3307/app_l%C3%A5?connectTimeout=5000&ssl=%7B%22rejectUnauthorized%22%3Atrue%7D`);
+    const encoded = parseConnectionUrl(
+      `mysql://us%40er:${ENCODED}@db.example:3307/app_l%C3%A5?connectTimeout=5000&ssl=%7B%22rejectUnauthorized%22%3Atrue%7D`,
+    );
     expect(encoded.connection).toEqual({
-      host: 'db.example', port: 3307, user: 'us@er', password: PASSWORD, database: 'app_lå', connectTimeout: 5000, ssl: { rejectUnauthorized: true },
+      host: 'db.example',
+      port: 3307,
+      user: 'us@er',
+      password: PASSWORD,
+      database: 'app_lå',
+      connectTimeout: 5000,
+      ssl: { rejectUnauthorized: true },
     });
     expect(encoded.target).toBe('db.example:3307/app_lå');
     const raw = parseConnectionUrl(`mariadb://u:${RAW_PASSWORD}@[::1]/app`);
@@ -48,7 +57,13 @@ describe('parseConnectionUrl', () => {
     expect(raw.target).toBe('[::1]:3306/app');
     expect(parseConnectionUrl('mysql://h/app').connection).toEqual({ host: 'h', port: 3306, database: 'app' });
     // A query parameter cannot replace a part of the URL.
-    expect(parseConnectionUrl('mysql://u:p@h/app?password=x&host=evil').connection).toEqual({ host: 'h', port: 3306, user: 'u', password: 'p', database: 'app' });
+    expect(parseConnectionUrl('mysql://u:p@h/app?password=x&host=evil').connection).toEqual({
+      host: 'h',
+      port: 3306,
+      user: 'u',
+      password: 'p',
+      database: 'app',
+    });
     expect(connectionSecrets(`mysql://u:${ENCODED}@h/app`)).toEqual(expect.arrayContaining([PASSWORD, ENCODED]));
     expect(connectionSecrets(`mysql://u:${PASSWORD}@h:99999/app`)).toContain(PASSWORD);
   });
@@ -68,7 +83,11 @@ describe('parseConnectionUrl', () => {
         [`mysql://u:${password}@h/app#x`, /^MYSQL_URL has a # after the host/],
         [`mysql://u:${password}@h/app_%C3`, /^MYSQL_URL has a database name that is not valid percent-encoding/],
       ];
-      if (password === PASSWORD) cases.push([`mysql://u:${password}@h/app`, /^MYSQL_URL has a user or password that is not valid percent-encoding/]);
+      if (password === PASSWORD)
+        cases.push([
+          `mysql://u:${password}@h/app`,
+          /^MYSQL_URL has a user or password that is not valid percent-encoding/,
+        ]);
       for (const [url, message] of cases) {
         let error: unknown;
         try {
@@ -103,7 +122,11 @@ describe('every entry point, every failure path', () => {
   async function failures(): Promise<Array<[string, string, number]>> {
     const closed = await freePort();
     const cases: Array<[string, string, number]> = [];
-    for (const [form, written] of [['raw', RAW_PASSWORD], ['encoded', ENCODED], ['raw with %', PASSWORD]] as const) {
+    for (const [form, written] of [
+      ['raw', RAW_PASSWORD],
+      ['encoded', ENCODED],
+      ['raw with %', PASSWORD],
+    ] as const) {
       // Written with a raw %, the password is not valid percent-encoding: refused before connecting.
       const reached = form === 'raw with %' ? 2 : 3;
       cases.push(
@@ -125,29 +148,36 @@ describe('every entry point, every failure path', () => {
   }
 
   // All at once: the unknown host waits for the resolver, which may be slow where there is no DNS.
-  it('the CLI (MYSQL_URL and --url) and its dashboard print no part of the password, and exit 2 or 3', { timeout: 180_000 }, async () => {
-    const runs = await Promise.all((await failures()).map(async ([what, url, exit]) => ({
-      what, exit,
-      entries: [
-        ['status via MYSQL_URL', await cliRun(['status'], { MYSQL_URL: url })],
-        ['ls --url', await cliRun(['ls', '--url', url], {})],
-        ['dashboard via MYSQL_URL', await cliRun(['dashboard', '--port', '0'], { MYSQL_URL: url })],
-      ] as const,
-    })));
-    for (const { what, exit, entries } of runs) {
-      for (const [entry, run] of entries) {
-        expect(run.code, `${entry}, ${what}: ${run.output}`).toBe(exit);
-        expectNoSecret(run.output, `${entry}, ${what}`);
+  it(
+    'the CLI (MYSQL_URL and --url) and its dashboard print no part of the password, and exit 2 or 3',
+    { timeout: 180_000 },
+    async () => {
+      const runs = await Promise.all(
+        (await failures()).map(async ([what, url, exit]) => ({
+          what,
+          exit,
+          entries: [
+            ['status via MYSQL_URL', await cliRun(['status'], { MYSQL_URL: url })],
+            ['ls --url', await cliRun(['ls', '--url', url], {})],
+            ['dashboard via MYSQL_URL', await cliRun(['dashboard', '--port', '0'], { MYSQL_URL: url })],
+          ] as const,
+        })),
+      );
+      for (const { what, exit, entries } of runs) {
+        for (const [entry, run] of entries) {
+          expect(run.code, `${entry}, ${what}: ${run.output}`).toBe(exit);
+          expectNoSecret(run.output, `${entry}, ${what}`);
+        }
       }
-    }
-  });
+    },
+  );
 
   it('the reaper job (MYSQL_URL) logs no part of the password, and exits 2 or 1', { timeout: 300_000 }, async () => {
     const cases = await failures();
     const runs: Array<{ status: number | null; output: string }> = [];
     // Four at a time: each is a node process compiling TypeScript on a shared machine.
     for (let i = 0; i < cases.length; i += 4) {
-      runs.push(...await Promise.all(cases.slice(i, i + 4).map(([, url]) => reaperOnce(url))));
+      runs.push(...(await Promise.all(cases.slice(i, i + 4).map(([, url]) => reaperOnce(url)))));
     }
     for (const [i, [what, , exit]] of cases.entries()) {
       expect(runs[i]!.status, `${what}: ${runs[i]!.output}`).toBe(exit === 2 ? 2 : 1);
@@ -155,52 +185,67 @@ describe('every entry point, every failure path', () => {
     }
   });
 
-  it('a user whose password holds / # ? @ : % connects, written raw or encoded, to a database whose name needs encoding', { timeout: 180_000 }, async () => {
-    const name = `rwl_url_l\u00e5_${randomBytes(3).toString('hex')}`;
-    const second = `rwl_url_raw_${randomBytes(3).toString('hex')}`;
-    await db.knex.raw(`CREATE DATABASE \`${name}\``);
-    await db.knex.raw(`CREATE USER '${second}'@'%' IDENTIFIED BY ?`, [RAW_PASSWORD]);
-    try {
-      await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${user}'@'%'`);
-      await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${second}'@'%'`);
-      const migrator = connectKnex(db.url, name);
+  it(
+    'a user whose password holds / # ? @ : % connects, written raw or encoded, to a database whose name needs encoding',
+    { timeout: 180_000 },
+    async () => {
+      const name = `rwl_url_l\u00e5_${randomBytes(3).toString('hex')}`;
+      const second = `rwl_url_raw_${randomBytes(3).toString('hex')}`;
+      await db.knex.raw(`CREATE DATABASE \`${name}\``);
+      await db.knex.raw(`CREATE USER '${second}'@'%' IDENTIFIED BY ?`, [RAW_PASSWORD]);
       try {
-        await migrate(migrator);
-      } finally {
-        await migrator.destroy();
-      }
-      const encodedUrl = `mysql://${user}:${ENCODED}@${goodHost}/${encodeURIComponent(name)}`;
-      const rawUrl = `mysql://${second}:${RAW_PASSWORD}@${goodHost}/${encodeURIComponent(name)}`;
+        await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${user}'@'%'`);
+        await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${second}'@'%'`);
+        const migrator = connectKnex(db.url, name);
+        try {
+          await migrate(migrator);
+        } finally {
+          await migrator.destroy();
+        }
+        const encodedUrl = `mysql://${user}:${ENCODED}@${goodHost}/${encodeURIComponent(name)}`;
+        const rawUrl = `mysql://${second}:${RAW_PASSWORD}@${goodHost}/${encodeURIComponent(name)}`;
 
-      const direct = knexFactory({ client: 'mysql2', connection: parseConnectionUrl(encodedUrl).connection, pool: { min: 0, max: 1 } });
-      try {
-        const [rows] = (await direct.raw('SELECT DATABASE() AS db, CURRENT_USER() AS who')) as [Array<{ db: string; who: string }>];
-        expect(rows[0]).toEqual({ db: name, who: `${user}@%` });
-      } finally {
-        await direct.destroy();
-      }
+        const direct = knexFactory({
+          client: 'mysql2',
+          connection: parseConnectionUrl(encodedUrl).connection,
+          pool: { min: 0, max: 1 },
+        });
+        try {
+          const [rows] = (await direct.raw('SELECT DATABASE() AS db, CURRENT_USER() AS who')) as [
+            Array<{ db: string; who: string }>,
+          ];
+          expect(rows[0]).toEqual({ db: name, who: `${user}@%` });
+        } finally {
+          await direct.destroy();
+        }
 
-      for (const [how, url] of [['encoded', encodedUrl], ['raw', rawUrl]]) {
-        const status = await cliRun(['status', '--json'], { MYSQL_URL: url! });
-        expect(status.code, `${how}: ${status.output}`).toBe(0);
-        expect(JSON.parse(status.output)).toMatchObject({ live: { write: 0, read: 0 } });
-        expectNoSecret(status.output, how!);
-        const job = await reaperOnce(url!);
-        expect(job.status, `${how}: ${job.output}`).toBe(0);
-        expect(job.output).toContain('"event":"reaper.run","ok":true');
-        expectNoSecret(job.output, `reaper job, ${how}`);
+        for (const [how, url] of [
+          ['encoded', encodedUrl],
+          ['raw', rawUrl],
+        ]) {
+          const status = await cliRun(['status', '--json'], { MYSQL_URL: url! });
+          expect(status.code, `${how}: ${status.output}`).toBe(0);
+          expect(JSON.parse(status.output)).toMatchObject({ live: { write: 0, read: 0 } });
+          expectNoSecret(status.output, how!);
+          const job = await reaperOnce(url!);
+          expect(job.status, `${how}: ${job.output}`).toBe(0);
+          expect(job.output).toContain('"event":"reaper.run","ok":true');
+          expectNoSecret(job.output, `reaper job, ${how}`);
+        }
+      } finally {
+        await db.knex.raw(`DROP USER IF EXISTS '${second}'@'%'`);
+        await db.knex.raw(`DROP DATABASE IF EXISTS \`${name}\``);
       }
-    } finally {
-      await db.knex.raw(`DROP USER IF EXISTS '${second}'@'%'`);
-      await db.knex.raw(`DROP DATABASE IF EXISTS \`${name}\``);
-    }
-  });
+    },
+  );
 });
 
 function reaperOnce(url: string): Promise<{ status: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', '--once'], {
-      cwd: REPO, env: { ...process.env, MYSQL_URL: url, COUNT_CHECK_CRON: 'off' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: REPO,
+      env: { ...process.env, MYSQL_URL: url, COUNT_CHECK_CRON: 'off' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));

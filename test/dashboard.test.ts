@@ -17,7 +17,12 @@ import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename);
 const REPO = join(import.meta.dirname, '..');
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => p !== undefined && p !== '' && existsSync(p));
+const CHROMIUM = [
+  process.env.CHROMIUM_PATH,
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+].find((p) => p !== undefined && p !== '' && existsSync(p));
 const closers: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close().catch(() => undefined);
@@ -26,7 +31,9 @@ afterAll(async () => {
 /** `mysql-rwlock …` as a user runs it (the bin's source through tsx); resolves with its first stdout line and the process. */
 function cli(args: string[]) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
-    cwd: REPO, env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name) }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: REPO,
+    env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name) },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -44,41 +51,75 @@ function cli(args: string[]) {
 
 /** Moves a grant (and its release note) back in time: granted `agoMs` ago, held `heldMs`. */
 async function shift(knex: Knex, id: number, agoMs: number, heldMs: number | null): Promise<void> {
-  await knex.raw(`UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL ? MICROSECOND,
+  await knex.raw(
+    `UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL ? MICROSECOND,
                   released_at = CASE WHEN released_at IS NULL THEN NULL ELSE NOW(6) - INTERVAL ? MICROSECOND END WHERE id = ?`,
-  [agoMs * 1000, (agoMs - (heldMs ?? 0)) * 1000, id]);
-  await knex.raw('UPDATE t_lock_release_note SET released_at = NOW(6) - INTERVAL ? MICROSECOND WHERE grant_id = ?', [(agoMs - (heldMs ?? 0)) * 1000, id]);
+    [agoMs * 1000, (agoMs - (heldMs ?? 0)) * 1000, id],
+  );
+  await knex.raw('UPDATE t_lock_release_note SET released_at = NOW(6) - INTERVAL ? MICROSECOND WHERE grant_id = ?', [
+    (agoMs - (heldMs ?? 0)) * 1000,
+    id,
+  ]);
 }
 
 /** A history of ten minutes on a few resources, as the page would see it in production. */
 async function seedHistory(knex: Knex): Promise<void> {
-  const workers = ['repayments@app-2/4121', 'transfers@app-1/977', 'stock-sync@app-3/311'].map((owner) => createLockManager({ knex, owner }));
+  const workers = ['repayments@app-2/4121', 'transfers@app-1/977', 'stock-sync@app-3/311'].map((owner) =>
+    createLockManager({ knex, owner }),
+  );
   const plan: Array<[string, 'write' | 'read', number, number, 'holder' | 'reaper' | 'operator']> = [];
   let t = 560_000;
   for (let i = 0; i < 22; i++) {
-    plan.push(['loan:0042', i % 3 === 0 ? 'write' : 'read', t, 6_000 + (i * 7_919) % 14_000, 'holder']);
+    plan.push(['loan:0042', i % 3 === 0 ? 'write' : 'read', t, 6_000 + ((i * 7_919) % 14_000), 'holder']);
     t -= 24_000;
   }
-  for (let i = 0; i < 14; i++) plan.push(['stock:sku-8812', 'write', 540_000 - i * 37_000, 9_000 + (i * 3_331) % 16_000, i === 5 ? 'reaper' : 'holder']);
-  for (let i = 0; i < 9; i++) plan.push(['loan:0017', 'read', 500_000 - i * 52_000, 30_000 + (i * 5_003) % 25_000, i === 3 ? 'operator' : 'holder']);
-  for (let i = 0; i < 6; i++) plan.push(['invoice-run:2026-11', 'write', 420_000 - i * 61_000, 20_000 + (i * 9_001) % 30_000, 'holder']);
+  for (let i = 0; i < 14; i++)
+    plan.push([
+      'stock:sku-8812',
+      'write',
+      540_000 - i * 37_000,
+      9_000 + ((i * 3_331) % 16_000),
+      i === 5 ? 'reaper' : 'holder',
+    ]);
+  for (let i = 0; i < 9; i++)
+    plan.push([
+      'loan:0017',
+      'read',
+      500_000 - i * 52_000,
+      30_000 + ((i * 5_003) % 25_000),
+      i === 3 ? 'operator' : 'holder',
+    ]);
+  for (let i = 0; i < 6; i++)
+    plan.push(['invoice-run:2026-11', 'write', 420_000 - i * 61_000, 20_000 + ((i * 9_001) % 30_000), 'holder']);
   for (const [i, [resource, mode, ago, held, by]] of plan.entries()) {
     const locks = workers[i % workers.length]!;
-    const g = mode === 'write' ? await locks.tryAcquireWrite(`seed:${i}:${resource}`) : await locks.tryAcquireRead(`seed:${i}:${resource}`);
+    const g =
+      mode === 'write'
+        ? await locks.tryAcquireWrite(`seed:${i}:${resource}`)
+        : await locks.tryAcquireRead(`seed:${i}:${resource}`);
     // Each seeded grant on a resource of its own while it is made, then renamed: no waiting on the seed's own overlaps.
     await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
     if (by === 'operator') {
-      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [
+        Buffer.from(`seed:${i}:${resource}`),
+        g!.id,
+      ]);
       await locks.forceRelease(g!.id, { reason: 'worker hung on a bank call' });
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
     } else if (by === 'reaper') {
-      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [
+        Buffer.from(`seed:${i}:${resource}`),
+        g!.id,
+      ]);
       await knex.raw('UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL 1 HOUR WHERE id = ?', [g!.id]);
       const { reapStaleGrants } = await import('../src/admin/index.js');
       await reapStaleGrants(knex, { staleAfterMs: 600_000 });
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
     } else {
-      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(`seed:${i}:${resource}`), g!.id]);
+      await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [
+        Buffer.from(`seed:${i}:${resource}`),
+        g!.id,
+      ]);
       await g!.release();
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);
     }
@@ -88,77 +129,85 @@ async function seedHistory(knex: Knex): Promise<void> {
 
 // Skipped only on a developer machine without chromium; under CI (CI=true, as .ci/run runs) a missing
 // browser fails the test instead of passing it unseen.
-describe.skipIf(!CHROMIUM && process.env.CI !== 'true')(`operator page in chromium (${CHROMIUM ?? 'no chromium binary at /usr/bin/chromium; apt-get install chromium'})`, () => {
-  it('shows a live grant the test made, draws it on the timeline, and drops it after an operator release', async () => {
-    await seedHistory(db.knex);
-    const holder = createLockManager({ knex: db.knex, owner: 'repayments@app-2/4188' });
-    const grant = (await holder.tryAcquireWrite('loan:0042'))!;
-    const reader = createLockManager({ knex: db.knex, owner: 'reports@batch-1/88' });
-    const stale = (await reader.tryAcquireRead('stock:sku-8812'))!;
-    await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
-    const other = (await reader.tryAcquireRead('loan:0017'))!;
-    await shift(db.knex, other.id, 95_000, null);
-    const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311' });
-    const stop = new AbortController();
-    const waiting = writerLocks.acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal }).catch((e: unknown) => e);
-    closers.push(async () => {
-      stop.abort();
-      await waiting;
-      for (const g of [grant, stale, other] as Grant[]) await g.release();
+describe.skipIf(!CHROMIUM && process.env.CI !== 'true')(
+  `operator page in chromium (${CHROMIUM ?? 'no chromium binary at /usr/bin/chromium; apt-get install chromium'})`,
+  () => {
+    it('shows a live grant the test made, draws it on the timeline, and drops it after an operator release', async () => {
+      await seedHistory(db.knex);
+      const holder = createLockManager({ knex: db.knex, owner: 'repayments@app-2/4188' });
+      const grant = (await holder.tryAcquireWrite('loan:0042'))!;
+      const reader = createLockManager({ knex: db.knex, owner: 'reports@batch-1/88' });
+      const stale = (await reader.tryAcquireRead('stock:sku-8812'))!;
+      await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
+      const other = (await reader.tryAcquireRead('loan:0017'))!;
+      await shift(db.knex, other.id, 95_000, null);
+      const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311' });
+      const stop = new AbortController();
+      const waiting = writerLocks
+        .acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal })
+        .catch((e: unknown) => e);
+      closers.push(async () => {
+        stop.abort();
+        await waiting;
+        for (const g of [grant, stale, other] as Grant[]) await g.release();
+      });
+
+      const server = cli(['dashboard', '--port', '0', '--stale-after', '600000']);
+      closers.push(async () => {
+        if (server.child.exitCode === null) server.child.kill('SIGTERM');
+        await server.exited;
+      });
+      const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(
+        await server.firstLine,
+      );
+      expect(started, await server.firstLine).not.toBeNull();
+      const dashboard = { url: started![1]! };
+      if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
+      const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
+      closers.push(() => browser.close());
+      const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+      await page.goto(dashboard.url);
+
+      const row = page.locator(`#live tr[data-grant-id="${grant.id}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(new RegExp(`#${grant.id}\\s+loan:0042\\s+write\\s+repayments@app-2/4188`));
+      // The stale reader is highlighted, and its resource shows the waiting writer.
+      const staleRow = page.locator(`#live tr[data-grant-id="${stale.id}"]`);
+      await expect.poll(() => staleRow.getAttribute('class')).toBe('stale');
+      await expect.poll(() => staleRow.innerText()).toMatch(/STALE\s*writer waiting/);
+      expect(await page.locator(`#live tr[data-grant-id="${grant.id}"]`).getAttribute('class')).toBe('');
+      // The timeline draws the grant as a live write bar reaching to now, with a width.
+      const bar = page.locator(`#timeline rect.bar[data-grant-id="${grant.id}"]`);
+      await bar.waitFor();
+      expect(await bar.getAttribute('data-ended')).toBe('live');
+      expect(await bar.getAttribute('data-mode')).toBe('write');
+      expect(Number(await bar.getAttribute('width'))).toBeGreaterThan(0);
+      expect(await page.locator('#timeline rect.bar[data-ended="reaper"]').count()).toBeGreaterThan(0);
+      expect(await page.locator('#timeline rect.bar[data-ended="operator"]').count()).toBeGreaterThan(0);
+      expect(await page.locator('#mode-badge').innerText()).toBe('read-only');
+      expect(await page.locator('#live button.release').count()).toBe(0);
+
+      mkdirSync(join(REPO, '.tmp'), { recursive: true });
+      await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
+      if (process.env.UPDATE_SCREENSHOT === '1')
+        await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
+
+      const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
+      expect(await release.exited, release.output()).toBe(0);
+      await row.waitFor({ state: 'detached' });
+      await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
+      const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
+      await released.waitFor();
+      expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
+      expect(problems).toEqual([]);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
     });
-
-    const server = cli(['dashboard', '--port', '0', '--stale-after', '600000']);
-    closers.push(async () => {
-      if (server.child.exitCode === null) server.child.kill('SIGTERM');
-      await server.exited;
-    });
-    const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(await server.firstLine);
-    expect(started, await server.firstLine).not.toBeNull();
-    const dashboard = { url: started![1]! };
-    if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
-    const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
-    closers.push(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
-    await page.goto(dashboard.url);
-
-    const row = page.locator(`#live tr[data-grant-id="${grant.id}"]`);
-    await row.waitFor();
-    expect(await row.innerText()).toMatch(new RegExp(`#${grant.id}\\s+loan:0042\\s+write\\s+repayments@app-2/4188`));
-    // The stale reader is highlighted, and its resource shows the waiting writer.
-    const staleRow = page.locator(`#live tr[data-grant-id="${stale.id}"]`);
-    await expect.poll(() => staleRow.getAttribute('class')).toBe('stale');
-    await expect.poll(() => staleRow.innerText()).toMatch(/STALE\s*writer waiting/);
-    expect(await page.locator(`#live tr[data-grant-id="${grant.id}"]`).getAttribute('class')).toBe('');
-    // The timeline draws the grant as a live write bar reaching to now, with a width.
-    const bar = page.locator(`#timeline rect.bar[data-grant-id="${grant.id}"]`);
-    await bar.waitFor();
-    expect(await bar.getAttribute('data-ended')).toBe('live');
-    expect(await bar.getAttribute('data-mode')).toBe('write');
-    expect(Number(await bar.getAttribute('width'))).toBeGreaterThan(0);
-    expect(await page.locator('#timeline rect.bar[data-ended="reaper"]').count()).toBeGreaterThan(0);
-    expect(await page.locator('#timeline rect.bar[data-ended="operator"]').count()).toBeGreaterThan(0);
-    expect(await page.locator('#mode-badge').innerText()).toBe('read-only');
-    expect(await page.locator('#live button.release').count()).toBe(0);
-
-    mkdirSync(join(REPO, '.tmp'), { recursive: true });
-    await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
-    if (process.env.UPDATE_SCREENSHOT === '1') await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
-
-    const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
-    expect(await release.exited, release.output()).toBe(0);
-    await row.waitFor({ state: 'detached' });
-    await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
-    const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
-    await released.waitFor();
-    expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
-    expect(problems).toEqual([]);
-    server.child.kill('SIGTERM');
-    expect(await server.exited).toBe(0);
-  });
-});
+  },
+);
 
 describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by a loopback name, in chromium', () => {
   it('opened at http://localhost:PORT it releases; ids such as __proto__ and constructor are in the picker', async () => {
@@ -170,15 +219,33 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by
       for (const g of grants) await g.release();
     });
     // Bound to all interfaces with one extra name; the browser opens it by a loopback name.
-    const server = cli(['dashboard', '--port', '0', '--allow-release', '--host', '0.0.0.0', '--allowed-host', 'rwlock-ops.test', '--allowed-host', 'second.test']);
+    const server = cli([
+      'dashboard',
+      '--port',
+      '0',
+      '--allow-release',
+      '--host',
+      '0.0.0.0',
+      '--allowed-host',
+      'rwlock-ops.test',
+      '--allowed-host',
+      'second.test',
+    ]);
     closers.push(async () => {
       if (server.child.exitCode === null) server.child.kill('SIGTERM');
       await server.exited;
     });
-    const started = /^mysql-rwlock dashboard: http:\/\/127\.0\.0\.1:(\d+)\/ \(release enabled\)/.exec(await server.firstLine);
+    const started = /^mysql-rwlock dashboard: http:\/\/127\.0\.0\.1:(\d+)\/ \(release enabled\)/.exec(
+      await server.firstLine,
+    );
     expect(started, await server.firstLine).not.toBeNull();
     const port = Number(started![1]);
-    for (const [host, status] of [['rwlock-ops.test', 200], ['second.test', 200], ['localhost', 200], ['evil.example', 421]] as const) {
+    for (const [host, status] of [
+      ['rwlock-ops.test', 200],
+      ['second.test', 200],
+      ['localhost', 200],
+      ['evil.example', 421],
+    ] as const) {
       expect((await request(port, 'GET', '/api/state', { host: `${host}:${port}` })).status, host).toBe(status);
     }
     if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
@@ -198,7 +265,11 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by
     await page.locator(`#live tr[data-grant-id="${target.id}"] button.release`).click();
     await page.locator(`#live tr[data-grant-id="${target.id}"]`).waitFor({ state: 'detached' });
     expect(await page.locator('#error').isHidden()).toBe(true);
-    expect((await locks.history('__proto__')).grants[0]).toMatchObject({ id: target.id, releasedBy: 'operator', reason: 'released from localhost' });
+    expect((await locks.history('__proto__')).grants[0]).toMatchObject({
+      id: target.id,
+      releasedBy: 'operator',
+      reason: 'released from localhost',
+    });
     expect(problems).toEqual([]);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
@@ -206,7 +277,13 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by
 });
 
 /** A request with a header fetch() will not send (Host), over node:http. */
-async function request(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
+async function request(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: string }> {
   const http = await import('node:http');
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
@@ -220,13 +297,25 @@ async function request(port: number, method: string, path: string, headers: Reco
 }
 
 describe('release endpoint', () => {
-  async function post(d: Dashboard, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: { released?: boolean; error?: string } }> {
-    const res = await fetch(`${d.url}api/release`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  async function post(
+    d: Dashboard,
+    body: unknown,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; body: { released?: boolean; error?: string } }> {
+    const res = await fetch(`${d.url}api/release`, {
+      method: 'POST',
+      headers,
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as { released?: boolean; error?: string } };
   }
   const tokenOf = async (d: Dashboard): Promise<string | null> => {
     const html = await (await fetch(d.url)).text();
-    return (JSON.parse(/<script type="application\/json" id="config">(.*?)<\/script>/.exec(html)![1]!) as { token: string | null }).token;
+    return (
+      JSON.parse(/<script type="application\/json" id="config">(.*?)<\/script>/.exec(html)![1]!) as {
+        token: string | null;
+      }
+    ).token;
   };
 
   it('read-only by default: no token in the page and every release refused', async () => {
@@ -241,7 +330,7 @@ describe('release endpoint', () => {
     await g.release();
   });
 
-  it('with allowRelease: only JSON carrying the page\'s token from the page\'s origin releases', async () => {
+  it("with allowRelease: only JSON carrying the page's token from the page's origin releases", async () => {
     const d = await serveDashboard({ knex: db.knex, port: 0, allowRelease: true });
     closers.push(() => d.close());
     const token = (await tokenOf(d))!;
@@ -252,19 +341,37 @@ describe('release endpoint', () => {
     const refused: Array<[Record<string, string>, unknown, number]> = [
       [{ 'content-type': 'application/json', origin }, { grantId: g.id }, 403], // no token
       [{ 'content-type': 'application/json', origin, 'x-rwlock-token': 'f'.repeat(48) }, { grantId: g.id }, 403], // a wrong one
-      [{ 'content-type': 'application/json', origin: 'http://evil.example', 'x-rwlock-token': token }, { grantId: g.id }, 403],
+      [
+        { 'content-type': 'application/json', origin: 'http://evil.example', 'x-rwlock-token': token },
+        { grantId: g.id },
+        403,
+      ],
       [{ 'content-type': 'text/plain', origin, 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }), 415], // a form-like simple request
       [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: 'x' }, 400],
     ];
     // JSON that is not an object: refused as bad input, not a server error.
-    for (const body of ['null', '[]', `[${g.id}]`, String(g.id), '"x"', 'true']) refused.push([{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, body, 400]);
+    for (const body of ['null', '[]', `[${g.id}]`, String(g.id), '"x"', 'true'])
+      refused.push([{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, body, 400]);
     // The origin of another accepted name than the one the request names.
-    refused.push([{ 'content-type': 'application/json', origin: `http://localhost:${d.port}`, 'x-rwlock-token': token }, { grantId: g.id }, 403]);
-    for (const [headers, body, status] of refused) expect((await post(d, body, headers)).status, `${JSON.stringify(headers)} ${JSON.stringify(body)}`).toBe(status);
+    refused.push([
+      { 'content-type': 'application/json', origin: `http://localhost:${d.port}`, 'x-rwlock-token': token },
+      { grantId: g.id },
+      403,
+    ]);
+    for (const [headers, body, status] of refused)
+      expect((await post(d, body, headers)).status, `${JSON.stringify(headers)} ${JSON.stringify(body)}`).toBe(status);
     expect((await locks.inspect('rw-release')).holders.map((h) => h.id)).toEqual([g.id]);
-    const ok = await post(d, { grantId: g.id, reason: 'from the test' }, { 'content-type': 'application/json', origin, 'x-rwlock-token': token });
+    const ok = await post(
+      d,
+      { grantId: g.id, reason: 'from the test' },
+      { 'content-type': 'application/json', origin, 'x-rwlock-token': token },
+    );
     expect(ok).toEqual({ status: 200, body: { released: true } });
-    expect((await locks.history('rw-release')).grants[0]).toMatchObject({ id: g.id, releasedBy: 'operator', reason: 'from the test' });
+    expect((await locks.history('rw-release')).grants[0]).toMatchObject({
+      id: g.id,
+      releasedBy: 'operator',
+      reason: 'from the test',
+    });
     expect(await g.release()).toBe(false);
   });
 
@@ -274,10 +381,15 @@ describe('release endpoint', () => {
     expect(new URL(d.url).hostname).toBe('127.0.0.1');
     const http = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: d.port, path: '/api/state', headers: { host: `rebind.evil.example:${d.port}` } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      }).on('error', reject);
+      http
+        .get(
+          { host: '127.0.0.1', port: d.port, path: '/api/state', headers: { host: `rebind.evil.example:${d.port}` } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        )
+        .on('error', reject);
     });
     expect(status).toBe(421);
     expect((await fetch(`${d.url}api/state`)).status).toBe(200);
@@ -291,21 +403,57 @@ describe('release endpoint', () => {
     const g = (await locks.tryAcquireWrite('by-localhost'))!;
     const headers = { host: `localhost:${d.port}`, 'content-type': 'application/json', 'x-rwlock-token': token };
     // An accepted name, but not the one this request was sent to: another origin.
-    const other = await request(d.port, 'POST', '/api/release', { ...headers, origin: `http://127.0.0.1:${d.port}` }, JSON.stringify({ grantId: g.id }));
+    const other = await request(
+      d.port,
+      'POST',
+      '/api/release',
+      { ...headers, origin: `http://127.0.0.1:${d.port}` },
+      JSON.stringify({ grantId: g.id }),
+    );
     expect(other.status, other.body).toBe(403);
-    const ok = await request(d.port, 'POST', '/api/release', { ...headers, origin: `http://localhost:${d.port}` }, JSON.stringify({ grantId: g.id, reason: 'via localhost' }));
+    const ok = await request(
+      d.port,
+      'POST',
+      '/api/release',
+      { ...headers, origin: `http://localhost:${d.port}` },
+      JSON.stringify({ grantId: g.id, reason: 'via localhost' }),
+    );
     expect(ok, ok.body).toEqual({ status: 200, body: JSON.stringify({ released: true }) });
   });
 
   it('bound to all interfaces: only loopback names and each allowed host are answered; 421 on every path for the rest', async () => {
-    const d = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0', allowRelease: true, allowedHosts: ['Ops.Example', '10.1.2.3', '[fd00::17]'] });
+    const d = await serveDashboard({
+      knex: db.knex,
+      port: 0,
+      host: '0.0.0.0',
+      allowRelease: true,
+      allowedHosts: ['Ops.Example', '10.1.2.3', '[fd00::17]'],
+    });
     closers.push(() => d.close());
     const bare = await serveDashboard({ knex: db.knex, port: 0, host: '0.0.0.0' });
     closers.push(() => bare.close());
-    const paths: Array<[string, string]> = [['GET', '/'], ['GET', '/api/state'], ['GET', '/api/timeline'], ['POST', '/api/release'], ['GET', '/nowhere']];
-    for (const [server, host] of [[d, 'evil.example'], [d, 'ops.example.evil.test'], [d, '10.1.2.4'], [bare, 'evil.example'], [bare, 'ops.example']] as const) {
+    const paths: Array<[string, string]> = [
+      ['GET', '/'],
+      ['GET', '/api/state'],
+      ['GET', '/api/timeline'],
+      ['POST', '/api/release'],
+      ['GET', '/nowhere'],
+    ];
+    for (const [server, host] of [
+      [d, 'evil.example'],
+      [d, 'ops.example.evil.test'],
+      [d, '10.1.2.4'],
+      [bare, 'evil.example'],
+      [bare, 'ops.example'],
+    ] as const) {
       for (const [method, path] of paths) {
-        const r = await request(server.port, method, path, { host: `${host}:${server.port}`, 'content-type': 'application/json' }, method === 'POST' ? '{}' : undefined);
+        const r = await request(
+          server.port,
+          method,
+          path,
+          { host: `${host}:${server.port}`, 'content-type': 'application/json' },
+          method === 'POST' ? '{}' : undefined,
+        );
         expect(r.status, `${host} ${method} ${path}: ${r.body}`).toBe(421);
       }
     }
@@ -314,16 +462,36 @@ describe('release endpoint', () => {
     }
     expect((await request(bare.port, 'GET', '/api/state', { host: `localhost:${bare.port}` })).status).toBe(200);
     // The page's origin is the allowed name it was opened by.
-    const token = (JSON.parse(/id="config">(.*?)<\/script>/.exec((await request(d.port, 'GET', '/', { host: `ops.example:${d.port}` })).body)![1]!) as { token: string }).token;
+    const token = (
+      JSON.parse(
+        /id="config">(.*?)<\/script>/.exec(
+          (await request(d.port, 'GET', '/', { host: `ops.example:${d.port}` })).body,
+        )![1]!,
+      ) as { token: string }
+    ).token;
     const locks = createLockManager({ knex: db.knex });
     const g = (await locks.tryAcquireWrite('by-allowed-host'))!;
-    const ok = await request(d.port, 'POST', '/api/release', { host: `ops.example:${d.port}`, origin: `http://ops.example:${d.port}`, 'content-type': 'application/json', 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }));
+    const ok = await request(
+      d.port,
+      'POST',
+      '/api/release',
+      {
+        host: `ops.example:${d.port}`,
+        origin: `http://ops.example:${d.port}`,
+        'content-type': 'application/json',
+        'x-rwlock-token': token,
+      },
+      JSON.stringify({ grantId: g.id }),
+    );
     expect(ok.status, ok.body).toBe(200);
   });
 
   it('refuses a bad allowedHosts with InvalidOptionsError before listening', async () => {
     for (const allowedHosts of [['http://x.example'], ['x.example:80'], ['cafe:80'], ['a b'], [''], [5], 'x.example']) {
-      await expect(serveDashboard({ knex: db.knex, port: 0, allowedHosts: allowedHosts as string[] }), JSON.stringify(allowedHosts)).rejects.toBeInstanceOf(InvalidOptionsError);
+      await expect(
+        serveDashboard({ knex: db.knex, port: 0, allowedHosts: allowedHosts as string[] }),
+        JSON.stringify(allowedHosts),
+      ).rejects.toBeInstanceOf(InvalidOptionsError);
     }
   });
 });

@@ -8,15 +8,18 @@ import { backdate, invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 async function logRow(id: number): Promise<{ lock_type: number; status: number; mode_changed_at: Date | null }> {
-  const [rows] = (await db.knex.raw('SELECT lock_type, status, mode_changed_at FROM t_lock_log WHERE id = ?', [id])) as unknown as [
-    Array<{ lock_type: number; status: number; mode_changed_at: Date | null }>,
-  ];
+  const [rows] = (await db.knex.raw('SELECT lock_type, status, mode_changed_at FROM t_lock_log WHERE id = ?', [
+    id,
+  ])) as unknown as [Array<{ lock_type: number; status: number; mode_changed_at: Date | null }>];
   return rows[0]!;
 }
 
 /** Write grants of the resource created after grant `afterId`. */
 async function writersSince(resource: string, afterId: number): Promise<number> {
-  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ? AND id > ? AND lock_type = 0 AND (released_by IS NULL OR released_by <> 4)', [Buffer.from(resource), afterId])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await db.knex.raw(
+    'SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ? AND id > ? AND lock_type = 0 AND (released_by IS NULL OR released_by <> 4)',
+    [Buffer.from(resource), afterId],
+  )) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n);
 }
 
@@ -25,7 +28,10 @@ async function writersSince(resource: string, afterId: number): Promise<number> 
  * moment `downgrade` offers (`between`); true when a writer got the lock while the holder went on
  * believing it held the resource.
  */
-async function writerGotIn(resource: string, downgrade: (g: Grant, between: () => Promise<void>) => Promise<Grant>): Promise<boolean> {
+async function writerGotIn(
+  resource: string,
+  downgrade: (g: Grant, between: () => Promise<void>) => Promise<Grant>,
+): Promise<boolean> {
   const locks = createLockManager({ knex: db.knex });
   const rival: LockManager = createLockManager({ knex: db.knex });
   const held = await locks.acquireWrite(resource);
@@ -61,19 +67,23 @@ describe('downgrade', () => {
   });
 
   it('no writer gets in during the downgrade', async () => {
-    expect(await writerGotIn('dg-2', async (g) => {
-      await g.downgrade();
-      return g;
-    })).toBe(false);
+    expect(
+      await writerGotIn('dg-2', async (g) => {
+        await g.downgrade();
+        return g;
+      }),
+    ).toBe(false);
   });
 
   it('negative control: a downgrade as release-then-acquire lets a writer in, and the same check catches it', async () => {
     const locks = createLockManager({ knex: db.knex });
-    expect(await writerGotIn('dg-3', async (g, between) => {
-      await g.release();
-      await between();
-      return locks.acquireRead('dg-3', { waitMs: 0 }).catch(() => g);
-    })).toBe(true);
+    expect(
+      await writerGotIn('dg-3', async (g, between) => {
+        await g.release();
+        await between();
+        return locks.acquireRead('dg-3', { waitMs: 0 }).catch(() => g);
+      }),
+    ).toBe(true);
   });
 
   it('a reader waiting in the same process is granted at once', async () => {

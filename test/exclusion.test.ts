@@ -23,12 +23,20 @@ interface Tally {
 function runWorker(db: TestDatabase): Promise<Tally> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/effect-worker.ts'], {
-      env: { ...process.env, MYSQL_URL: databaseUrl(db.url, db.name), RESOURCES: RESOURCES.join(','), OPS: '40', CONCURRENCY: '4' },
+      env: {
+        ...process.env,
+        MYSQL_URL: databaseUrl(db.url, db.name),
+        RESOURCES: RESOURCES.join(','),
+        OPS: '40',
+        CONCURRENCY: '4',
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Tally) : reject(new Error(`worker exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as Tally) : reject(new Error(`worker exited ${code}`)),
+    );
   });
 }
 

@@ -15,8 +15,15 @@ const ENTRIES: Record<string, string> = {
 /** The names a module exports: `export { a, type B } from`, `export type { C }`, `export function/const/class/interface/type D`. */
 function exportedNames(file: string): string[] {
   const source = readFileSync(join(REPO, file), 'utf8');
-  const listed = [...source.matchAll(/^export (?:type )?\{([^}]*)\}/gms)].flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type /, '')).filter(Boolean));
-  const declared = [...source.matchAll(/^export (?:async )?(?:function|const|class|interface|type) (\w+)/gm)].map((m) => m[1]!);
+  const listed = [...source.matchAll(/^export (?:type )?\{([^}]*)\}/gms)].flatMap((m) =>
+    m[1]!
+      .split(',')
+      .map((n) => n.trim().replace(/^type /, ''))
+      .filter(Boolean),
+  );
+  const declared = [...source.matchAll(/^export (?:async )?(?:function|const|class|interface|type) (\w+)/gm)].map(
+    (m) => m[1]!,
+  );
   return [...listed, ...declared];
 }
 
@@ -29,11 +36,21 @@ describe('the public surface', () => {
     const overTheAim = ['PrivilegeError'];
     for (const name of overTheAim) expect(names).toContain(name);
     expect(names.filter((n) => !overTheAim.includes(n)).length).toBeLessThanOrEqual(40);
-    for (const admin of ['migrate', 'reapStaleGrants', 'purgeReleasedGrants', 'checkLockCounts', 'repairLockCounts', 'CHANNELS']) expect(names).not.toContain(admin);
+    for (const admin of [
+      'migrate',
+      'reapStaleGrants',
+      'purgeReleasedGrants',
+      'checkLockCounts',
+      'repairLockCounts',
+      'CHANNELS',
+    ])
+      expect(names).not.toContain(admin);
   });
 
   it('package.json maps each entry point to the module this test reads', () => {
-    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { exports: Record<string, { import?: string }> };
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      exports: Record<string, { import?: string }>;
+    };
     for (const [entry, file] of Object.entries(ENTRIES)) {
       const subpath = entry === 'mysql-rwlock' ? '.' : `./${entry.slice('mysql-rwlock/'.length)}`;
       expect(pkg.exports[subpath]?.import, entry).toBe(`./dist/${file.replace(/\.ts$/, '.js')}`);
@@ -43,7 +60,10 @@ describe('the public surface', () => {
   it('describes every exported name of every entry point in docs/api.md', () => {
     const doc = readFileSync(join(REPO, 'docs/api.md'), 'utf8');
     const undocumented = Object.entries(ENTRIES).flatMap(([entry, file]) =>
-      exportedNames(file).filter((name) => !new RegExp(`\`[^\`]*\\b${name}\\b[^\`]*\``).test(doc)).map((name) => `${entry}: ${name}`));
+      exportedNames(file)
+        .filter((name) => !new RegExp(`\`[^\`]*\\b${name}\\b[^\`]*\``).test(doc))
+        .map((name) => `${entry}: ${name}`),
+    );
     expect(undocumented).toEqual([]);
   });
 });

@@ -7,7 +7,14 @@ import { connectKnex } from '../harness/database.js';
 import { isConflict } from '../src/sql/connection.js';
 import { knexExecutor } from '../src/lock/fenced.js';
 import { proxyFor, useProxiedKnex } from './support/proxy.js';
-import { ConnectionLostError, createLockManager, LockLostError, LockOutcomeUnknownError, TransactionConflictError, type Grant } from '../src/index.js';
+import {
+  ConnectionLostError,
+  createLockManager,
+  LockLostError,
+  LockOutcomeUnknownError,
+  TransactionConflictError,
+  type Grant,
+} from '../src/index.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
@@ -18,11 +25,15 @@ const via = useProxiedKnex(db);
 beforeAll(async () => {
   await db.knex.raw('CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL) ENGINE=InnoDB');
   await db.knex.raw('INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0)');
-  await db.knex.raw('CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(32), grant_id BIGINT) ENGINE=InnoDB');
+  await db.knex.raw(
+    'CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, tag VARCHAR(32), grant_id BIGINT) ENGINE=InnoDB',
+  );
 });
 
 async function ledgerCount(tag: string): Promise<number> {
-  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM ledger WHERE tag = ?', [tag])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM ledger WHERE tag = ?', [tag])) as unknown as [
+    Array<{ n: number }>,
+  ];
   return Number(rows[0]!.n);
 }
 
@@ -50,13 +61,15 @@ describe('deadlock (1213)', () => {
     let attempts = 0;
     const grantIds = new Set<number>();
     const other = await db.knex.transaction();
-    const result = await locks.withWriteLock('dl', async (trx, grant) => {
-      attempts += 1;
-      grantIds.add(grant.id);
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl', grant.id]);
-      if (attempts === 1) await loseDeadlock(trx, other);
-      return 'ok';
-    }).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+    const result = await locks
+      .withWriteLock('dl', async (trx, grant) => {
+        attempts += 1;
+        grantIds.add(grant.id);
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl', grant.id]);
+        if (attempts === 1) await loseDeadlock(trx, other);
+        return 'ok';
+      })
+      .finally(() => (other.isCompleted() ? undefined : other.rollback()));
     expect(result).toBe('ok');
     expect(attempts).toBe(2);
     expect(grantIds.size).toBe(1);
@@ -69,12 +82,18 @@ describe('deadlock (1213)', () => {
     const locks = createLockManager({ knex: db.knex });
     let attempts = 0;
     const other = await db.knex.transaction();
-    const err = await locks.withWriteLock('dl-lost', async (trx, grant) => {
-      attempts += 1;
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl-lost', grant.id]);
-      expect(await locks.forceRelease(grant.id)).toBe(true);
-      await loseDeadlock(trx, other);
-    }).then(() => undefined, (e: unknown) => e).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+    const err = await locks
+      .withWriteLock('dl-lost', async (trx, grant) => {
+        attempts += 1;
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['dl-lost', grant.id]);
+        expect(await locks.forceRelease(grant.id)).toBe(true);
+        await loseDeadlock(trx, other);
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      .finally(() => (other.isCompleted() ? undefined : other.rollback()));
     expect(err).toBeInstanceOf(LockLostError);
     expect(attempts).toBe(1);
     expect(await ledgerCount('dl-lost')).toBe(0);
@@ -83,7 +102,10 @@ describe('deadlock (1213)', () => {
 });
 
 describe('deadlock after a mode change', () => {
-  for (const [outer, change] of [['withWriteLock', 'downgrade'], ['withReadLock', 'tryUpgrade']] as const) {
+  for (const [outer, change] of [
+    ['withWriteLock', 'downgrade'],
+    ['withReadLock', 'tryUpgrade'],
+  ] as const) {
     it(`${outer} whose grant ran ${change}() is not run again under the other mode: TransactionConflictError, nothing committed, the grant released`, async () => {
       const locks = createLockManager({ knex: db.knex });
       const resource = `dl-${change}`;
@@ -97,7 +119,12 @@ describe('deadlock after a mode change', () => {
         await loseDeadlock(trx, other);
       };
       const run = outer === 'withWriteLock' ? locks.withWriteLock(resource, work) : locks.withReadLock(resource, work);
-      const err = await run.then(() => undefined, (e: unknown) => e).finally(() => (other.isCompleted() ? undefined : other.rollback()));
+      const err = await run
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        .finally(() => (other.isCompleted() ? undefined : other.rollback()));
       expect(err).toBeInstanceOf(TransactionConflictError);
       expect((err as Error).message).toMatch(/changed mode/);
       expect(attempts).toBe(1);
@@ -109,7 +136,9 @@ describe('deadlock after a mode change', () => {
 });
 
 describe('lock wait timeout (1205)', () => {
-  async function timedOutBusiness(run: (work: (trx: Knex.Transaction) => Promise<void>) => Promise<unknown>): Promise<unknown> {
+  async function timedOutBusiness(
+    run: (work: (trx: Knex.Transaction) => Promise<void>) => Promise<unknown>,
+  ): Promise<unknown> {
     const holder = await db.knex.transaction();
     await holder.raw('SELECT * FROM acct WHERE id = 4 FOR UPDATE');
     try {
@@ -117,7 +146,10 @@ describe('lock wait timeout (1205)', () => {
         await trx.raw('SET SESSION innodb_lock_wait_timeout = 1');
         await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['lw']);
         await trx.raw('UPDATE acct SET balance = balance + 1 WHERE id = 4'); // waits, then 1205
-      }).then(() => undefined, (e: unknown) => e);
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     } finally {
       await holder.rollback();
     }
@@ -165,11 +197,13 @@ describe('connection lost during COMMIT', () => {
   it('COMMIT never reached the server: ConnectionLostError, nothing committed, the grant is released', async () => {
     const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     let id = 0;
-    const err = await locks.withWriteLock('cl-2', async (trx, grant) => {
-      void via.proxy.armOnce(/^COMMIT/i, 'before-forward');
-      id = grant.id;
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
-    }).catch((e: unknown) => e);
+    const err = await locks
+      .withWriteLock('cl-2', async (trx, grant) => {
+        void via.proxy.armOnce(/^COMMIT/i, 'before-forward');
+        id = grant.id;
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionLostError);
     expect(await ledgerCount('cl-2')).toBe(0);
     expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
@@ -219,12 +253,16 @@ describe('connection lost during COMMIT', () => {
   it('when the outcome cannot be learned in time, LockOutcomeUnknownError carries the token', async () => {
     const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 0 });
     let grantId = 0;
-    const pending = locks.withWriteLock('cl-5', async (trx, grant) => {
-      // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
-      void via.proxy.armOnce(/^COMMIT/i, 'before-reply').then(() => via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
-      grantId = grant.id;
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
-    }).catch((e: unknown) => e);
+    const pending = locks
+      .withWriteLock('cl-5', async (trx, grant) => {
+        // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
+        void via.proxy
+          .armOnce(/^COMMIT/i, 'before-reply')
+          .then(() => via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
+        grantId = grant.id;
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
+      })
+      .catch((e: unknown) => e);
     const err = await pending;
     expect(err).toBeInstanceOf(LockOutcomeUnknownError);
     expect((err as LockOutcomeUnknownError).code).toBe('ERR_RWLOCK_OUTCOME_UNKNOWN');
@@ -234,9 +272,10 @@ describe('connection lost during COMMIT', () => {
 
   it('negative control: blindly retrying a business transaction whose COMMIT reply was lost applies it twice', async () => {
     const cut = via.proxy.armOnce(/^COMMIT/i, 'before-reply');
-    const pay = (): Promise<void> => via.knex.transaction(async (trx) => {
-      await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cl-6']);
-    });
+    const pay = (): Promise<void> =>
+      via.knex.transaction(async (trx) => {
+        await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cl-6']);
+      });
     await pay().catch(() => pay()); // "retry on connection error"
     await cut;
     expect(await ledgerCount('cl-6')).toBe(2); // what looking the grant up prevents
@@ -248,11 +287,23 @@ describe('an error replied to COMMIT', () => {
   // its commit hook. A member that leaves the group while its commit is being certified cannot know
   // the outcome, and the rest of the group may apply it. The proxy forwards the COMMIT (or a
   // ROLLBACK in its place) and hands the client the error instead of the server's reply.
-  const CERTIFICATION_FAILED = { errno: 3101, sqlState: '40000', message: 'Plugin instructed the server to rollback the current transaction.' };
-  const HOOK_FAILED = { errno: 3100, sqlState: 'HY000', message: "Error on observer while running replication hook 'before_commit'." };
+  const CERTIFICATION_FAILED = {
+    errno: 3101,
+    sqlState: '40000',
+    message: 'Plugin instructed the server to rollback the current transaction.',
+  };
+  const HOOK_FAILED = {
+    errno: 3100,
+    sqlState: 'HY000',
+    message: "Error on observer while running replication hook 'before_commit'.",
+  };
 
-  it.each([['a conflict (3101)', CERTIFICATION_FAILED], ['another error (3100)', HOOK_FAILED]] as const)(
-    '%s for a COMMIT the server made: settled from the grant row and reported as committed; the work ran once', async (_, error) => {
+  it.each([
+    ['a conflict (3101)', CERTIFICATION_FAILED],
+    ['another error (3100)', HOOK_FAILED],
+  ] as const)(
+    '%s for a COMMIT the server made: settled from the grant row and reported as committed; the work ran once',
+    async (_, error) => {
       const tag = `cc-ok-${error.errno}`;
       const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
       let id = 0;
@@ -271,7 +322,8 @@ describe('an error replied to COMMIT', () => {
       expect(await ledgerCount(tag)).toBe(1);
       expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
       expect(await invariantViolations(db.knex)).toEqual([]);
-    });
+    },
+  );
 
   it('a conflict for a COMMIT the server rolled back: run again under the same grant and committed once', async () => {
     const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
@@ -298,12 +350,14 @@ describe('an error replied to COMMIT', () => {
     const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
     let id = 0;
     let runs = 0;
-    const err = await locks.withWriteLock('cc-fail', async (trx, grant) => {
-      runs++;
-      void via.proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
-      id = grant.id;
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-fail', grant.id]);
-    }).catch((e: unknown) => e);
+    const err = await locks
+      .withWriteLock('cc-fail', async (trx, grant) => {
+        runs++;
+        void via.proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
+        id = grant.id;
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-fail', grant.id]);
+      })
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ errno: 3100 });
     expect(runs).toBe(1);
     expect(await ledgerCount('cc-fail')).toBe(0);
@@ -313,10 +367,16 @@ describe('an error replied to COMMIT', () => {
 
   it('your own transaction: grant.isLive() tells a COMMIT that replied an error but committed (false) from one that rolled back (true)', async () => {
     const locks = createLockManager({ knex: via.knex, resolveTimeoutMs: 10_000 });
-    const pay = (grant: Grant, tag: string): Promise<unknown> => via.knex.transaction(async (trx) => {
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
-      await grant.fence(knexExecutor(trx));
-    }).then(() => null, (err: unknown) => err);
+    const pay = (grant: Grant, tag: string): Promise<unknown> =>
+      via.knex
+        .transaction(async (trx) => {
+          await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
+          await grant.fence(knexExecutor(trx));
+        })
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
 
     const committed = await locks.acquireWrite('cc-own-1');
     void via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
@@ -353,9 +413,10 @@ describe('an error replied to COMMIT', () => {
 
   it('negative control: running a transaction again on the conflict its COMMIT replied applies it twice', async () => {
     const replaced = via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED);
-    const pay = (): Promise<void> => via.knex.transaction(async (trx) => {
-      await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cc-twice']);
-    });
+    const pay = (): Promise<void> =>
+      via.knex.transaction(async (trx) => {
+        await trx.raw('INSERT INTO ledger (tag) VALUES (?)', ['cc-twice']);
+      });
     await pay().catch((err: unknown) => (isConflict(err) ? pay() : Promise.reject(err))); // "retry on a conflict"
     await replaced;
     expect(await ledgerCount('cc-twice')).toBe(2); // what reading the grant row prevents
@@ -363,14 +424,16 @@ describe('an error replied to COMMIT', () => {
 });
 
 describe('connection killed inside the business transaction', () => {
-  it('ConnectionLostError carrying the driver error that killed it (not knex\'s failed ROLLBACK), nothing commits, the lock is free', async () => {
+  it("ConnectionLostError carrying the driver error that killed it (not knex's failed ROLLBACK), nothing commits, the lock is free", async () => {
     const locks = createLockManager({ knex: db.knex });
-    const err = await locks.withWriteLock('killed', async (trx, grant) => {
-      await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['killed', grant.id]);
-      const [[{ id }]] = (await trx.raw('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
-      await db.knex.raw('KILL CONNECTION ?', [id]);
-      await trx.raw('SELECT 1');
-    }).catch((e: unknown) => e);
+    const err = await locks
+      .withWriteLock('killed', async (trx, grant) => {
+        await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['killed', grant.id]);
+        const [[{ id }]] = (await trx.raw('SELECT CONNECTION_ID() AS id')) as unknown as [[{ id: number }]];
+        await db.knex.raw('KILL CONNECTION ?', [id]);
+        await trx.raw('SELECT 1');
+      })
+      .catch((e: unknown) => e);
     // The statement that met the dead connection failed with a fatal driver error, which knex's
     // failed ROLLBACK ("ROLLBACK - Can't add new command ...") must not replace.
     expect(err).toBeInstanceOf(ConnectionLostError);

@@ -24,9 +24,15 @@ async function repay(grant: Grant, loanId: string, amount: number, fail?: Error)
   const conn = await pool.getConnection();
   try {
     await conn.beginTransaction();
-    await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [loanId, amount, amount]);
+    await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+      loanId,
+      amount,
+      amount,
+    ]);
     if (fail) throw fail;
-    await grant.fence(async (sql, params) => ((await conn.execute(sql, params)) as [ResultSetHeader, unknown])[0].affectedRows);
+    await grant.fence(
+      async (sql, params) => ((await conn.execute(sql, params)) as [ResultSetHeader, unknown])[0].affectedRows,
+    );
     await conn.commit();
     grant.committed();
   } catch (err) {
@@ -59,7 +65,10 @@ describe('grant.fence with mysql2', () => {
     const locks = createLockManager({ knex: db.knex });
     const grant = await locks.acquireWrite('loan-lost');
     expect(await locks.forceRelease(grant.id)).toBe(true);
-    const err = await repay(grant, 'loan-lost', 100).then(() => undefined, (e: unknown) => e);
+    const err = await repay(grant, 'loan-lost', 100).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(LockLostError);
     expect(grant.signal.aborted).toBe(true);
     expect(await repaid('loan-lost')).toBeUndefined();
@@ -83,7 +92,9 @@ describe('grant.fence with mysql2', () => {
     const conn = await pool.getConnection();
     try {
       await conn.beginTransaction();
-      await grant.fence(async (sql, params) => ((await conn.execute(sql, params)) as [ResultSetHeader, unknown])[0].affectedRows);
+      await grant.fence(
+        async (sql, params) => ((await conn.execute(sql, params)) as [ResultSetHeader, unknown])[0].affectedRows,
+      );
       await conn.rollback();
     } finally {
       conn.release();

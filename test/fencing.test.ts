@@ -12,11 +12,15 @@ import { backdate, grantRow, invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 beforeAll(async () => {
-  await db.knex.raw('CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, resource VARCHAR(64), grant_id BIGINT, amount INT) ENGINE=InnoDB');
+  await db.knex.raw(
+    'CREATE TABLE ledger (id INT AUTO_INCREMENT PRIMARY KEY, resource VARCHAR(64), grant_id BIGINT, amount INT) ENGINE=InnoDB',
+  );
 });
 
 async function ledger(resource: string): Promise<Array<{ grant_id: number }>> {
-  const [rows] = (await db.knex.raw('SELECT grant_id FROM ledger WHERE resource = ? ORDER BY id', [resource])) as unknown as [Array<{ grant_id: number }>];
+  const [rows] = (await db.knex.raw('SELECT grant_id FROM ledger WHERE resource = ? ORDER BY id', [
+    resource,
+  ])) as unknown as [Array<{ grant_id: number }>];
   return rows.map((r) => ({ grant_id: Number(r.grant_id) }));
 }
 
@@ -38,11 +42,18 @@ async function pausedHolderScenario(
     await backdate(db.knex, grant.id, 3_600_000);
     const reaped = await reapStaleGrants(db.knex, { staleAfterMs: 60_000 });
     expect(reaped.grants.map((g) => g.id)).toContain(grant.id);
-    await locks.withWriteLock(resource, async (trx2, next) => {
-      nextGrant = next.id;
-      await trx2.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 100)', [resource, next.id]);
-    }, { waitMs: 5_000 });
-  }).then((v) => v, (e: unknown) => e);
+    await locks.withWriteLock(
+      resource,
+      async (trx2, next) => {
+        nextGrant = next.id;
+        await trx2.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 100)', [resource, next.id]);
+      },
+      { waitMs: 5_000 },
+    );
+  }).then(
+    (v) => v,
+    (e: unknown) => e,
+  );
   return { outcome, holderGrant, nextGrant };
 }
 
@@ -63,7 +74,9 @@ describe('fencing', () => {
 
   it('the same holds under a read lock', async () => {
     const locks = createLockManager({ knex: db.knex });
-    const { outcome, nextGrant } = await pausedHolderScenario('fenced-read', (business) => locks.withReadLock('fenced-read', business));
+    const { outcome, nextGrant } = await pausedHolderScenario('fenced-read', (business) =>
+      locks.withReadLock('fenced-read', business),
+    );
     expect(outcome).toBeInstanceOf(LockLostError);
     expect(await ledger('fenced-read')).toEqual([{ grant_id: nextGrant }]);
     expect(await invariantViolations(db.knex)).toEqual([]);
@@ -86,20 +99,24 @@ describe('fencing', () => {
 
   it('an operator forceRelease fences the holder the same way', async () => {
     const locks = createLockManager({ knex: db.knex });
-    const outcome = await locks.withWriteLock('forced', async (trx, grant) => {
-      await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['forced', grant.id]);
-      expect(await locks.forceRelease(grant.id)).toBe(true);
-    }).catch((e: unknown) => e);
+    const outcome = await locks
+      .withWriteLock('forced', async (trx, grant) => {
+        await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['forced', grant.id]);
+        expect(await locks.forceRelease(grant.id)).toBe(true);
+      })
+      .catch((e: unknown) => e);
     expect(outcome).toBeInstanceOf(LockLostError);
     expect(await ledger('forced')).toEqual([]);
   });
 
   it('a business error rolls back and the grant is still released', async () => {
     const locks = createLockManager({ knex: db.knex });
-    await expect(locks.withWriteLock('boom', async (trx, grant) => {
-      await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['boom', grant.id]);
-      throw new Error('bank said no');
-    })).rejects.toThrow('bank said no');
+    await expect(
+      locks.withWriteLock('boom', async (trx, grant) => {
+        await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['boom', grant.id]);
+        throw new Error('bank said no');
+      }),
+    ).rejects.toThrow('bank said no');
     expect(await ledger('boom')).toEqual([]);
     expect((await locks.inspect('boom')).holders).toEqual([]);
     expect(await invariantViolations(db.knex)).toEqual([]);
@@ -125,23 +142,30 @@ describe('fencing', () => {
 describe('a grant id handed out again (failover to a replica that never had the grant)', () => {
   /** Makes the grant's row what the new primary holds: live, same id, another holder's token. */
   async function reissue(grant: Grant): Promise<void> {
-    await db.knex.raw("UPDATE t_lock_log SET token = UNHEX(?), owner = 'new-holder' WHERE id = ?", [randomBytes(16).toString('hex'), grant.id]);
+    await db.knex.raw("UPDATE t_lock_log SET token = UNHEX(?), owner = 'new-holder' WHERE id = ?", [
+      randomBytes(16).toString('hex'),
+      grant.id,
+    ]);
   }
 
   async function newHolderIntact(resource: string, grant: Grant): Promise<void> {
     expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
-    expect((await createLockManager({ knex: db.knex }).inspect(resource)).holders).toEqual([expect.objectContaining({ id: grant.id, owner: 'new-holder' })]);
+    expect((await createLockManager({ knex: db.knex }).inspect(resource)).holders).toEqual([
+      expect.objectContaining({ id: grant.id, owner: 'new-holder' }),
+    ]);
     expect(await invariantViolations(db.knex)).toEqual([]);
   }
 
-  it('the old holder\'s fenced work is refused and rolled back; release, extend and downgrade leave the new grant alone', async () => {
+  it("the old holder's fenced work is refused and rolled back; release, extend and downgrade leave the new grant alone", async () => {
     const locks = createLockManager({ knex: db.knex });
     let fenced: Grant | undefined;
-    const outcome = await locks.withWriteLock('reissued', async (trx, grant) => {
-      fenced = grant;
-      await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['reissued', grant.id]);
-      await reissue(grant);
-    }).catch((e: unknown) => e);
+    const outcome = await locks
+      .withWriteLock('reissued', async (trx, grant) => {
+        fenced = grant;
+        await trx.raw('INSERT INTO ledger (resource, grant_id, amount) VALUES (?, ?, 1)', ['reissued', grant.id]);
+        await reissue(grant);
+      })
+      .catch((e: unknown) => e);
     expect(outcome).toBeInstanceOf(LockLostError);
     expect(await ledger('reissued')).toEqual([]);
     await newHolderIntact('reissued', fenced!);
@@ -149,7 +173,14 @@ describe('a grant id handed out again (failover to a replica that never had the 
     for (const [resource, act] of [
       ['reissued-release', (g: Grant) => g.release()],
       ['reissued-extend', (g: Grant) => g.extend(60_000)],
-      ['reissued-downgrade', (g: Grant) => g.downgrade().then(() => 'downgraded', (e: unknown) => e)],
+      [
+        'reissued-downgrade',
+        (g: Grant) =>
+          g.downgrade().then(
+            () => 'downgraded',
+            (e: unknown) => e,
+          ),
+      ],
     ] as const) {
       const g = (await locks.tryAcquireWrite(resource))!;
       await reissue(g);
@@ -159,13 +190,20 @@ describe('a grant id handed out again (failover to a replica that never had the 
     }
   });
 
-  it('negative control: the release statement without the token releases the new holder\'s grant', async () => {
+  it("negative control: the release statement without the token releases the new holder's grant", async () => {
     const locks = createLockManager({ knex: db.knex });
     const g = (await locks.tryAcquireWrite('reissued-control'))!;
     await reissue(g);
     const byIdOnly = RELEASE_SQL.replace(/ AND l\.token = UNHEX\(\?\)$/, '');
     expect(byIdOnly).not.toBe(RELEASE_SQL);
-    const [result] = (await db.knex.raw(byIdOnly, [1, 1, 0, g.id, Buffer.from('reissued-control').toString('hex'), 0])) as unknown as [{ affectedRows: number }];
+    const [result] = (await db.knex.raw(byIdOnly, [
+      1,
+      1,
+      0,
+      g.id,
+      Buffer.from('reissued-control').toString('hex'),
+      0,
+    ])) as unknown as [{ affectedRows: number }];
     expect(result.affectedRows).toBe(2);
     expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2 });
   });

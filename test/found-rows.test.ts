@@ -26,7 +26,11 @@ async function transcript(knex: Knex, p: string): Promise<unknown[]> {
   const g = await locks.tryAcquireWrite(`${p}b`);
   out.push(await locks.forceRelease(g!.id), await locks.forceRelease(g!.id), await g!.release());
   out.push(await locks.withWriteLock(`${p}c`, async () => 'committed'));
-  out.push(await locks.withReadLock(`${p}c`, async (_trx, grant) => locks.forceRelease(grant.id)).catch((e: unknown) => e instanceof LockLostError));
+  out.push(
+    await locks
+      .withReadLock(`${p}c`, async (_trx, grant) => locks.forceRelease(grant.id))
+      .catch((e: unknown) => e instanceof LockLostError),
+  );
   const state = await locks.inspect(`${p}a`);
   out.push(state.live.write, state.live.read, state.holders.length);
   return out;
@@ -38,7 +42,27 @@ describe('CLIENT_FOUND_ROWS', () => {
     const withoutFoundRows = await transcript(db.connect({ flags: ['-FOUND_ROWS'] }), 'nf-');
     expect(withoutFoundRows).toEqual(withFoundRows);
     expect(withFoundRows).toEqual([
-      true, null, null, true, false, true, true, null, 1, false, 1, true, false, true, false, false, 'committed', true, 0, 0, 0,
+      true,
+      null,
+      null,
+      true,
+      false,
+      true,
+      true,
+      null,
+      1,
+      false,
+      1,
+      true,
+      false,
+      true,
+      false,
+      false,
+      'committed',
+      true,
+      0,
+      0,
+      0,
     ]);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
@@ -49,7 +73,9 @@ describe('CLIENT_FOUND_ROWS', () => {
     const sql = 'UPDATE t_read_write_lock SET w_count = 0 WHERE resource_id = ?';
     const id = [Buffer.from('flag-probe')];
     const [matched] = (await db.knex.raw(sql, id)) as unknown as [{ affectedRows: number }];
-    const [changed] = (await db.connect({ flags: ['-FOUND_ROWS'] }).raw(sql, id)) as unknown as [{ affectedRows: number }];
+    const [changed] = (await db.connect({ flags: ['-FOUND_ROWS'] }).raw(sql, id)) as unknown as [
+      { affectedRows: number },
+    ];
     // A guarded UPDATE that did not bump version would read as success with one flag and failure with the other.
     expect([matched.affectedRows, changed.affectedRows]).toEqual([1, 0]);
   });

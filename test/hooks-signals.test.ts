@@ -31,21 +31,43 @@ afterEach(() => {
 /** A value whose String() throws, and a Proxy on which even `instanceof` throws. */
 const unprintable: Array<[string, () => unknown]> = [
   ['Object.create(null)', () => Object.create(null)],
-  ['a Proxy whose every trap throws', () => new Proxy({}, { get: () => { throw new Error('get'); }, getPrototypeOf: () => { throw new Error('proto'); } })],
+  [
+    'a Proxy whose every trap throws',
+    () =>
+      new Proxy(
+        {},
+        {
+          get: () => {
+            throw new Error('get');
+          },
+          getPrototypeOf: () => {
+            throw new Error('proto');
+          },
+        },
+      ),
+  ],
 ];
 
 describe('onLockLost hook errors', () => {
   for (const [name, value] of unprintable) {
     for (const how of ['rejects', 'throws'] as const) {
       it(`a hook that ${how} with ${name} is reported as a warning; release() resolves false`, async () => {
-        const hook = how === 'rejects' ? () => Promise.reject(value()) : () => { throw value(); };
+        const hook =
+          how === 'rejects'
+            ? () => Promise.reject(value())
+            : () => {
+                throw value();
+              };
         const locks = createLockManager({ knex: db.knex, onLockLost: hook });
         const id = `hook:${how}:${name}`;
         const g = (await locks.tryAcquireWrite(id))!;
         expect(await createLockManager({ knex: db.knex }).forceRelease(g.id)).toBe(true);
         expect(await g.release()).toBe(false);
-        await expect.poll(() => warnings.filter((w) => w.name === 'MysqlRwlockWarning').map((w) => w.message))
-          .toEqual([`onLockLost threw for grant ${g.id}: ${name === 'Object.create(null)' ? '[object Object]' : 'a value that cannot be shown'}`]);
+        await expect
+          .poll(() => warnings.filter((w) => w.name === 'MysqlRwlockWarning').map((w) => w.message))
+          .toEqual([
+            `onLockLost threw for grant ${g.id}: ${name === 'Object.create(null)' ? '[object Object]' : 'a value that cannot be shown'}`,
+          ]);
         // Unhandled rejections are delivered before the warning's tick: none came.
         expect(unhandled).toEqual([]);
         // The lock itself is free again.
@@ -64,13 +86,24 @@ describe('one AbortSignal shared by many waiters', () => {
     const waiters = createLockManager({ knex: db.knex, owner: 'waiter' });
     const controller = new AbortController();
     const { signal } = controller;
-    const calls = Array.from({ length: 1000 }, (_, i) => waiters.acquireWrite(resources[i % 10]!, { waitMs: 120_000, signal }));
+    const calls = Array.from({ length: 1000 }, (_, i) =>
+      waiters.acquireWrite(resources[i % 10]!, { waitMs: 120_000, signal }),
+    );
     const settled = Promise.allSettled(calls);
     // Every queue's head has tried once (a refused write marks writer intent); the 99 behind each
     // head sleep from the moment they joined.
-    await expect.poll(async () => (await rows<{ n: number }>(db.knex,
-      `SELECT COUNT(*) AS n FROM t_read_write_lock WHERE resource_id IN (${resources.map(() => '?').join(', ')}) AND w_wait_until IS NOT NULL`,
-      resources)).at(0)?.n).toBe(10);
+    await expect
+      .poll(
+        async () =>
+          (
+            await rows<{ n: number }>(
+              db.knex,
+              `SELECT COUNT(*) AS n FROM t_read_write_lock WHERE resource_id IN (${resources.map(() => '?').join(', ')}) AND w_wait_until IS NOT NULL`,
+              resources,
+            )
+          ).at(0)?.n,
+      )
+      .toBe(10);
     expect(getEventListeners(signal, 'abort')).toHaveLength(1);
     // A warning is emitted on the next tick after the listener that exceeds the limit is added.
     await new Promise((resolve) => setImmediate(resolve));
@@ -82,7 +115,11 @@ describe('one AbortSignal shared by many waiters', () => {
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
     // Nothing was granted to the aborted waiters, and their queues are empty: once the holder
     // releases, a new waiter of this manager is head at once and granted.
-    expect((await rows<{ n: number }>(db.knex, "SELECT COUNT(*) AS n FROM t_lock_log WHERE owner = 'waiter' AND status = 0"))[0]!.n).toBe(0);
+    expect(
+      (
+        await rows<{ n: number }>(db.knex, "SELECT COUNT(*) AS n FROM t_lock_log WHERE owner = 'waiter' AND status = 0")
+      )[0]!.n,
+    ).toBe(0);
     for (const g of held) expect(await g.release()).toBe(true);
     for (const r of resources) {
       const g = await waiters.acquireWrite(r, { waitMs: 30_000 });

@@ -10,11 +10,16 @@ const db = useTestDatabase(import.meta.filename);
 const HOUR = 3_600_000;
 
 async function backdateLease(grantId: number, ms: number): Promise<void> {
-  await db.knex.raw('UPDATE t_lock_log SET lease_until = lease_until - INTERVAL ? MICROSECOND WHERE id = ?', [ms * 1000, grantId]);
+  await db.knex.raw('UPDATE t_lock_log SET lease_until = lease_until - INTERVAL ? MICROSECOND WHERE id = ?', [
+    ms * 1000,
+    grantId,
+  ]);
 }
 
 async function leaseUntil(grantId: number): Promise<number> {
-  const [[row]] = (await db.knex.raw('SELECT UNIX_TIMESTAMP(lease_until) * 1000 AS t FROM t_lock_log WHERE id = ?', [grantId])) as unknown as [[{ t: string | null }]];
+  const [[row]] = (await db.knex.raw('SELECT UNIX_TIMESTAMP(lease_until) * 1000 AS t FROM t_lock_log WHERE id = ?', [
+    grantId,
+  ])) as unknown as [[{ t: string | null }]];
   return Number(row.t);
 }
 
@@ -43,16 +48,24 @@ describe('Grant.extend', () => {
     let reaping: ReturnType<typeof reapStaleGrants> | undefined;
     try {
       // Hold the row as an extension in flight would; the reaper's candidate read still sees it stale.
-      await trx.raw('UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL 1 MINUTE, version = version + 1 WHERE id = ?', [g!.id]);
+      await trx.raw(
+        'UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL 1 MINUTE, version = version + 1 WHERE id = ?',
+        [g!.id],
+      );
       reaping = reapStaleGrants(db.knex, { staleAfterMs: 60_000, lockWaitTimeoutSec: 30 });
       // The reaper's locking read is blocked on the row (it can wait in the optimizer's const-row
       // read, which INNODB_LOCK_WAITS does not list, so look at the statement instead).
-      await expect.poll(async () => {
-        const [[r]] = (await db.knex.raw(
-          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%FOR UPDATE%' AND INFO NOT LIKE '%PROCESSLIST%' AND TIME >= 1",
-        )) as unknown as [[{ n: number }]];
-        return Number(r.n);
-      }, { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
+      await expect
+        .poll(
+          async () => {
+            const [[r]] = (await db.knex.raw(
+              "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%FOR UPDATE%' AND INFO NOT LIKE '%PROCESSLIST%' AND TIME >= 1",
+            )) as unknown as [[{ n: number }]];
+            return Number(r.n);
+          },
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBeGreaterThan(0);
     } finally {
       await trx.commit();
     }
@@ -76,18 +89,24 @@ describe('withWriteLock leaseMs', () => {
   async function outliveCutoff(options: { leaseMs?: number }) {
     const locks = createLockManager({ knex: db.knex });
     let grantId = 0;
-    const outcome = await locks.withWriteLock('keepalive', async (trx, grant) => {
-      grantId = grant.id;
-      await trx.raw('SELECT 1');
-      await backdate(db.knex, grant.id, HOUR);
-      if (options.leaseMs) {
-        // Wait for a renewal after the backdating, then let the reaper try.
-        const seen = await leaseUntil(grant.id);
-        await expect.poll(() => leaseUntil(grant.id), { timeout: 5_000 }).toBeGreaterThan(seen);
-      }
-      await reapStaleGrants(db.knex, { staleAfterMs: 60_000 });
-      return grant.signal.aborted ? 'told-lost' : 'done';
-    }, options).catch((e: unknown) => e);
+    const outcome = await locks
+      .withWriteLock(
+        'keepalive',
+        async (trx, grant) => {
+          grantId = grant.id;
+          await trx.raw('SELECT 1');
+          await backdate(db.knex, grant.id, HOUR);
+          if (options.leaseMs) {
+            // Wait for a renewal after the backdating, then let the reaper try.
+            const seen = await leaseUntil(grant.id);
+            await expect.poll(() => leaseUntil(grant.id), { timeout: 5_000 }).toBeGreaterThan(seen);
+          }
+          await reapStaleGrants(db.knex, { staleAfterMs: 60_000 });
+          return grant.signal.aborted ? 'told-lost' : 'done';
+        },
+        options,
+      )
+      .catch((e: unknown) => e);
     return { outcome, grantId };
   }
 
@@ -106,16 +125,24 @@ describe('withWriteLock leaseMs', () => {
 
   it('grant.signal aborts while work runs when the keep-alive finds the grant released by an operator', async () => {
     const locks = createLockManager({ knex: db.knex });
-    const outcome = await locks.withWriteLock('told', async (_trx, grant) => {
-      await locks.forceRelease(grant.id);
-      await new Promise<void>((resolve) => grant.signal.addEventListener('abort', () => resolve(), { once: true }));
-      return 'noticed';
-    }, { leaseMs: 90 }).catch((e: unknown) => e);
+    const outcome = await locks
+      .withWriteLock(
+        'told',
+        async (_trx, grant) => {
+          await locks.forceRelease(grant.id);
+          await new Promise<void>((resolve) => grant.signal.addEventListener('abort', () => resolve(), { once: true }));
+          return 'noticed';
+        },
+        { leaseMs: 90 },
+      )
+      .catch((e: unknown) => e);
     expect(outcome).toBeInstanceOf(LockLostError);
   });
 
   it('leaseMs is validated', async () => {
     const locks = createLockManager({ knex: db.knex });
-    await expect(locks.withWriteLock('v', async () => 1, { leaseMs: 5 })).rejects.toThrow(/^leaseMs must be an integer from 30/);
+    await expect(locks.withWriteLock('v', async () => 1, { leaseMs: 5 })).rejects.toThrow(
+      /^leaseMs must be an integer from 30/,
+    );
   });
 });

@@ -53,7 +53,8 @@ async function waitingThreads(): Promise<number[]> {
   const found = await rows<{ id: number }>(
     `SELECT t.trx_mysql_thread_id AS id FROM information_schema.INNODB_TRX t
        JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`, [db.name],
+      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
+    [db.name],
   );
   return found.map((r) => Number(r.id));
 }
@@ -70,11 +71,16 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
 }
 
 async function threadGone(id: number): Promise<true | undefined> {
-  return (await rows('SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?', [id])).length === 0 ? true : undefined;
+  return (await rows('SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ?', [id])).length === 0
+    ? true
+    : undefined;
 }
 
 async function liveGrantIds(resource: string): Promise<number[]> {
-  const found = await rows<{ id: number }>('SELECT id FROM t_lock_log WHERE status = 0 AND resource_id = ? ORDER BY id', [Buffer.from(resource)]);
+  const found = await rows<{ id: number }>(
+    'SELECT id FROM t_lock_log WHERE status = 0 AND resource_id = ? ORDER BY id',
+    [Buffer.from(resource)],
+  );
   return found.map((r) => Number(r.id));
 }
 
@@ -103,10 +109,14 @@ describe('a lost acquire reply, for a runtime user without PROCESS', () => {
     const forwarded = proxy.armOnce(/CALL rwlock_acquire/, 'before-reply');
     const pending = locks.tryAcquireRead(resource);
     await forwarded;
-    const [oldThread] = await until('the CALL to wait on the row lock', async () => ((await waitingThreads()).length === 1 ? waitingThreads() : undefined));
+    const [oldThread] = await until('the CALL to wait on the row lock', async () =>
+      (await waitingThreads()).length === 1 ? waitingThreads() : undefined,
+    );
     proxy.cutAll();
     // The library withdraws the lost attempt and tries again, which waits on the row too.
-    await until('the new attempt to wait as well', async () => ((await waitingThreads()).some((t) => t !== oldThread) ? true : undefined));
+    await until('the new attempt to wait as well', async () =>
+      (await waitingThreads()).some((t) => t !== oldThread) ? true : undefined,
+    );
     await blocker.rollback();
     const grant = await pending;
     await until('the old CALL to finish', () => threadGone(oldThread!));
@@ -125,7 +135,11 @@ describe('a lost acquire reply, for a runtime user without PROCESS', () => {
     const call = async (): Promise<number | null> => {
       const conn = await mysql.createConnection({ ...parseMysqlUrl(runtimeUrl), database: db.name });
       try {
-        const [sets] = await conn.query('CALL rwlock_acquire(?, 1, ?, ?, 0)', [Buffer.from(resource), Buffer.from('blind'), newToken()]);
+        const [sets] = await conn.query('CALL rwlock_acquire(?, 1, ?, ?, 0)', [
+          Buffer.from(resource),
+          Buffer.from('blind'),
+          newToken(),
+        ]);
         return (sets as Array<Array<{ id: number | null }>>)[0]![0]!.id;
       } finally {
         conn.destroy();
@@ -133,12 +147,16 @@ describe('a lost acquire reply, for a runtime user without PROCESS', () => {
     };
     const lost = call().catch((e: unknown) => e);
     await forwarded;
-    const [oldThread] = await until('the CALL to wait on the row lock', async () => ((await waitingThreads()).length === 1 ? waitingThreads() : undefined));
+    const [oldThread] = await until('the CALL to wait on the row lock', async () =>
+      (await waitingThreads()).length === 1 ? waitingThreads() : undefined,
+    );
     proxy.cutAll();
     expect(await lost).toBeInstanceOf(Error);
     const retried = call();
 
-    await until('the blind retry to wait as well', async () => ((await waitingThreads()).some((t) => t !== oldThread) ? true : undefined));
+    await until('the blind retry to wait as well', async () =>
+      (await waitingThreads()).some((t) => t !== oldThread) ? true : undefined,
+    );
     await blocker.rollback();
     const id = await retried;
     await until('the old CALL to finish', () => threadGone(oldThread!));

@@ -5,7 +5,15 @@ import { describe, expect, it } from 'vitest';
 import * as m004 from '../migrations/004_release_notes.js';
 import * as m005 from '../migrations/005_history_index.js';
 import { MIGRATIONS } from '../migrations/index.js';
-import { createLockManager, InvalidOptionsError, InvalidResourceIdError, LIMITS, LockLostError, type Grant, type LockLostInfo } from '../src/index.js';
+import {
+  createLockManager,
+  InvalidOptionsError,
+  InvalidResourceIdError,
+  LIMITS,
+  LockLostError,
+  type Grant,
+  type LockLostInfo,
+} from '../src/index.js';
 import { migrate, reapStaleGrants } from '../src/admin/index.js';
 import { historyQuery, listQuery } from '../src/sql/operate.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
@@ -37,10 +45,11 @@ function lostRecorder() {
     calls.push({ grant, info });
     for (const w of waiters.splice(0)) w();
   };
-  const atLeast = (n: number): Promise<void> => new Promise((resolve) => {
-    const look = (): void => (calls.length >= n ? resolve() : void waiters.push(look));
-    look();
-  });
+  const atLeast = (n: number): Promise<void> =>
+    new Promise((resolve) => {
+      const look = (): void => (calls.length >= n ? resolve() : void waiters.push(look));
+      look();
+    });
   return { calls, hook, atLeast };
 }
 
@@ -60,7 +69,15 @@ describe('list()', () => {
     const { grants, next } = await a.list();
     expect(next).toBeNull();
     expect(grants.map((g) => g.id)).toEqual([w1.id, w2.id, r1.id, r2.id]);
-    expect(grants[0]).toMatchObject({ id: w1.id, resourceId: 'list:loan-1', mode: 'write', owner: 'svc-a', stale: true, writerWaiting: false, leaseUntil: null });
+    expect(grants[0]).toMatchObject({
+      id: w1.id,
+      resourceId: 'list:loan-1',
+      mode: 'write',
+      owner: 'svc-a',
+      stale: true,
+      writerWaiting: false,
+      leaseUntil: null,
+    });
     expect(grants[0]!.ageMs).toBeGreaterThanOrEqual(120_000);
     expect(grants[0]!.createTime).toBeInstanceOf(Date);
     expect(grants[1]).toMatchObject({ id: w2.id, stale: false, leaseUntil: expect.any(Date) });
@@ -84,8 +101,10 @@ describe('list()', () => {
     const grants: Grant[] = [];
     for (let i = 0; i < 7; i++) grants.push((await locks.tryAcquireWrite(`page-${i}`))!);
     // Three grants at the very same microsecond: the cursor must carry the id, not only the time.
-    await db.knex.raw('UPDATE t_lock_log SET create_time = (SELECT t FROM (SELECT create_time AS t FROM t_lock_log WHERE id = ?) x) WHERE id IN (?, ?)',
-      [grants[2]!.id, grants[3]!.id, grants[4]!.id]);
+    await db.knex.raw(
+      'UPDATE t_lock_log SET create_time = (SELECT t FROM (SELECT create_time AS t FROM t_lock_log WHERE id = ?) x) WHERE id IN (?, ?)',
+      [grants[2]!.id, grants[3]!.id, grants[4]!.id],
+    );
     const seen: number[] = [];
     let after: number | undefined;
     let pages = 0;
@@ -107,8 +126,12 @@ describe('list()', () => {
     const reader = (await locks.tryAcquireRead('wait-here'))!;
     const bystander = (await locks.tryAcquireRead('no-wait'))!;
     const controller = new AbortController();
-    const writer = locks.acquireWrite('wait-here', { waitMs: 60_000, signal: controller.signal }).catch((e: unknown) => e);
-    await expect.poll(async () => (await locks.list()).grants.find((g) => g.id === reader.id)?.writerWaiting, { timeout: 20_000 }).toBe(true);
+    const writer = locks
+      .acquireWrite('wait-here', { waitMs: 60_000, signal: controller.signal })
+      .catch((e: unknown) => e);
+    await expect
+      .poll(async () => (await locks.list()).grants.find((g) => g.id === reader.id)?.writerWaiting, { timeout: 20_000 })
+      .toBe(true);
     expect((await locks.list()).grants.find((g) => g.id === bystander.id)?.writerWaiting).toBe(false);
     expect((await locks.stats()).waitingWriters).toBe(1);
     controller.abort();
@@ -120,28 +143,62 @@ describe('list()', () => {
     await releaseAll();
     const grants = new Map<string, number>();
     for (const owner of ['own', 'own ', 'own  ', ' own', 'own\t']) {
-      grants.set(owner, (await createLockManager({ knex: db.knex, owner }).tryAcquireWrite(`exact:${JSON.stringify(owner)}`))!.id);
+      grants.set(
+        owner,
+        (await createLockManager({ knex: db.knex, owner }).tryAcquireWrite(`exact:${JSON.stringify(owner)}`))!.id,
+      );
     }
     const locks = createLockManager({ knex: db.knex });
-    for (const [owner, id] of grants) expect((await locks.list({ owner })).grants.map((g) => g.id), JSON.stringify(owner)).toEqual([id]);
+    for (const [owner, id] of grants)
+      expect(
+        (await locks.list({ owner })).grants.map((g) => g.id),
+        JSON.stringify(owner),
+      ).toEqual([id]);
     expect((await locks.list({ owner: 'own   ' })).grants).toEqual([]);
     // The negative control: the collated comparison alone (PAD SPACE) lets 'own' match 'own ' and 'own  '.
-    const { sql, params } = listQuery({ mode: undefined, owner: Buffer.from('own'), staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined }, 600_000);
-    const padded = await rows<{ id: number }>(db.knex, sql.replace(' AND CAST(l.owner AS BINARY) = ?', ''), params.filter((_, i) => i !== 2));
-    expect(padded.map((r) => Number(r.id)).sort((x, y) => x - y)).toEqual([grants.get('own'), grants.get('own '), grants.get('own  ')]);
+    const { sql, params } = listQuery(
+      {
+        mode: undefined,
+        owner: Buffer.from('own'),
+        staleOnly: false,
+        resourcePrefix: undefined,
+        limit: 100,
+        after: undefined,
+      },
+      600_000,
+    );
+    const padded = await rows<{ id: number }>(
+      db.knex,
+      sql.replace(' AND CAST(l.owner AS BINARY) = ?', ''),
+      params.filter((_, i) => i !== 2),
+    );
+    expect(padded.map((r) => Number(r.id)).sort((x, y) => x - y)).toEqual([
+      grants.get('own'),
+      grants.get('own '),
+      grants.get('own  '),
+    ]);
     await releaseAll();
   });
 
   it('reads live grants through the (status, create_time) index, not the log (EXPLAIN)', async () => {
     await bulkReleasedGrants('bulk-', 1_000_000);
-    const filter = { mode: undefined, owner: undefined, staleOnly: false, resourcePrefix: undefined, limit: 100, after: undefined };
+    const filter = {
+      mode: undefined,
+      owner: undefined,
+      staleOnly: false,
+      resourcePrefix: undefined,
+      limit: 100,
+      after: undefined,
+    };
     const first = listQuery(filter, 600_000);
     expect(await logAccess(first.sql, first.params)).toEqual({ type: 'ref', key: 'ix_lock_log_status_time' });
     const paged = listQuery({ ...filter, staleOnly: true }, 600_000, { id: 1, days: 739000, us: 0 });
     expect(await logAccess(paged.sql, paged.params)).toEqual({ type: 'range', key: 'ix_lock_log_status_time' });
     // The check catches a full scan: the same statement with the live test replaced by one on a column no index leads with.
     const scan = listQuery(filter, 600_000);
-    expect(await logAccess(scan.sql.replace('l.status = 0', 'l.version >= 0'), scan.params)).toMatchObject({ type: 'ALL' });
+    expect(await logAccess(scan.sql.replace('l.status = 0', 'l.version >= 0'), scan.params)).toMatchObject({
+      type: 'ALL',
+    });
     // The exact owner test stays usable by an index on owner, should one be added (the optimizer
     // lists it among the keys it can use); its byte comparison alone could not.
     const byOwner = listQuery({ ...filter, owner: Buffer.from('nobody-owns-this') }, 600_000);
@@ -150,7 +207,12 @@ describe('list()', () => {
     try {
       expect(await usableKeys(byOwner.sql, byOwner.params)).toContain('ix_test_owner');
       const bytesOnly = byOwner.sql.replace('l.owner = CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin AND ', '');
-      expect(await usableKeys(bytesOnly, byOwner.params.filter((_, i) => i !== 1))).not.toContain('ix_test_owner');
+      expect(
+        await usableKeys(
+          bytesOnly,
+          byOwner.params.filter((_, i) => i !== 1),
+        ),
+      ).not.toContain('ix_test_owner');
     } finally {
       await db.knex.raw('ALTER TABLE t_lock_log DROP INDEX ix_test_owner');
     }
@@ -163,18 +225,24 @@ function digits(): string {
 
 /** 20,000 released grants of resources `${prefix}0` to `${prefix}19999`, so the optimizer has a log worth avoiding. */
 async function bulkReleasedGrants(prefix: string, tokenBase: number): Promise<void> {
-  await db.knex.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+  await db.knex.raw(
+    `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
     SELECT CONVERT(CONCAT(?, n) USING binary), 0, 2, NOW(6) - INTERVAL n SECOND, 1, 'bulk', UNHEX(LPAD(HEX(? + n), 32, '0')), NOW(6), 1
       FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n
-              FROM (${digits()}) a, (${digits()}) b, (${digits()}) c, (${digits()}) e, (SELECT 0 d UNION ALL SELECT 1) f) nums`, [prefix, tokenBase]);
+              FROM (${digits()}) a, (${digits()}) b, (${digits()}) c, (${digits()}) e, (SELECT 0 d UNION ALL SELECT 1) f) nums`,
+    [prefix, tokenBase],
+  );
   await db.knex.raw('ANALYZE TABLE t_lock_log');
 }
 
 /** How the log (alias `l`) is read by `sql`, from its tabular plan. */
 async function logAccess(sql: string, params: unknown[]): Promise<{ type: string; key: string | null }> {
   // The tabular plan: MySQL names its format (its default may be another), MariaDB has only this one.
-  const plan = await rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN FORMAT=TRADITIONAL ${sql}`, params)
-    .catch(() => rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
+  const plan = await rows<{ table: string; type: string; key: string | null }>(
+    db.knex,
+    `EXPLAIN FORMAT=TRADITIONAL ${sql}`,
+    params,
+  ).catch(() => rows<{ table: string; type: string; key: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
   const row = plan.find((p) => p.table === 'l');
   if (!row) throw new Error(`no plan row for the log in ${JSON.stringify(plan)}`);
   return { type: row.type, key: row.key };
@@ -182,13 +250,16 @@ async function logAccess(sql: string, params: unknown[]): Promise<{ type: string
 
 /** The keys the optimizer could use to read the log (alias `l`) in `sql`. */
 async function usableKeys(sql: string, params: unknown[]): Promise<string[]> {
-  const plan = await rows<{ table: string; possible_keys: string | null }>(db.knex, `EXPLAIN FORMAT=TRADITIONAL ${sql}`, params)
-    .catch(() => rows<{ table: string; possible_keys: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
+  const plan = await rows<{ table: string; possible_keys: string | null }>(
+    db.knex,
+    `EXPLAIN FORMAT=TRADITIONAL ${sql}`,
+    params,
+  ).catch(() => rows<{ table: string; possible_keys: string | null }>(db.knex, `EXPLAIN ${sql}`, params));
   return (plan.find((p) => p.table === 'l')?.possible_keys ?? '').split(',');
 }
 
 describe('history()', () => {
-  it('gives a resource\'s grants newest first with how each ended, when, hold time and an operator\'s reason', async () => {
+  it("gives a resource's grants newest first with how each ended, when, hold time and an operator's reason", async () => {
     const locks = createLockManager({ knex: db.knex, owner: 'app' });
     const operator = createLockManager({ knex: db.knex, owner: 'ops/alice' });
     const id = 'hist:loan-7';
@@ -204,9 +275,19 @@ describe('history()', () => {
 
     const { grants, next } = await locks.history(id);
     expect(next).toBeNull();
-    expect(grants.map((g) => [g.id, g.releasedBy])).toEqual([[live.id, null], [forced.id, 'operator'], [reaped.id, 'reaper'], [byHolder.id, 'holder']]);
+    expect(grants.map((g) => [g.id, g.releasedBy])).toEqual([
+      [live.id, null],
+      [forced.id, 'operator'],
+      [reaped.id, 'reaper'],
+      [byHolder.id, 'holder'],
+    ]);
     expect(grants[0]).toMatchObject({ mode: 'read', owner: 'app', releasedAt: null, releaser: null, reason: null });
-    expect(grants[1]).toMatchObject({ mode: 'read', releasedAt: expect.any(Date), releaser: 'ops/alice', reason: 'stuck after deploy 🚑' });
+    expect(grants[1]).toMatchObject({
+      mode: 'read',
+      releasedAt: expect.any(Date),
+      releaser: 'ops/alice',
+      reason: 'stuck after deploy 🚑',
+    });
     expect(grants[2]).toMatchObject({ mode: 'write', releaser: null, reason: null });
     expect(grants[2]!.heldMs).toBeGreaterThanOrEqual(120_000);
     for (const g of grants) expect(g.heldMs).toBeGreaterThanOrEqual(0);
@@ -219,11 +300,12 @@ describe('history()', () => {
     await releaseAll();
   });
 
-  it('reads a resource\'s grants through its index on resource_id, not by scanning the log (EXPLAIN)', async () => {
+  it("reads a resource's grants through its index on resource_id, not by scanning the log (EXPLAIN)", async () => {
     await bulkReleasedGrants('hbulk-', 2_000_000);
     const resource = Buffer.from('hbulk-1234');
     // The indexes the plan reads the log through (MySQL may intersect it with the primary key for a later page).
-    const keys = async (q: { sql: string; params: unknown[] }): Promise<string[]> => ((await logAccess(q.sql, q.params)).key ?? '').split(',');
+    const keys = async (q: { sql: string; params: unknown[] }): Promise<string[]> =>
+      ((await logAccess(q.sql, q.params)).key ?? '').split(',');
     const first = historyQuery(resource, 50, undefined);
     expect(await keys(first)).toContain('ix_lock_log_resource');
     expect(await keys(historyQuery(resource, 50, 5_000_000))).toContain('ix_lock_log_resource');
@@ -239,11 +321,18 @@ describe('history()', () => {
 });
 
 describe('stats()', () => {
-  it('counts live grants by mode, stale, leased, the oldest age and the last hour\'s forced releases', async () => {
+  it("counts live grants by mode, stale, leased, the oldest age and the last hour's forced releases", async () => {
     await releaseAll();
     const locks = createLockManager({ knex: db.knex, staleAfterMs: 60_000 });
     const before = await locks.stats();
-    expect(before).toMatchObject({ live: { write: 0, read: 0 }, stale: 0, leased: 0, waitingWriters: 0, oldestAgeMs: null, staleAfterMs: 60_000 });
+    expect(before).toMatchObject({
+      live: { write: 0, read: 0 },
+      stale: 0,
+      leased: 0,
+      waitingWriters: 0,
+      oldestAgeMs: null,
+      staleAfterMs: 60_000,
+    });
     const w = (await locks.tryAcquireWrite('stats-1'))!;
     await locks.tryAcquireRead('stats-2');
     const leased = (await locks.tryAcquireRead('stats-2'))!;
@@ -270,7 +359,11 @@ describe('forceRelease(grantId, { reason })', () => {
     const g = (await app.tryAcquireWrite('force-1'))!;
     expect(await operator.forceRelease(g.id, { reason: 'deadlocked job' })).toBe(true);
     expect(await operator.forceRelease(g.id, { reason: 'again' })).toBe(false);
-    const notes = await rows<{ released_by: number; releaser: string; reason: string }>(db.knex, 'SELECT released_by, releaser, reason FROM t_lock_release_note WHERE grant_id = ?', [g.id]);
+    const notes = await rows<{ released_by: number; releaser: string; reason: string }>(
+      db.knex,
+      'SELECT released_by, releaser, reason FROM t_lock_release_note WHERE grant_id = ?',
+      [g.id],
+    );
     expect(notes).toEqual([{ released_by: 3, releaser: 'cli:bob@host', reason: 'deadlocked job' }]);
     expect(await operator.forceRelease(999_999_999, { reason: 'no such grant' })).toBe(false);
     expect(await g.release()).toBe(false);
@@ -290,7 +383,10 @@ describe('forceRelease(grantId, { reason })', () => {
       ['a reason', /^options of forceRelease must be an object/],
     ];
     for (const [options, message] of bad) {
-      const err = await locks.forceRelease(g.id, options as { reason: string }).then(() => undefined, (e: unknown) => e);
+      const err = await locks.forceRelease(g.id, options as { reason: string }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, String(options)).toBeInstanceOf(InvalidOptionsError);
       expect((err as Error).message).toMatch(message);
     }
@@ -309,7 +405,11 @@ describe('forceRelease(grantId, { reason })', () => {
       [() => locks.list({ mode: 'exclusive' as 'write' }), /^mode must be 'write' or 'read'/, InvalidOptionsError],
       [() => locks.list({ after: -1 }), /^after must be an integer/, InvalidOptionsError],
       [() => locks.list({ after: 999_999_999 }), /^after: there is no grant 999999999/, InvalidOptionsError],
-      [() => locks.list({ staleOnly: 'yes' as unknown as boolean }), /^staleOnly must be true or false/, InvalidOptionsError],
+      [
+        () => locks.list({ staleOnly: 'yes' as unknown as boolean }),
+        /^staleOnly must be true or false/,
+        InvalidOptionsError,
+      ],
       [() => locks.list({ owner: '' }), /^owner must be/, InvalidOptionsError],
       [() => locks.list({ resourcePrefix: 'x'.repeat(256) }), /256 bytes/, InvalidResourceIdError],
       [() => locks.list({ limt: 5 } as object), /^limt: unknown option of list/, InvalidOptionsError],
@@ -317,7 +417,10 @@ describe('forceRelease(grantId, { reason })', () => {
       [() => locks.history('x', { before: 1.5 }), /^before must be an integer/, InvalidOptionsError],
     ];
     for (const [call, message, type] of bad) {
-      const err = await call().then(() => undefined, (e: unknown) => e);
+      const err = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(type);
       expect((err as Error).message).toMatch(message);
     }
@@ -330,13 +433,17 @@ describe('onLockLost', () => {
     const locks = createLockManager({ knex: db.knex, onLockLost: lost.hook });
     const operator = createLockManager({ knex: db.knex });
     let grantId = 0;
-    const err = await locks.withWriteLock('lost-fence', async (_trx, grant) => {
-      grantId = grant.id;
-      await operator.forceRelease(grant.id, { reason: 'test' });
-    }).catch((e: unknown) => e);
+    const err = await locks
+      .withWriteLock('lost-fence', async (_trx, grant) => {
+        grantId = grant.id;
+        await operator.forceRelease(grant.id, { reason: 'test' });
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockLostError);
     await lost.atLeast(1);
-    expect(lost.calls.map((c) => [c.grant.id, c.info])).toEqual([[grantId, { releasedBy: 'operator', detectedBy: 'fence' }]]);
+    expect(lost.calls.map((c) => [c.grant.id, c.info])).toEqual([
+      [grantId, { releasedBy: 'operator', detectedBy: 'fence' }],
+    ]);
   });
 
   it('is called once when a lease extension finds the grant reaped, and not again on later calls', async () => {
@@ -377,7 +484,12 @@ describe('onLockLost', () => {
     const onWarning = (w: Error): void => void warnings.push(w);
     process.on('warning', onWarning);
     try {
-      const locks = createLockManager({ knex: db.knex, onLockLost: () => { throw new Error('hook bug'); } });
+      const locks = createLockManager({
+        knex: db.knex,
+        onLockLost: () => {
+          throw new Error('hook bug');
+        },
+      });
       const g = (await locks.tryAcquireWrite('lost-throw'))!;
       await createLockManager({ knex: db.knex }).forceRelease(g.id);
       expect(await g.release()).toBe(false);
@@ -389,7 +501,9 @@ describe('onLockLost', () => {
   });
 
   it('must be a function', () => {
-    expect(() => createLockManager({ knex: db.knex, onLockLost: 'log' as unknown as () => void })).toThrow(/^onLockLost must be a function/);
+    expect(() => createLockManager({ knex: db.knex, onLockLost: 'log' as unknown as () => void })).toThrow(
+      /^onLockLost must be a function/,
+    );
   });
 });
 
@@ -419,7 +533,10 @@ describe('await using', () => {
       await using grant = await locks.acquireWrite('using-2');
       await createLockManager({ knex: db.knex }).forceRelease(grant.id);
     }
-    const log = await rows<{ released_by: number }>(db.knex, "SELECT released_by FROM t_lock_log WHERE resource_id = 'using-2' ORDER BY id");
+    const log = await rows<{ released_by: number }>(
+      db.knex,
+      "SELECT released_by FROM t_lock_log WHERE resource_id = 'using-2' ORDER BY id",
+    );
     expect(log.map((r) => r.released_by)).toEqual([1, 3]);
   });
 
@@ -444,7 +561,13 @@ describe('migrations 004 and 005', () => {
     await m004.down(at003.knex);
     await at003.knex.raw("DELETE FROM rwlock_migrations WHERE name = '004_release_notes'");
     const tables = async (k: Knex, name: string): Promise<string[]> =>
-      (await rows<{ t: string }>(k, "SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY 1", [name])).map((r) => r.t);
+      (
+        await rows<{ t: string }>(
+          k,
+          "SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY 1",
+          [name],
+        )
+      ).map((r) => r.t);
     expect(await tables(at003.knex, at003.name)).toEqual(['t_lock_log', 't_read_write_lock']);
     expect(await tables(at003.knex, at003.name)).toEqual(await tables(direct003.knex, direct003.name));
 
@@ -452,21 +575,41 @@ describe('migrations 004 and 005', () => {
     const held = (await app.tryAcquireWrite('upgrade-me'))!;
     expect(await migrate(at003.knex)).toEqual({ applied: ['004_release_notes'], repaired: [] });
     expect(await tables(at003.knex, at003.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
-    expect(await createLockManager({ knex: at003.knex, owner: 'ops' }).forceRelease(held.id, { reason: 'after upgrade' })).toBe(true);
-    expect((await app.history('upgrade-me')).grants).toEqual([expect.objectContaining({ id: held.id, releasedBy: 'operator', releaser: 'ops', reason: 'after upgrade' })]);
+    expect(
+      await createLockManager({ knex: at003.knex, owner: 'ops' }).forceRelease(held.id, { reason: 'after upgrade' }),
+    ).toBe(true);
+    expect((await app.history('upgrade-me')).grants).toEqual([
+      expect.objectContaining({ id: held.id, releasedBy: 'operator', releaser: 'ops', reason: 'after upgrade' }),
+    ]);
     expect(await migrate(at003.knex)).toEqual({ applied: [], repaired: [] });
   });
 
   it('migrate() adds the history index to a database at schema 004 with live grants, once, in place', async () => {
-    const indexes = async (): Promise<string[]> => (await rows<{ i: string }>(db.knex,
-      "SELECT DISTINCT INDEX_NAME AS i FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 't_lock_log' ORDER BY 1", [db.name])).map((r) => r.i).sort();
+    const indexes = async (): Promise<string[]> =>
+      (
+        await rows<{ i: string }>(
+          db.knex,
+          "SELECT DISTINCT INDEX_NAME AS i FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 't_lock_log' ORDER BY 1",
+          [db.name],
+        )
+      )
+        .map((r) => r.i)
+        .sort();
     await m005.down(db.knex);
     await db.knex.raw("DELETE FROM rwlock_migrations WHERE name = '005_history_index'");
     expect(await indexes()).not.toContain('ix_lock_log_resource');
     const app = createLockManager({ knex: db.knex });
     const held = (await app.tryAcquireWrite('upgrade-005'))!;
-    expect(await migrate(db.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: ['005_history_index'], repaired: [] });
-    expect(await indexes()).toEqual(['PRIMARY', 'ix_lock_log_resource', 'ix_lock_log_status_time', 'uk_lock_log_token']);
+    expect(await migrate(db.knex, { procedures: TEST_PROCEDURES })).toEqual({
+      applied: ['005_history_index'],
+      repaired: [],
+    });
+    expect(await indexes()).toEqual([
+      'PRIMARY',
+      'ix_lock_log_resource',
+      'ix_lock_log_status_time',
+      'uk_lock_log_token',
+    ]);
     expect((await app.history('upgrade-005')).grants.map((g) => g.id)).toEqual([held.id]);
     expect(await held.release()).toBe(true);
     expect(await migrate(db.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: [], repaired: [] });

@@ -9,23 +9,29 @@ import { END, START, filesWithMarkers, withCurrentTable } from '../scripts/grant
 
 const ROOT = join(import.meta.dirname, '..');
 
-describe('the docs\' grants table', () => {
+describe("the docs' grants table", () => {
   const files = filesWithMarkers(ROOT);
 
   it('is in at least one file', () => {
     expect(files.map((f) => relative(ROOT, f))).not.toEqual([]);
   });
 
-  it.each(files.map((f) => [relative(ROOT, f), f]))('%s holds the current table (else: npm run docs:grants)', (_name, file) => {
-    const text = readFileSync(file, 'utf8');
-    expect(text).toContain(grantsTable());
-    expect(withCurrentTable(text, file)).toBe(text);
-  });
+  it.each(files.map((f) => [relative(ROOT, f), f]))(
+    '%s holds the current table (else: npm run docs:grants)',
+    (_name, file) => {
+      const text = readFileSync(file, 'utf8');
+      expect(text).toContain(grantsTable());
+      expect(withCurrentTable(text, file)).toBe(text);
+    },
+  );
 
   it('negative control: a table edited by hand, or written for another role list, is stale', () => {
     const current = withCurrentTable(`a\n${START}\n${END}\nb`);
     expect(withCurrentTable(current)).toBe(current);
-    const edited = current.replace('`SELECT`, `UPDATE`, `DELETE` on `t_lock_log`', '`SELECT`, `UPDATE` on `t_lock_log`');
+    const edited = current.replace(
+      '`SELECT`, `UPDATE`, `DELETE` on `t_lock_log`',
+      '`SELECT`, `UPDATE` on `t_lock_log`',
+    );
     expect(edited).not.toBe(current);
     expect(withCurrentTable(edited)).not.toBe(edited);
   });
@@ -36,7 +42,10 @@ describe('the docs\' grants table', () => {
 });
 
 describe('mysql-rwlock grants (no database connection)', () => {
-  async function grants(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+  async function grants(
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<{ code: number; out: string; err: string }> {
     const { main } = await import('../src/cli/main.js');
     let out = '';
     let err = '';
@@ -44,7 +53,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
     return { code, out, err };
   }
 
-  it('prints the role\'s GRANT statements, one per line, as grantStatements renders them', async () => {
+  it("prints the role's GRANT statements, one per line, as grantStatements renders them", async () => {
     const r = await grants(['--role', 'reaper', '--user', "'reaper'@'10.0.%'", '--database', 'locks']);
     expect(r).toMatchObject({ code: 0, err: '' });
     expect(r.out).toBe(`${grantStatements('reaper', "'reaper'@'10.0.%'", 'locks').join('\n')}\n`);
@@ -63,10 +72,19 @@ describe('mysql-rwlock grants (no database connection)', () => {
 
   it('takes the database from --url or MYSQL_URL, percent-decoded, without connecting and without printing the password', async () => {
     // Port 9 (discard): nothing listens, so any attempt to connect would fail the command.
-    const viaUrl = await grants(['--role', 'checker', '--user', 'ops@%', '--url', 'mysql://u:S3cr%2Fet@127.0.0.1:9/l%C3%A5s']);
+    const viaUrl = await grants([
+      '--role',
+      'checker',
+      '--user',
+      'ops@%',
+      '--url',
+      'mysql://u:S3cr%2Fet@127.0.0.1:9/l%C3%A5s',
+    ]);
     expect(viaUrl.code).toBe(0);
     expect(viaUrl.out).toContain('ON `lås`.`t_lock_log`');
-    const viaEnv = await grants(['--role', 'checker', '--user', 'ops@%'], { MYSQL_URL: 'mysql://u:S3cr%3Fet@127.0.0.1:9/envdb' });
+    const viaEnv = await grants(['--role', 'checker', '--user', 'ops@%'], {
+      MYSQL_URL: 'mysql://u:S3cr%3Fet@127.0.0.1:9/envdb',
+    });
     expect(viaEnv.out).toContain('ON `envdb`.`t_lock_log`');
     for (const r of [viaUrl, viaEnv]) expect(r.out + r.err).not.toMatch(/S3cr/);
   });

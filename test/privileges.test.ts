@@ -45,7 +45,10 @@ interface RoleUser {
  * A new user with exactly `role`'s rendered grants on `database` (the test's own by default),
  * then `revoke` (a REVOKE's privilege and object, e.g. `UPDATE ON t_lock_log`) taken away.
  */
-async function userFor(role: RoleName | null, options: { database?: string; revoke?: string; extra?: string[] } = {}): Promise<RoleUser> {
+async function userFor(
+  role: RoleName | null,
+  options: { database?: string; revoke?: string; extra?: string[] } = {},
+): Promise<RoleUser> {
   const database = options.database ?? db.name;
   const name = `rwl_${randomBytes(5).toString('hex')}`;
   const password = randomBytes(9).toString('hex');
@@ -76,9 +79,17 @@ async function grantsOfOwner(owner: string): Promise<Array<{ id: number; status:
 }
 
 /** A command run to its exit: `cli` (src/cli/bin.ts) or the reaper job (jobs/reaper.ts). */
-function run(script: string, args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -88,7 +99,13 @@ function run(script: string, args: string[], env: Record<string, string>): Promi
 }
 
 const privilegeRefusal = (role: string | undefined, denied: RegExp) =>
-  expect.objectContaining({ name: 'PrivilegeError', code: 'ERR_RWLOCK_PRIVILEGE', role, denied: expect.stringMatching(denied), message: expect.stringContaining('mysql-rwlock grants --role') });
+  expect.objectContaining({
+    name: 'PrivilegeError',
+    code: 'ERR_RWLOCK_PRIVILEGE',
+    role,
+    denied: expect.stringMatching(denied),
+    message: expect.stringContaining('mysql-rwlock grants --role'),
+  });
 
 /** Every operation of the application, as that user; leaves nothing held. */
 async function appOperations(knex: Knex, procedures: boolean, prefix: string): Promise<void> {
@@ -108,7 +125,9 @@ async function appOperations(knex: Knex, procedures: boolean, prefix: string): P
   expect(await locks.withReadLock(`${prefix}:fenced`, async () => 'read')).toBe('read');
   const fenced = (await locks.tryAcquireWrite(`${prefix}:fence`))!;
   await knex.transaction(async (trx) => {
-    await fenced.fence(async (sql, params) => ((await trx.raw(sql, params)) as unknown as [{ affectedRows: number }])[0].affectedRows);
+    await fenced.fence(
+      async (sql, params) => ((await trx.raw(sql, params)) as unknown as [{ affectedRows: number }])[0].affectedRows,
+    );
   });
   fenced.committed();
   const ended = await grantsOfOwner(owner);
@@ -127,7 +146,9 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     const { knex } = await userFor('app-no-procedures');
     await appOperations(knex, false, 'plain');
     // It really has no EXECUTE: the procedure is refused, typed.
-    await expect(createLockManager({ knex, procedures: true }).tryAcquireRead('plain:call')).rejects.toEqual(privilegeRefusal(undefined, /rwlock_acquire|EXECUTE/i));
+    await expect(createLockManager({ knex, procedures: true }).tryAcquireRead('plain:call')).rejects.toEqual(
+      privilegeRefusal(undefined, /rwlock_acquire|EXECUTE/i),
+    );
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
@@ -135,150 +156,221 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     // The role on the error says the probe refused it: a statement's own refusal names no role.
     const { knex } = await userFor('app', { revoke: 'UPDATE ON t_lock_log' });
     const locks = createLockManager({ knex, owner: 'app-no-update' });
-    await expect(locks.tryAcquireWrite('app-neg')).rejects.toEqual(privilegeRefusal('app', /UPDATE command denied.*t_lock_log/));
-    await expect(createLockManager({ knex, owner: 'app-no-update', procedures: false }).acquireRead('app-neg')).rejects.toEqual(privilegeRefusal('app-no-procedures', /UPDATE command denied/));
+    await expect(locks.tryAcquireWrite('app-neg')).rejects.toEqual(
+      privilegeRefusal('app', /UPDATE command denied.*t_lock_log/),
+    );
+    await expect(
+      createLockManager({ knex, owner: 'app-no-update', procedures: false }).acquireRead('app-neg'),
+    ).rejects.toEqual(privilegeRefusal('app-no-procedures', /UPDATE command denied/));
     expect(await grantsOfOwner('app-no-update')).toEqual([]);
   });
 
-  it('reaper: the job\'s --once run reaps (noting each release) and purges; reapStaleGrants and purgeReleasedGrants too', SPAWNS, async () => {
-    const reaper = await userFor('reaper');
-    const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder' });
-    const stale = [(await locks.tryAcquireWrite('reap:a'))!, (await locks.tryAcquireRead('reap:b'))!];
-    const old = (await locks.tryAcquireWrite('reap:old'))!;
-    await old.release();
-    // Stale after a minute; purged after a day: the reaped ones stay in the log, `old` goes.
-    for (const g of stale) await backdate(db.knex, g.id, 120_000);
-    await backdate(db.knex, old.id, 2 * DAY_MS);
-    const job = await run('jobs/reaper.ts', ['--once'], { MYSQL_URL: reaper.url, STALE_AFTER_MS: '60000', RETENTION_MS: String(DAY_MS) });
-    expect(job.status, job.stdout + job.stderr).toBe(0);
-    const runLine = job.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === 'reaper.run');
-    expect(runLine).toMatchObject({ ok: true, reaped: 2, failed: 0 });
-    expect(runLine!.purged).toBe(1);
-    for (const g of stale) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2, released_by: 2 });
-    expect(await rows('SELECT grant_id FROM t_lock_release_note WHERE grant_id IN (?, ?) ORDER BY grant_id', stale.map((g) => g.id))).toHaveLength(2);
-    expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [old.id])).toEqual([]);
-
-    // The library's functions, as the same user: a stale grant reaped, its row and note purged.
-    const again = (await locks.tryAcquireWrite('reap:c'))!;
-    await backdate(db.knex, again.id, 2 * DAY_MS);
-    expect(await reapStaleGrants(reaper.knex, { staleAfterMs: 60_000 })).toMatchObject({ reaped: 1, failed: 0 });
-    await db.knex.raw('UPDATE t_lock_release_note SET released_at = released_at - INTERVAL 2 DAY WHERE grant_id = ?', [again.id]);
-    expect((await purgeReleasedGrants(reaper.knex, { retentionMs: DAY_MS })).purged).toBe(1);
-    expect(await rows('SELECT grant_id FROM t_lock_release_note WHERE grant_id = ?', [again.id])).toEqual([]);
-
-    // The CLI's reap and purge, as the same user.
-    const last = (await locks.tryAcquireWrite('reap:d'))!;
-    await backdate(db.knex, last.id, 2 * DAY_MS);
-    const cliReap = await run('src/cli/bin.ts', ['reap', '--stale-after', '60000'], { MYSQL_URL: reaper.url });
-    expect(cliReap.status, cliReap.stderr).toBe(0);
-    expect(await grantRow(db.knex, last.id)).toMatchObject({ status: 2, released_by: 2 });
-    const cliPurge = await run('src/cli/bin.ts', ['purge', '--retention', String(DAY_MS)], { MYSQL_URL: reaper.url });
-    expect(cliPurge.status, cliPurge.stderr).toBe(0);
-    expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [last.id])).toEqual([]);
-    expect(await invariantViolations(db.knex)).toEqual([]);
-  });
-
-  it('negative control, reaper: without INSERT on t_lock_release_note the job fails and names the refusal; without DELETE on it, purge does', SPAWNS, async () => {
-    const noNote = await userFor('reaper', { revoke: 'INSERT ON t_lock_release_note' });
-    const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder-2' });
-    const g = (await locks.tryAcquireWrite('reap:neg'))!;
-    await backdate(db.knex, g.id, 120_000);
-    const job = await run('jobs/reaper.ts', ['--once'], { MYSQL_URL: noNote.url, STALE_AFTER_MS: '60000', RETENTION_MS: '0' });
-    expect(job.status).toBe(1);
-    expect(job.stdout).toMatch(/"event":"reaper.problem".*INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role/);
-    expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 }); // not reaped: the release and its note are one transaction
-    await g.release();
-    const noDelete = await userFor('reaper', { revoke: 'DELETE ON t_lock_release_note' });
-    await expect(purgeReleasedGrants(noDelete.knex, { retentionMs: DAY_MS })).rejects.toEqual(privilegeRefusal(undefined, /DELETE command denied.*t_lock_release_note/));
-  });
-
-  it('operator: list, history, stats, inspect, forceRelease; the CLI\'s status, ls, history, release; the page\'s state and release', SPAWNS, async () => {
-    const operator = await userFor('operator');
-    const holder = createLockManager({ knex: db.knex, owner: 'op-holder' });
-    const [a, b, c] = [(await holder.tryAcquireWrite('op:a'))!, (await holder.tryAcquireWrite('op:b'))!, (await holder.tryAcquireWrite('op:c'))!];
-    const ops = createLockManager({ knex: operator.knex, owner: 'op-api' });
-    expect((await ops.list({ owner: 'op-holder' })).grants.map((g) => g.id)).toEqual([a.id, b.id, c.id]);
-    expect((await ops.inspect('op:a')).holders.map((h) => h.id)).toEqual([a.id]);
-    expect((await ops.stats()).live.write).toBeGreaterThanOrEqual(3);
-    expect(await ops.forceRelease(a.id, { reason: 'api' })).toBe(true);
-    expect((await ops.history('op:a')).grants[0]).toMatchObject({ id: a.id, releasedBy: 'operator', releaser: 'op-api', reason: 'api' });
-
-    const env = { MYSQL_URL: operator.url };
-    for (const args of [['status'], ['ls', '--owner', 'op-holder'], ['inspect', 'op:b'], ['history', 'op:a']]) {
-      const r = await run('src/cli/bin.ts', args, env);
-      expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-    }
-    const cliRelease = await run('src/cli/bin.ts', ['release', String(b.id), '--reason', 'cli'], env);
-    expect(cliRelease.status, cliRelease.stderr).toBe(0);
-    expect(await grantRow(db.knex, b.id)).toMatchObject({ status: 2, released_by: 3 });
-
-    const page = await serveDashboard({ knex: operator.knex, port: 0, allowRelease: true });
-    try {
-      const state = await fetch(`${page.url}api/state`);
-      expect(state.status).toBe(200);
-      expect(JSON.stringify(await state.json())).toContain('op:c');
-      const html = await (await fetch(page.url)).text();
-      const token = (JSON.parse(/<script type="application\/json" id="config">(.*?)<\/script>/.exec(html)![1]!) as { token: string }).token;
-      const released = await fetch(`${page.url}api/release`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', origin: page.url.slice(0, -1), 'x-rwlock-token': token },
-        body: JSON.stringify({ grantId: c.id, reason: 'page' }),
+  it(
+    "reaper: the job's --once run reaps (noting each release) and purges; reapStaleGrants and purgeReleasedGrants too",
+    SPAWNS,
+    async () => {
+      const reaper = await userFor('reaper');
+      const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder' });
+      const stale = [(await locks.tryAcquireWrite('reap:a'))!, (await locks.tryAcquireRead('reap:b'))!];
+      const old = (await locks.tryAcquireWrite('reap:old'))!;
+      await old.release();
+      // Stale after a minute; purged after a day: the reaped ones stay in the log, `old` goes.
+      for (const g of stale) await backdate(db.knex, g.id, 120_000);
+      await backdate(db.knex, old.id, 2 * DAY_MS);
+      const job = await run('jobs/reaper.ts', ['--once'], {
+        MYSQL_URL: reaper.url,
+        STALE_AFTER_MS: '60000',
+        RETENTION_MS: String(DAY_MS),
       });
-      expect(released.status, await released.clone().text()).toBe(200);
-      expect(await grantRow(db.knex, c.id)).toMatchObject({ status: 2, released_by: 3 });
-    } finally {
-      await page.close();
-    }
-    expect(await invariantViolations(db.knex)).toEqual([]);
-  });
+      expect(job.status, job.stdout + job.stderr).toBe(0);
+      const runLine = job.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.event === 'reaper.run');
+      expect(runLine).toMatchObject({ ok: true, reaped: 2, failed: 0 });
+      expect(runLine!.purged).toBe(1);
+      for (const g of stale) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2, released_by: 2 });
+      expect(
+        await rows(
+          'SELECT grant_id FROM t_lock_release_note WHERE grant_id IN (?, ?) ORDER BY grant_id',
+          stale.map((g) => g.id),
+        ),
+      ).toHaveLength(2);
+      expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [old.id])).toEqual([]);
 
-  it('negative control, operator: without INSERT on t_lock_release_note forceRelease is refused and the grant stays live', SPAWNS, async () => {
-    const noNote = await userFor('operator', { revoke: 'INSERT ON t_lock_release_note' });
-    const holder = createLockManager({ knex: db.knex, owner: 'op-holder-2' });
-    const g = (await holder.tryAcquireWrite('op:neg'))!;
-    await expect(createLockManager({ knex: noNote.knex }).forceRelease(g.id, { reason: 'x' })).rejects.toEqual(privilegeRefusal(undefined, /INSERT command denied.*t_lock_release_note/));
-    expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 });
-    const r = await run('src/cli/bin.ts', ['release', String(g.id), '--reason', 'x'], { MYSQL_URL: noNote.url });
-    expect(r.status).toBe(3);
-    expect(r.stderr).toMatch(/^mysql-rwlock release: INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role ROLE.*\(ERR_RWLOCK_PRIVILEGE\)$/m);
-    expect(await g.release()).toBe(true);
-  });
+      // The library's functions, as the same user: a stale grant reaped, its row and note purged.
+      const again = (await locks.tryAcquireWrite('reap:c'))!;
+      await backdate(db.knex, again.id, 2 * DAY_MS);
+      expect(await reapStaleGrants(reaper.knex, { staleAfterMs: 60_000 })).toMatchObject({ reaped: 1, failed: 0 });
+      await db.knex.raw(
+        'UPDATE t_lock_release_note SET released_at = released_at - INTERVAL 2 DAY WHERE grant_id = ?',
+        [again.id],
+      );
+      expect((await purgeReleasedGrants(reaper.knex, { retentionMs: DAY_MS })).purged).toBe(1);
+      expect(await rows('SELECT grant_id FROM t_lock_release_note WHERE grant_id = ?', [again.id])).toEqual([]);
 
-  it('checker and repairer: a count changed by hand is found, then set from the log; the CLI\'s check and check --repair', SPAWNS, async () => {
-    const holder = createLockManager({ knex: db.knex });
-    const g = (await holder.tryAcquireRead('count:a'))!;
-    await db.knex.raw('UPDATE t_read_write_lock SET r_count = 3 WHERE resource_id = ?', [Buffer.from('count:a')]);
-    const checker = await userFor('checker');
-    expect((await checkLockCounts(checker.knex)).disagreements.map((d) => d.resourceId)).toEqual(['count:a']);
-    const repairer = await userFor('repairer');
-    const repaired = await repairLockCounts(repairer.knex);
-    expect(repaired).toMatchObject({ problems: [], skipped: [] });
-    expect(repaired.repaired.map((d) => d.resourceId)).toEqual(['count:a']);
-    // A missing resource row is inserted from the log.
-    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('count:a')]);
-    expect((await repairLockCounts(repairer.knex)).repaired).toEqual([expect.objectContaining({ resourceId: 'count:a', rowMissing: true })]);
-    expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
-    // The CLI's check and check --repair, as the same users.
-    await db.knex.raw('UPDATE t_read_write_lock SET r_count = 2 WHERE resource_id = ?', [Buffer.from('count:a')]);
-    const found = await run('src/cli/bin.ts', ['check'], { MYSQL_URL: checker.url });
-    expect(found.status, found.stderr).toBe(1); // a disagreement found
-    expect(found.stdout).toContain('count:a');
-    const fixed = await run('src/cli/bin.ts', ['check', '--repair'], { MYSQL_URL: repairer.url });
-    expect(fixed.status, fixed.stderr).toBe(0);
-    expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
-    expect(await g.release()).toBe(true);
-  });
+      // The CLI's reap and purge, as the same user.
+      const last = (await locks.tryAcquireWrite('reap:d'))!;
+      await backdate(db.knex, last.id, 2 * DAY_MS);
+      const cliReap = await run('src/cli/bin.ts', ['reap', '--stale-after', '60000'], { MYSQL_URL: reaper.url });
+      expect(cliReap.status, cliReap.stderr).toBe(0);
+      expect(await grantRow(db.knex, last.id)).toMatchObject({ status: 2, released_by: 2 });
+      const cliPurge = await run('src/cli/bin.ts', ['purge', '--retention', String(DAY_MS)], { MYSQL_URL: reaper.url });
+      expect(cliPurge.status, cliPurge.stderr).toBe(0);
+      expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [last.id])).toEqual([]);
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    },
+  );
+
+  it(
+    'negative control, reaper: without INSERT on t_lock_release_note the job fails and names the refusal; without DELETE on it, purge does',
+    SPAWNS,
+    async () => {
+      const noNote = await userFor('reaper', { revoke: 'INSERT ON t_lock_release_note' });
+      const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder-2' });
+      const g = (await locks.tryAcquireWrite('reap:neg'))!;
+      await backdate(db.knex, g.id, 120_000);
+      const job = await run('jobs/reaper.ts', ['--once'], {
+        MYSQL_URL: noNote.url,
+        STALE_AFTER_MS: '60000',
+        RETENTION_MS: '0',
+      });
+      expect(job.status).toBe(1);
+      expect(job.stdout).toMatch(
+        /"event":"reaper.problem".*INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role/,
+      );
+      expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 }); // not reaped: the release and its note are one transaction
+      await g.release();
+      const noDelete = await userFor('reaper', { revoke: 'DELETE ON t_lock_release_note' });
+      await expect(purgeReleasedGrants(noDelete.knex, { retentionMs: DAY_MS })).rejects.toEqual(
+        privilegeRefusal(undefined, /DELETE command denied.*t_lock_release_note/),
+      );
+    },
+  );
+
+  it(
+    "operator: list, history, stats, inspect, forceRelease; the CLI's status, ls, history, release; the page's state and release",
+    SPAWNS,
+    async () => {
+      const operator = await userFor('operator');
+      const holder = createLockManager({ knex: db.knex, owner: 'op-holder' });
+      const [a, b, c] = [
+        (await holder.tryAcquireWrite('op:a'))!,
+        (await holder.tryAcquireWrite('op:b'))!,
+        (await holder.tryAcquireWrite('op:c'))!,
+      ];
+      const ops = createLockManager({ knex: operator.knex, owner: 'op-api' });
+      expect((await ops.list({ owner: 'op-holder' })).grants.map((g) => g.id)).toEqual([a.id, b.id, c.id]);
+      expect((await ops.inspect('op:a')).holders.map((h) => h.id)).toEqual([a.id]);
+      expect((await ops.stats()).live.write).toBeGreaterThanOrEqual(3);
+      expect(await ops.forceRelease(a.id, { reason: 'api' })).toBe(true);
+      expect((await ops.history('op:a')).grants[0]).toMatchObject({
+        id: a.id,
+        releasedBy: 'operator',
+        releaser: 'op-api',
+        reason: 'api',
+      });
+
+      const env = { MYSQL_URL: operator.url };
+      for (const args of [['status'], ['ls', '--owner', 'op-holder'], ['inspect', 'op:b'], ['history', 'op:a']]) {
+        const r = await run('src/cli/bin.ts', args, env);
+        expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      }
+      const cliRelease = await run('src/cli/bin.ts', ['release', String(b.id), '--reason', 'cli'], env);
+      expect(cliRelease.status, cliRelease.stderr).toBe(0);
+      expect(await grantRow(db.knex, b.id)).toMatchObject({ status: 2, released_by: 3 });
+
+      const page = await serveDashboard({ knex: operator.knex, port: 0, allowRelease: true });
+      try {
+        const state = await fetch(`${page.url}api/state`);
+        expect(state.status).toBe(200);
+        expect(JSON.stringify(await state.json())).toContain('op:c');
+        const html = await (await fetch(page.url)).text();
+        const token = (
+          JSON.parse(/<script type="application\/json" id="config">(.*?)<\/script>/.exec(html)![1]!) as {
+            token: string;
+          }
+        ).token;
+        const released = await fetch(`${page.url}api/release`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: page.url.slice(0, -1), 'x-rwlock-token': token },
+          body: JSON.stringify({ grantId: c.id, reason: 'page' }),
+        });
+        expect(released.status, await released.clone().text()).toBe(200);
+        expect(await grantRow(db.knex, c.id)).toMatchObject({ status: 2, released_by: 3 });
+      } finally {
+        await page.close();
+      }
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    },
+  );
+
+  it(
+    'negative control, operator: without INSERT on t_lock_release_note forceRelease is refused and the grant stays live',
+    SPAWNS,
+    async () => {
+      const noNote = await userFor('operator', { revoke: 'INSERT ON t_lock_release_note' });
+      const holder = createLockManager({ knex: db.knex, owner: 'op-holder-2' });
+      const g = (await holder.tryAcquireWrite('op:neg'))!;
+      await expect(createLockManager({ knex: noNote.knex }).forceRelease(g.id, { reason: 'x' })).rejects.toEqual(
+        privilegeRefusal(undefined, /INSERT command denied.*t_lock_release_note/),
+      );
+      expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 });
+      const r = await run('src/cli/bin.ts', ['release', String(g.id), '--reason', 'x'], { MYSQL_URL: noNote.url });
+      expect(r.status).toBe(3);
+      expect(r.stderr).toMatch(
+        /^mysql-rwlock release: INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role ROLE.*\(ERR_RWLOCK_PRIVILEGE\)$/m,
+      );
+      expect(await g.release()).toBe(true);
+    },
+  );
+
+  it(
+    "checker and repairer: a count changed by hand is found, then set from the log; the CLI's check and check --repair",
+    SPAWNS,
+    async () => {
+      const holder = createLockManager({ knex: db.knex });
+      const g = (await holder.tryAcquireRead('count:a'))!;
+      await db.knex.raw('UPDATE t_read_write_lock SET r_count = 3 WHERE resource_id = ?', [Buffer.from('count:a')]);
+      const checker = await userFor('checker');
+      expect((await checkLockCounts(checker.knex)).disagreements.map((d) => d.resourceId)).toEqual(['count:a']);
+      const repairer = await userFor('repairer');
+      const repaired = await repairLockCounts(repairer.knex);
+      expect(repaired).toMatchObject({ problems: [], skipped: [] });
+      expect(repaired.repaired.map((d) => d.resourceId)).toEqual(['count:a']);
+      // A missing resource row is inserted from the log.
+      await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('count:a')]);
+      expect((await repairLockCounts(repairer.knex)).repaired).toEqual([
+        expect.objectContaining({ resourceId: 'count:a', rowMissing: true }),
+      ]);
+      expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
+      // The CLI's check and check --repair, as the same users.
+      await db.knex.raw('UPDATE t_read_write_lock SET r_count = 2 WHERE resource_id = ?', [Buffer.from('count:a')]);
+      const found = await run('src/cli/bin.ts', ['check'], { MYSQL_URL: checker.url });
+      expect(found.status, found.stderr).toBe(1); // a disagreement found
+      expect(found.stdout).toContain('count:a');
+      const fixed = await run('src/cli/bin.ts', ['check', '--repair'], { MYSQL_URL: repairer.url });
+      expect(fixed.status, fixed.stderr).toBe(0);
+      expect((await checkLockCounts(checker.knex)).disagreements).toEqual([]);
+      expect(await g.release()).toBe(true);
+    },
+  );
 
   it('negative control, checker and repairer: without SELECT on t_lock_log, or INSERT on t_read_write_lock, refused and named', async () => {
     const checker = await userFor('checker', { revoke: 'SELECT ON t_lock_log' });
-    await expect(checkLockCounts(checker.knex)).rejects.toEqual(privilegeRefusal(undefined, /SELECT command denied.*t_lock_log/));
+    await expect(checkLockCounts(checker.knex)).rejects.toEqual(
+      privilegeRefusal(undefined, /SELECT command denied.*t_lock_log/),
+    );
     const holder = createLockManager({ knex: db.knex });
     const g = (await holder.tryAcquireRead('count:neg'))!;
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [Buffer.from('count:neg')]);
     const repairer = await userFor('repairer', { revoke: 'INSERT ON t_read_write_lock' });
     const r = await repairLockCounts(repairer.knex);
     expect(r.repaired).toEqual([]);
-    expect(r.problems).toEqual([expect.stringMatching(/^count:neg: INSERT command denied.*t_read_write_lock.*mysql-rwlock grants --role/)]);
+    expect(r.problems).toEqual([
+      expect.stringMatching(/^count:neg: INSERT command denied.*t_read_write_lock.*mysql-rwlock grants --role/),
+    ]);
     // Put right as root, so the file's other tests see agreeing counts.
     expect((await repairLockCounts(db.knex)).repaired.map((d) => d.resourceId)).toEqual(['count:neg']);
     expect(await g.release()).toBe(true);
@@ -318,13 +410,23 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
   });
 
   it('every role is covered above', () => {
-    expect(Object.keys(ROLES).sort()).toEqual(['app', 'app-no-procedures', 'checker', 'migrate', 'operator', 'reaper', 'repairer']);
+    expect(Object.keys(ROLES).sort()).toEqual([
+      'app',
+      'app-no-procedures',
+      'checker',
+      'migrate',
+      'operator',
+      'reaper',
+      'repairer',
+    ]);
   });
 });
 
 describe('a user who could acquire but not release (issue 24, failure 10)', () => {
   async function securityOfAcquire(): Promise<string> {
-    const [row] = await rows<{ s: string }>("SELECT SECURITY_TYPE AS s FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'rwlock_acquire'");
+    const [row] = await rows<{ s: string }>(
+      "SELECT SECURITY_TYPE AS s FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'rwlock_acquire'",
+    );
     return row!.s;
   }
 
@@ -332,11 +434,13 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
     const { knex } = await userFor(null, { extra: [`GRANT EXECUTE ON \`${db.name.replace(/_/g, '\\_')}\`.*`] });
     const locks = createLockManager({ knex, owner: 'execute-only' });
     await expect(locks.tryAcquireWrite('exec-only')).rejects.toEqual(privilegeRefusal('app', /denied/));
-    await expect(locks.withWriteLock('exec-only', async () => 1, { waitMs: 100 })).rejects.toBeInstanceOf(PrivilegeError);
+    await expect(locks.withWriteLock('exec-only', async () => 1, { waitMs: 100 })).rejects.toBeInstanceOf(
+      PrivilegeError,
+    );
     expect(await grantsOfOwner('execute-only')).toEqual([]);
   });
 
-  it('negative control: without the probe, the EXECUTE-only user leaks a live grant where the procedure runs with its definer\'s rights', async () => {
+  it("negative control: without the probe, the EXECUTE-only user leaks a live grant where the procedure runs with its definer's rights", async () => {
     const { knex } = await userFor(null, { extra: [`GRANT EXECUTE ON \`${db.name.replace(/_/g, '\\_')}\`.*`] });
     const locks = createLockManager({ knex, owner: 'execute-only-unprobed' });
     releaseProbe.enabled = false;
@@ -356,7 +460,7 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
     }
   });
 
-  it('negative control: without the probe, a user with the acquire\'s privileges but not UPDATE on t_lock_log leaks a live grant (both paths)', async () => {
+  it("negative control: without the probe, a user with the acquire's privileges but not UPDATE on t_lock_log leaks a live grant (both paths)", async () => {
     const { knex } = await userFor('app', { revoke: 'UPDATE ON t_lock_log' });
     releaseProbe.enabled = false;
     try {
@@ -379,7 +483,9 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
     expect(await (await locks.tryAcquireWrite('once'))!.release()).toBe(true);
     await db.knex.raw(`REVOKE INSERT ON \`${db.name}\`.\`t_lock_log\` FROM ${account}`);
     const fresh = createLockManager({ knex, owner: 'probed-fresh' });
-    await expect(fresh.tryAcquireWrite('once')).rejects.toEqual(privilegeRefusal('app', /INSERT command denied.*t_lock_log/));
+    await expect(fresh.tryAcquireWrite('once')).rejects.toEqual(
+      privilegeRefusal('app', /INSERT command denied.*t_lock_log/),
+    );
     expect(await grantsOfOwner('probed-fresh')).toEqual([]);
   });
 });

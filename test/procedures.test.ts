@@ -26,8 +26,12 @@ const routines = (db: Knex): Promise<Array<{ name: string }>> =>
 beforeAll(async () => {
   // A runtime user that may not run routines: only plain statements work for it.
   await withProcedures.knex.raw(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
-  await withProcedures.knex.raw(`GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_lock_log TO '${user}'@'%'`);
-  await withProcedures.knex.raw(`GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_read_write_lock TO '${user}'@'%'`);
+  await withProcedures.knex.raw(
+    `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_lock_log TO '${user}'@'%'`,
+  );
+  await withProcedures.knex.raw(
+    `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_read_write_lock TO '${user}'@'%'`,
+  );
   const url = new URL(withProcedures.url);
   url.username = user;
   url.password = password;
@@ -44,7 +48,10 @@ describe('without stored procedures', () => {
     expect((await migrate(without.knex, { procedures: false })).applied.length).toBeGreaterThan(0);
     expect(await routines(without.knex)).toEqual([]);
     expect(await migrate(without.knex, { procedures: false })).toEqual({ applied: [], repaired: [] });
-    const tables = await rows<{ name: string }>(without.knex, "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_%' ORDER BY 1");
+    const tables = await rows<{ name: string }>(
+      without.knex,
+      "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_%' ORDER BY 1",
+    );
     expect(tables.map((t) => t.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
   });
 
@@ -62,17 +69,21 @@ describe('without stored procedures', () => {
   it('8 readers of each of 50 never-used ids are all granted, as with the procedure', async () => {
     const locks = createLockManager({ knex: without.knex, procedures: false });
     let refused = 0;
-    await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-      const grants = await Promise.all(Array.from({ length: 8 }, () => locks.tryAcquireRead(`fresh-${i}`)));
-      refused += grants.filter((g) => g === null).length;
-      await Promise.all(grants.map((g) => g?.release()));
-    }));
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const grants = await Promise.all(Array.from({ length: 8 }, () => locks.tryAcquireRead(`fresh-${i}`)));
+        refused += grants.filter((g) => g === null).length;
+        await Promise.all(grants.map((g) => g?.release()));
+      }),
+    );
     expect(refused).toBe(0);
     expect(await invariantViolations(without.knex)).toEqual([]);
   });
 
   it('a manager that requires the procedure gets SchemaMissingError where there is none', async () => {
-    await expect(createLockManager({ knex: without.knex, procedures: true }).tryAcquireWrite('required')).rejects.toBeInstanceOf(SchemaMissingError);
+    await expect(
+      createLockManager({ knex: without.knex, procedures: true }).tryAcquireWrite('required'),
+    ).rejects.toBeInstanceOf(SchemaMissingError);
   });
 
   it('procedures: false never calls one: it works for a user who may not run routines, where the procedure path is refused', async () => {
@@ -82,14 +93,20 @@ describe('without stored procedures', () => {
     expect(await plain.withReadLock('other', async () => 'read')).toBe('read');
     expect(await g.release()).toBe(true);
     // The control: the same user through the procedure is refused (1370, execute command denied).
-    await expect(createLockManager({ knex: noExecute, procedures: true }).tryAcquireWrite('no-execute')).rejects.toMatchObject({ code: 'ERR_RWLOCK_PRIVILEGE', cause: { errno: 1370 } });
+    await expect(
+      createLockManager({ knex: noExecute, procedures: true }).tryAcquireWrite('no-execute'),
+    ).rejects.toMatchObject({ code: 'ERR_RWLOCK_PRIVILEGE', cause: { errno: 1370 } });
     expect(await invariantViolations(withProcedures.knex)).toEqual([]);
   });
 
   it('bad values are refused with InvalidOptionsError before anything runs', async () => {
     for (const procedures of ['yes', 1, null]) {
-      expect(() => createLockManager({ knex: without.knex, procedures: procedures as never })).toThrow(InvalidOptionsError);
-      await expect(migrate(without.knex, { procedures: procedures as never })).rejects.toBeInstanceOf(InvalidOptionsError);
+      expect(() => createLockManager({ knex: without.knex, procedures: procedures as never })).toThrow(
+        InvalidOptionsError,
+      );
+      await expect(migrate(without.knex, { procedures: procedures as never })).rejects.toBeInstanceOf(
+        InvalidOptionsError,
+      );
     }
   });
 });

@@ -13,7 +13,9 @@ import { backdate } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 /** `name{a="x",b="y"}` → value, from the registry's text exposition. */
-async function scrape(registry: Registry): Promise<{ text: string; value(name: string, labels?: Record<string, string>): number | undefined }> {
+async function scrape(
+  registry: Registry,
+): Promise<{ text: string; value(name: string, labels?: Record<string, string>): number | undefined }> {
   const text = await registry.metrics();
   const samples = new Map<string, number>();
   for (const line of text.split('\n')) {
@@ -25,7 +27,10 @@ async function scrape(registry: Registry): Promise<{ text: string; value(name: s
   return {
     text,
     value(name, labels = {}) {
-      const key = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+      const key = Object.entries(labels)
+        .map(([k, v]) => `${k}="${v}"`)
+        .sort()
+        .join(',');
       return samples.get(`${name}{${key}}`);
     },
   };
@@ -51,7 +56,9 @@ describe('registerLockMetrics', () => {
     await expect(locks.acquireRead('secret-resource-A', { waitMs: 20 })).rejects.toBeInstanceOf(LockTimeoutError);
     await held!.release();
     await locks.withWriteLock('secret-resource-B', async () => undefined);
-    await expect(locks.withReadLock('secret-resource-C', async (_trx, g) => locks.forceRelease(g.id))).rejects.toBeInstanceOf(LockLostError);
+    await expect(
+      locks.withReadLock('secret-resource-C', async (_trx, g) => locks.forceRelease(g.id)),
+    ).rejects.toBeInstanceOf(LockLostError);
     const stale = await locks.tryAcquireRead('secret-resource-D');
     await backdate(db.knex, stale!.id, 3_600_000);
     expect((await reapStaleGrants(db.knex, { staleAfterMs: 60_000 })).reaped).toBe(1);
@@ -63,7 +70,9 @@ describe('registerLockMetrics', () => {
     expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'timeout' })).toBe(1);
     expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'granted' })).toBe(2);
     // The timed-out wait lasted at least its waitMs.
-    expect(after.value(`${METRICS.acquireWait}_sum`, { mode: 'read', outcome: 'timeout' })).toBeGreaterThanOrEqual(0.02);
+    expect(after.value(`${METRICS.acquireWait}_sum`, { mode: 'read', outcome: 'timeout' })).toBeGreaterThanOrEqual(
+      0.02,
+    );
     // Held: the released write grant and the fenced commit; not the lost or reaped ones.
     expect(after.value(`${METRICS.hold}_count`, { mode: 'write' })).toBe(2);
     expect(after.value(`${METRICS.hold}_count`, { mode: 'read' }) ?? 0).toBe(0);
@@ -113,7 +122,13 @@ describe('registerLockMetrics', () => {
   it('a database it cannot read gives gauges_up 0 and no gauges, and the scrape still succeeds', async () => {
     const registry = new Registry();
     const closed = await freePort();
-    const dead = knexFactory({ client: 'mysql2', connection: `mysql://nobody@127.0.0.1:${closed}/x`, pool: { min: 0, max: 1 }, acquireConnectionTimeout: 5_000, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
+    const dead = knexFactory({
+      client: 'mysql2',
+      connection: `mysql://nobody@127.0.0.1:${closed}/x`,
+      pool: { min: 0, max: 1 },
+      acquireConnectionTimeout: 5_000,
+      log: { warn() {}, error() {}, deprecate() {}, debug() {} },
+    });
     try {
       registered = registerLockMetrics({ registry, knex: dead });
       const s = await scrape(registry);
@@ -139,6 +154,8 @@ describe('registerLockMetrics', () => {
     const locks = createLockManager({ knex: db.knex });
     await (await locks.tryAcquireWrite('after-unregister'))!.release();
     registered = registerLockMetrics({ registry });
-    expect((await scrape(registry)).value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted' })).toBeUndefined();
+    expect(
+      (await scrape(registry)).value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted' }),
+    ).toBeUndefined();
   });
 });

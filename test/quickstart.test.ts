@@ -16,16 +16,26 @@ const EXAMPLE = 'examples/quickstart.ts';
 /** Longer than a cold tsx start plus migrate() on a busy 2-core machine by far; a hang means a pool left open. */
 const EXIT_WITHIN_MS = 90_000;
 
-function runQuickstart(env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runQuickstart(
+  env: Record<string, string | undefined>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', EXAMPLE], {
+      cwd: REPO,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const deadline = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${EXAMPLE} did not exit within ${EXIT_WITHIN_MS} ms (a knex pool left open keeps it alive); stdout: ${stdout} stderr: ${stderr}`));
+      reject(
+        new Error(
+          `${EXAMPLE} did not exit within ${EXIT_WITHIN_MS} ms (a knex pool left open keeps it alive); stdout: ${stdout} stderr: ${stderr}`,
+        ),
+      );
     }, EXIT_WITHIN_MS);
     child.on('close', (code) => {
       clearTimeout(deadline);
@@ -62,20 +72,30 @@ describe('examples/quickstart.ts', () => {
   });
 
   it('commits a payment under a write grant released in the same commit, and exits on its own', async () => {
-    for (const round of [1, 2]) { // twice: migrate() and the table creation are idempotent
+    for (const round of [1, 2]) {
+      // twice: migrate() and the table creation are idempotent
       const run = await runQuickstart({ MYSQL_URL: databaseUrl(url, name) });
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
       const m = /^payment of 125\.00 on loan-42 committed under write grant (\d+)\n$/.exec(run.stdout);
       expect(m, run.stdout).not.toBeNull();
       const grantId = Number(m![1]);
-      const payments = (await db('payments').select('loan_id', 'amount_cents', 'grant_id').orderBy('id')) as Array<{ loan_id: string; amount_cents: number; grant_id: number }>;
+      const payments = (await db('payments').select('loan_id', 'amount_cents', 'grant_id').orderBy('id')) as Array<{
+        loan_id: string;
+        amount_cents: number;
+        grant_id: number;
+      }>;
       expect(payments).toHaveLength(round);
       expect(payments.at(-1)).toEqual({ loan_id: 'loan-42', amount_cents: 12_500, grant_id: grantId });
-      const [[grant]] = (await db.raw('SELECT CAST(resource_id AS CHAR) AS resource, lock_type, status, released_by FROM t_lock_log WHERE id = ?', [grantId])) as [Array<Record<string, unknown>>];
+      const [[grant]] = (await db.raw(
+        'SELECT CAST(resource_id AS CHAR) AS resource, lock_type, status, released_by FROM t_lock_log WHERE id = ?',
+        [grantId],
+      )) as [Array<Record<string, unknown>>];
       expect(grant).toEqual({ resource: 'loan:loan-42', lock_type: 0, status: 2, released_by: 1 }); // write, released by its holder
     }
-    const [[lock]] = (await db.raw("SELECT w_count, r_count FROM t_read_write_lock WHERE resource_id = 'loan:loan-42'")) as [Array<Record<string, unknown>>];
+    const [[lock]] = (await db.raw(
+      "SELECT w_count, r_count FROM t_read_write_lock WHERE resource_id = 'loan:loan-42'",
+    )) as [Array<Record<string, unknown>>];
     expect(lock).toEqual({ w_count: 0, r_count: 0 });
   });
 

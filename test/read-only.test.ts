@@ -25,7 +25,9 @@ afterAll(async () => {
 });
 
 async function logRows(resourceId: string): Promise<number> {
-  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [
+    Buffer.from(resourceId),
+  ])) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n);
 }
 
@@ -62,13 +64,19 @@ describe('a read-only session', () => {
 const REFUSALS = [
   {
     name: 'a server running read_only (1290, as a Group Replication secondary or a replica replies)',
-    reply: { errno: 1290, sqlState: 'HY000', message: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement' },
-    type: ServerReadOnlyError, code: 'ERR_RWLOCK_READ_ONLY',
+    reply: {
+      errno: 1290,
+      sqlState: 'HY000',
+      message: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement',
+    },
+    type: ServerReadOnlyError,
+    code: 'ERR_RWLOCK_READ_ONLY',
   },
   {
     name: 'a Galera node that is not ready (1047, outside the primary component or joining)',
     reply: { errno: 1047, sqlState: '08S01', message: 'WSREP has not yet prepared node for application use' },
-    type: NodeNotReadyError, code: 'ERR_RWLOCK_NODE_NOT_READY',
+    type: NodeNotReadyError,
+    code: 'ERR_RWLOCK_NODE_NOT_READY',
   },
 ];
 
@@ -77,9 +85,15 @@ describe.each(REFUSALS)('$name', ({ reply, type, code }) => {
 
   it(`the acquire refused: ${code}, no grant written`, async () => {
     // The proxy does not forward the acquire's write and answers it the way such a server does.
-    const refused = via.proxy.armErrorReply(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/, reply, 'DO 0');
+    const refused = via.proxy.armErrorReply(
+      TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^UPDATE t_read_write_lock/,
+      reply,
+      'DO 0',
+    );
     const resource = `ro-3-${reply.errno}`;
-    const err = await createLockManager({ knex: via.knex }).tryAcquireWrite(resource).catch((e: unknown) => e);
+    const err = await createLockManager({ knex: via.knex })
+      .tryAcquireWrite(resource)
+      .catch((e: unknown) => e);
     await refused;
     expect(err).toBeInstanceOf(type);
     expect((err as RwLockError).code).toBe(code);
@@ -93,7 +107,11 @@ describe.each(REFUSALS)('$name', ({ reply, type, code }) => {
     // The reply that carries the acquire's outcome is cut; the first probe that settles it (the
     // withdraw-by-token insert) meets a read-only node.
     const cut = via.proxy.armOnce(TEST_PROCEDURES ? /CALL rwlock_acquire/ : /^COMMIT/i, 'before-reply');
-    const refused = via.proxy.armErrorReply(/^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/, reply, 'DO 0');
+    const refused = via.proxy.armErrorReply(
+      /^INSERT INTO t_lock_log \(resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by\)/,
+      reply,
+      'DO 0',
+    );
     const resource = `ro-4-${reply.errno}`;
     const g = await locks.tryAcquireWrite(resource);
     await cut;

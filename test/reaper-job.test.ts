@@ -60,10 +60,14 @@ function startJob(command: string, args: string[], env: Record<string, string>, 
   return { child, lines, exited, lineWhere, stderr: () => stderr };
 }
 
-const tsxJob = (args: string[], env: Record<string, string>) => startJob(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', ...args], env);
+const tsxJob = (args: string[], env: Record<string, string>) =>
+  startJob(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', ...args], env);
 
 /** One run of the job to its exit, with its stdout parsed as JSON lines. */
-function runOnce(env: Record<string, string>, args: string[] = ['--once']): Promise<{ status: number | null; stdout: string; stderr: string; lines: Line[] }> {
+function runOnce(
+  env: Record<string, string>,
+  args: string[] = ['--once'],
+): Promise<{ status: number | null; stdout: string; stderr: string; lines: Line[] }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/reaper.ts', ...args], {
       cwd: REPO,
@@ -76,7 +80,13 @@ function runOnce(env: Record<string, string>, args: string[] = ['--once']): Prom
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('close', (status) => {
-      const lines = args.includes('--help') ? [] : stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+      const lines = args.includes('--help')
+        ? []
+        : stdout
+            .trim()
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as Line);
       resolve({ status, stdout, stderr, lines });
     });
   });
@@ -87,7 +97,9 @@ function expectStoppedBySigterm(lines: Line[]): void {
   const stops = lines.filter((l) => l.event === 'reaper.stop');
   expect(stops).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
   const after = lines.slice(lines.indexOf(stops[0]!) + 1).map((l) => l.event);
-  expect(after.every((e) => e === 'reaper.grant' || e === 'reaper.problem' || e === 'reaper.run' || e === 'reaper.counts')).toBe(true);
+  expect(
+    after.every((e) => e === 'reaper.grant' || e === 'reaper.problem' || e === 'reaper.run' || e === 'reaper.counts'),
+  ).toBe(true);
   expect(after.filter((e) => e === 'reaper.run').length).toBeLessThanOrEqual(1);
 }
 
@@ -107,12 +119,23 @@ describe('jobs/reaper.ts', () => {
     const stale = await locks.tryAcquireWrite('job-stale');
     const fresh = await locks.tryAcquireRead('job-fresh');
     await backdate(db.knex, stale!.id, 120_000);
-    const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: '* * * * * *', STALE_AFTER_MS: '60000' });
-    await expect.poll(() => job.lines.filter((l) => l.event === 'reaper.run').length, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const job = tsxJob([], {
+      MYSQL_URL: databaseUrl(db.url, db.name),
+      REAPER_CRON: '* * * * * *',
+      STALE_AFTER_MS: '60000',
+    });
+    await expect
+      .poll(() => job.lines.filter((l) => l.event === 'reaper.run').length, { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(2);
     job.child.kill('SIGTERM');
     expect(await job.exited).toBe(0);
     const lines = job.lines;
-    expect(lines[0]).toMatchObject({ event: 'reaper.start', runAtStart: true, batchSize: 500, target: expect.stringContaining(`/${db.name}`) });
+    expect(lines[0]).toMatchObject({
+      event: 'reaper.start',
+      runAtStart: true,
+      batchSize: 500,
+      target: expect.stringContaining(`/${db.name}`),
+    });
     const grantLines = lines.filter((l) => l.event === 'reaper.grant');
     expect(grantLines).toEqual([expect.objectContaining({ id: stale!.id, resourceId: 'job-stale', mode: 'write' })]);
     const runs = lines.filter((l) => l.event === 'reaper.run');
@@ -153,7 +176,11 @@ describe('jobs/reaper.ts', () => {
     try {
       const noSchema = await runOnce({ MYSQL_URL: databaseUrl(db.url, bare) });
       expect(noSchema.status).toBe(1);
-      expect(noSchema.lines.at(-1)).toMatchObject({ event: 'reaper.run', ok: false, code: 'ERR_RWLOCK_SCHEMA_MISSING' });
+      expect(noSchema.lines.at(-1)).toMatchObject({
+        event: 'reaper.run',
+        ok: false,
+        code: 'ERR_RWLOCK_SCHEMA_MISSING',
+      });
     } finally {
       await dropDatabase(db.url, bare);
     }
@@ -178,7 +205,10 @@ describe('jobs/reaper.ts', () => {
   it('the docs/operating.md table lists every variable with the default --help gives', () => {
     const readme = readFileSync(join(REPO, 'docs', 'operating.md'), 'utf8');
     const section = readme.split(/^## Deploying the reaper\n/m)[1]!.split(/^## /m)[0]!;
-    const rows = [...section.matchAll(/^\| `([A-Z_]+)` *\| `?([^`|]+?)`? *\|/gm)].map((m) => ({ name: m[1], default: m[2] }));
+    const rows = [...section.matchAll(/^\| `([A-Z_]+)` *\| `?([^`|]+?)`? *\|/gm)].map((m) => ({
+      name: m[1],
+      default: m[2],
+    }));
     expect(rows).toEqual(JOB_ENV.map((v) => ({ name: v.name, default: v.default })));
   });
 
@@ -186,15 +216,27 @@ describe('jobs/reaper.ts', () => {
     const url = databaseUrl(db.url, db.name);
     const cases: Array<[Record<string, string>, string[], RegExp]> = [
       [{}, ['--once'], /^MYSQL_URL is required/],
-      [{ MYSQL_URL: 'mysql://u:s3cr3t@127.0.0.1:99999/db' }, ['--once'], /^MYSQL_URL has a port that is not a number from 1 to 65535/],
+      [
+        { MYSQL_URL: 'mysql://u:s3cr3t@127.0.0.1:99999/db' },
+        ['--once'],
+        /^MYSQL_URL has a port that is not a number from 1 to 65535/,
+      ],
       [{ MYSQL_URL: 'mysql://u:s3cr3t@:3306/db' }, ['--once'], /^MYSQL_URL/],
       [{ MYSQL_URL: 'postgres://u:s3cr3t@db:5432/app' }, ['--once'], /^MYSQL_URL must start with mysql:\/\//],
       [{ MYSQL_URL: 'mysql://u:s3cr3t@db:3306/' }, ['--once'], /^MYSQL_URL names no database/],
       [{ MYSQL_URL: 'u:s3cr3t@db:3306/app' }, ['--once'], /^MYSQL_URL must start with/],
-      [{ MYSQL_URL: 'mysql://u:s3cr3t%@db/app' }, ['--once'], /^MYSQL_URL has a user or password that is not valid percent-encoding/],
+      [
+        { MYSQL_URL: 'mysql://u:s3cr3t%@db/app' },
+        ['--once'],
+        /^MYSQL_URL has a user or password that is not valid percent-encoding/,
+      ],
       [{ MYSQL_URL: url, REAPER_CRON: 'every minute' }, ['--once'], /^REAPER_CRON/],
       [{ MYSQL_URL: url, STALE_AFTER_MS: '-5' }, ['--once'], /^STALE_AFTER_MS/],
-      [{ MYSQL_URL: url, REAPER_BATCH_SIZE: '20000' }, [], /^REAPER_BATCH_SIZE must be an integer from 1 to 10000, got 20000/],
+      [
+        { MYSQL_URL: url, REAPER_BATCH_SIZE: '20000' },
+        [],
+        /^REAPER_BATCH_SIZE must be an integer from 1 to 10000, got 20000/,
+      ],
       [{ MYSQL_URL: url, REAPER_BATCH_SIZE: '0' }, ['--once'], /^REAPER_BATCH_SIZE/],
       [{ MYSQL_URL: url, RETENTION_MS: 'a week' }, ['--once'], /^RETENTION_MS/],
       [{ MYSQL_URL: url, REAPER_RUN_AT_START: 'yes' }, [], /^REAPER_RUN_AT_START must be 0 or 1/],
@@ -210,7 +252,9 @@ describe('jobs/reaper.ts', () => {
       const run = runs[i]!;
       const what = `${JSON.stringify(env)} ${args.join(' ')}`;
       expect(run.status, what).toBe(2);
-      expect(run.lines, what).toEqual([expect.objectContaining({ event: 'reaper.config', ok: false, error: expect.stringMatching(error) })]);
+      expect(run.lines, what).toEqual([
+        expect.objectContaining({ event: 'reaper.config', ok: false, error: expect.stringMatching(error) }),
+      ]);
       expect(run.stdout + run.stderr, what).not.toContain('s3cr3t');
     }
   });
@@ -256,12 +300,18 @@ describe('jobs/reaper.ts', () => {
       return line === undefined ? undefined : Number(line.slice(series.length + 1));
     };
 
-    it('serves the job\'s metrics and gauges on /metrics and 200 on /healthz after a good run', async () => {
+    it("serves the job's metrics and gauges on /metrics and 200 on /healthz after a good run", async () => {
       const locks = createLockManager({ knex: db.knex });
       const stale = await locks.tryAcquireWrite('job-metrics-stale');
       const live = await locks.tryAcquireRead('job-metrics-live');
       await backdate(db.knex, stale!.id, 120_000);
-      const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_CRON: '* * * * * *', STALE_AFTER_MS: '60000', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+      const job = tsxJob([], {
+        MYSQL_URL: databaseUrl(db.url, db.name),
+        REAPER_CRON: '* * * * * *',
+        STALE_AFTER_MS: '60000',
+        METRICS_PORT: '0',
+        METRICS_HOST: '127.0.0.1',
+      });
       const start = await job.lineWhere((l) => l.event === 'reaper.start');
       const port = start.metricsPort as number;
       expect(port).toBeGreaterThan(0);
@@ -269,7 +319,12 @@ describe('jobs/reaper.ts', () => {
 
       const health = await get(port, '/healthz');
       expect(health.status).toBe(200);
-      expect(JSON.parse(health.body)).toMatchObject({ healthy: true, status: 'ok', windowMs: 2 * 1000 + HEALTH_SLACK_MS, lastRun: { event: 'reaper.run', ok: true } });
+      expect(JSON.parse(health.body)).toMatchObject({
+        healthy: true,
+        status: 'ok',
+        windowMs: 2 * 1000 + HEALTH_SLACK_MS,
+        lastRun: { event: 'reaper.run', ok: true },
+      });
 
       const metrics = await get(port, '/metrics');
       expect(metrics.status).toBe(200);
@@ -296,11 +351,23 @@ describe('jobs/reaper.ts', () => {
       await (await locks.tryAcquireWrite('job-counts'))!.release();
       await db.knex.raw("UPDATE t_read_write_lock SET w_count = 1 WHERE resource_id = 'job-counts'");
       expect(await locks.tryAcquireWrite('job-counts')).toBeNull(); // blocked for good: no grant for the reaper
-      const env = { MYSQL_URL: databaseUrl(db.url, db.name), REAPER_RUN_AT_START: '0', COUNT_CHECK_CRON: '* * * * * *', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' };
+      const env = {
+        MYSQL_URL: databaseUrl(db.url, db.name),
+        REAPER_RUN_AT_START: '0',
+        COUNT_CHECK_CRON: '* * * * * *',
+        METRICS_PORT: '0',
+        METRICS_HOST: '127.0.0.1',
+      };
 
       const checking = tsxJob([], env);
       const port = (await checking.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
-      expect(await checking.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({ ok: true, found: 1, more: false, remaining: 1, resources: ['job-counts'] });
+      expect(await checking.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({
+        ok: true,
+        found: 1,
+        more: false,
+        remaining: 1,
+        resources: ['job-counts'],
+      });
       expect(sample((await get(port, '/metrics')).body, 'mysql_rwlock_count_disagreements')).toBe(1);
       checking.child.kill('SIGTERM');
       expect(await checking.exited).toBe(0);
@@ -308,7 +375,14 @@ describe('jobs/reaper.ts', () => {
 
       const repairing = tsxJob([], { ...env, COUNT_REPAIR: '1' });
       const port2 = (await repairing.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
-      expect(await repairing.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({ ok: true, repaired: 1, conflicting: 0, skipped: 0, remaining: 0, resources: ['job-counts'] });
+      expect(await repairing.lineWhere((l) => l.event === 'reaper.counts')).toMatchObject({
+        ok: true,
+        repaired: 1,
+        conflicting: 0,
+        skipped: 0,
+        remaining: 0,
+        resources: ['job-counts'],
+      });
       await repairing.lineWhere((l) => l.event === 'reaper.counts' && l.repaired === 0);
       expect(sample((await get(port2, '/metrics')).body, 'mysql_rwlock_count_disagreements')).toBe(0);
       repairing.child.kill('SIGTERM');
@@ -322,12 +396,21 @@ describe('jobs/reaper.ts', () => {
       const bare = `rwl_reaper_job_health_${process.pid}`;
       await createDatabase(db.url, bare);
       try {
-        const job = tsxJob([], { MYSQL_URL: databaseUrl(db.url, bare), REAPER_CRON: '* * * * * *', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+        const job = tsxJob([], {
+          MYSQL_URL: databaseUrl(db.url, bare),
+          REAPER_CRON: '* * * * * *',
+          METRICS_PORT: '0',
+          METRICS_HOST: '127.0.0.1',
+        });
         const port = (await job.lineWhere((l) => l.event === 'reaper.start')).metricsPort as number;
         await job.lineWhere((l) => l.event === 'reaper.run' && l.ok === false);
         const health = await fetch(`http://127.0.0.1:${port}/healthz`);
         expect(health.status).toBe(503);
-        expect(await health.json()).toMatchObject({ healthy: false, status: 'failed', lastRun: { ok: false, code: 'ERR_RWLOCK_SCHEMA_MISSING' } });
+        expect(await health.json()).toMatchObject({
+          healthy: false,
+          status: 'failed',
+          lastRun: { ok: false, code: 'ERR_RWLOCK_SCHEMA_MISSING' },
+        });
         const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
         expect(sample(metrics, 'mysql_rwlock_reaper_runs_total{outcome="failed"}')).toBeGreaterThanOrEqual(1);
         expect(sample(metrics, 'mysql_rwlock_reaper_healthy')).toBe(0);

@@ -10,7 +10,10 @@ const HOUR = 3_600_000;
 /** The reference design's release (defect 5): gives the count back without checking the grant's status. */
 async function referenceRelease(grantId: number, resource: string): Promise<void> {
   await db.knex.transaction(async (trx) => {
-    await trx.raw('UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE resource_id = ? AND r_count - 1 >= 0', [Buffer.from(resource)]);
+    await trx.raw(
+      'UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE resource_id = ? AND r_count - 1 >= 0',
+      [Buffer.from(resource)],
+    );
     await trx.raw('UPDATE t_lock_log SET status = 2, version = version + 1 WHERE id = ?', [grantId]);
   });
 }
@@ -44,7 +47,9 @@ describe('release after reap (defect 5 of the reference design)', () => {
     await writer!.release();
     // Leave no corrupt state behind for the other tests.
     await db.knex.raw('UPDATE t_lock_log SET status = 2 WHERE resource_id = ?', [Buffer.from('dr-2')]);
-    await db.knex.raw('UPDATE t_read_write_lock SET w_count = 0, r_count = 0 WHERE resource_id = ?', [Buffer.from('dr-2')]);
+    await db.knex.raw('UPDATE t_read_write_lock SET w_count = 0, r_count = 0 WHERE resource_id = ?', [
+      Buffer.from('dr-2'),
+    ]);
     expect(other.id).toBeGreaterThan(paused.id);
   });
 });
@@ -72,13 +77,16 @@ describe('reapStaleGrants', () => {
       if (r % 3 === 0) grants.push(await locks.tryAcquireWrite(`many-${r}`));
       else for (let k = 0; k < 8; k++) grants.push(await locks.tryAcquireRead(`many-${r}`));
     }
-    await db.knex.raw("UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 HOUR WHERE status = 0 AND resource_id LIKE 'many-%'");
+    await db.knex.raw(
+      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 HOUR WHERE status = 0 AND resource_id LIKE 'many-%'",
+    );
     const reapers = Array.from({ length: 6 }, () => db.connect({ poolMax: 2 }));
     const results = await Promise.all(reapers.map((k) => reapStaleGrants(k, { staleAfterMs: 60_000, batchSize: 7 })));
     const reapedIds = results.flatMap((r) => r.grants.map((g) => g.id));
     expect(reapedIds.length).toBe(grants.length);
     expect(new Set(reapedIds).size).toBe(grants.length);
-    for (const row of await resourceRows(db.knex)) if (row.resource.startsWith('many-')) expect(row).toMatchObject({ wCount: 0, rCount: 0 });
+    for (const row of await resourceRows(db.knex))
+      if (row.resource.startsWith('many-')) expect(row).toMatchObject({ wCount: 0, rCount: 0 });
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
@@ -111,7 +119,10 @@ describe('reapStaleGrants', () => {
     await backdate(db.knex, live!.id, 8 * 24 * HOUR);
     const { purged } = await purgeReleasedGrants(db.knex, { retentionMs: 7 * 24 * HOUR, batchSize: 1 });
     expect(purged).toBeGreaterThanOrEqual(1);
-    const [rows] = (await db.knex.raw('SELECT id FROM t_lock_log WHERE id IN (?, ?)', [done!.id, live!.id])) as unknown as [Array<{ id: number }>];
+    const [rows] = (await db.knex.raw('SELECT id FROM t_lock_log WHERE id IN (?, ?)', [
+      done!.id,
+      live!.id,
+    ])) as unknown as [Array<{ id: number }>];
     expect(rows.map((r) => Number(r.id))).toEqual([live!.id]);
     await live!.release();
   });

@@ -17,12 +17,17 @@ import { invariantViolations, snapshot } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 async function setCounts(resource: string, w: number, r: number): Promise<void> {
-  await db.knex.raw('UPDATE t_read_write_lock SET w_count = ?, r_count = ? WHERE resource_id = ?', [w, r, Buffer.from(resource)]);
+  await db.knex.raw('UPDATE t_read_write_lock SET w_count = ?, r_count = ? WHERE resource_id = ?', [
+    w,
+    r,
+    Buffer.from(resource),
+  ]);
 }
 
 async function releaseAll(): Promise<void> {
   const locks = createLockManager({ knex: db.knex, owner: 'cleanup' });
-  for (const g of (await locks.list({ limit: 10_000 })).grants) await locks.forceRelease(g.id, { reason: 'test cleanup' });
+  for (const g of (await locks.list({ limit: 10_000 })).grants)
+    await locks.forceRelease(g.id, { reason: 'test cleanup' });
 }
 
 /**
@@ -41,8 +46,14 @@ async function makeDisagreements(prefix: string): Promise<{ readers: Grant[]; or
   return { readers, orphan };
 }
 
-const found = (resourceId: string, wCount: number, rCount: number, liveWrites: number, liveReads: number, rowMissing = false): CountDisagreement =>
-  ({ resourceId, wCount, rCount, liveWrites, liveReads, rowMissing });
+const found = (
+  resourceId: string,
+  wCount: number,
+  rCount: number,
+  liveWrites: number,
+  liveReads: number,
+  rowMissing = false,
+): CountDisagreement => ({ resourceId, wCount, rCount, liveWrites, liveReads, rowMissing });
 
 describe('checkLockCounts()', () => {
   it('finds nothing while the counts follow the log, whatever is held', async () => {
@@ -66,10 +77,17 @@ describe('checkLockCounts()', () => {
 
     const check = await checkLockCounts(db.knex);
     expect(check).toEqual({
-      disagreements: [found('kind:missing', 0, 0, 1, 0, true), found('kind:stuck', 1, 0, 0, 0), found('kind:under', 0, 1, 0, 2)],
+      disagreements: [
+        found('kind:missing', 0, 0, 1, 0, true),
+        found('kind:stuck', 1, 0, 0, 0),
+        found('kind:under', 0, 1, 0, 2),
+      ],
       more: false,
     });
-    expect(await checkLockCounts(db.knex, { limit: 2 })).toEqual({ disagreements: check.disagreements.slice(0, 2), more: true });
+    expect(await checkLockCounts(db.knex, { limit: 2 })).toEqual({
+      disagreements: check.disagreements.slice(0, 2),
+      more: true,
+    });
     expect(await snapshot(db.knex)).toBe(before);
 
     // what each does to the lock, before any repair
@@ -89,12 +107,14 @@ describe('checkLockCounts()', () => {
     await makeDisagreements('page');
     const locks = createLockManager({ knex: db.knex });
     for (const id of ['page:a', 'page:n', 'page:t', 'page:z']) await (await locks.tryAcquireWrite(id))!.release(); // agreeing, in between
-    const find = (limit: number, pageRows?: number) => withConnection(db.knex, (conn) => findDisagreements(conn, limit, pageRows));
+    const find = (limit: number, pageRows?: number) =>
+      withConnection(db.knex, (conn) => findDisagreements(conn, limit, pageRows));
     const whole = await find(1000);
     expect(whole.map((d) => d.found.resourceId)).toEqual(['page:missing', 'page:stuck', 'page:under']);
     for (const pageRows of [1, 2, 3, 7]) {
       expect(await find(1000, pageRows), `pages of ${pageRows}`).toEqual(whole);
-      for (const limit of [1, 2]) expect(await find(limit, pageRows), `pages of ${pageRows}, limit ${limit}`).toEqual(whole.slice(0, limit + 1));
+      for (const limit of [1, 2])
+        expect(await find(limit, pageRows), `pages of ${pageRows}, limit ${limit}`).toEqual(whole.slice(0, limit + 1));
     }
     await db.knex.raw('DELETE FROM t_lock_log WHERE resource_id LIKE ?', ['page:%']);
     await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id LIKE ?', ['page:%']);
@@ -105,7 +125,9 @@ describe('checkLockCounts()', () => {
     await setCounts('bad:stuck', 1, 0);
     const before = await snapshot(db.knex);
     await expect(checkLockCounts(db.knex, { limit: 0 })).rejects.toBeInstanceOf(InvalidOptionsError);
-    await expect(checkLockCounts(db.knex, { limit: LIMITS.maxPageSize + 1 })).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(checkLockCounts(db.knex, { limit: LIMITS.maxPageSize + 1 })).rejects.toBeInstanceOf(
+      InvalidOptionsError,
+    );
     await expect(repairLockCounts(db.knex, { limit: 1.5 })).rejects.toBeInstanceOf(InvalidOptionsError);
     await expect(repairLockCounts(db.knex, { batch: 3 } as never)).rejects.toBeInstanceOf(InvalidOptionsError);
     await expect(checkLockCounts({} as Knex)).rejects.toBeInstanceOf(InvalidOptionsError);
@@ -128,13 +150,20 @@ describe('repairLockCounts()', () => {
 
     const repair = await repairLockCounts(db.knex);
     expect(repair).toMatchObject({
-      repaired: [found('fix:missing', 0, 0, 1, 0, true), found('fix:stuck', 1, 0, 0, 0), found('fix:under', 0, 1, 0, 2)],
+      repaired: [
+        found('fix:missing', 0, 0, 1, 0, true),
+        found('fix:stuck', 1, 0, 0, 0),
+        found('fix:under', 0, 1, 0, 2),
+      ],
       conflicting: [found('fix:two-writers', 1, 0, 2, 0)],
       skipped: [],
       problems: [],
       more: false,
     });
-    expect(await checkLockCounts(db.knex)).toEqual({ disagreements: [found('fix:two-writers', 1, 0, 2, 0)], more: false });
+    expect(await checkLockCounts(db.knex)).toEqual({
+      disagreements: [found('fix:two-writers', 1, 0, 2, 0)],
+      more: false,
+    });
 
     const stuck = await locks.tryAcquireWrite('fix:stuck');
     expect(stuck).not.toBeNull();
@@ -151,17 +180,29 @@ describe('repairLockCounts()', () => {
     await expect(first.release()).resolves.toBe(false);
     expect(await second.release()).toBe(true);
     expect(await invariantViolations(db.knex)).toEqual([]);
-    expect(await repairLockCounts(db.knex)).toMatchObject({ repaired: [], conflicting: [], skipped: [], problems: [], more: false });
+    expect(await repairLockCounts(db.knex)).toMatchObject({
+      repaired: [],
+      conflicting: [],
+      skipped: [],
+      problems: [],
+      more: false,
+    });
   });
 
   /**
    * A connection that, right after the repair has counted the live grants, has a reader try to
    * acquire the resource, and goes on once the reader is granted or waits for a row lock.
    */
-  function readerArrivesAfterCount(conn: RawConnection, reader: () => Promise<Grant | null>, arrived: Array<Grant | null>): RawConnection {
+  function readerArrivesAfterCount(
+    conn: RawConnection,
+    reader: () => Promise<Grant | null>,
+    arrived: Array<Grant | null>,
+  ): RawConnection {
     return afterCount(conn, async () => {
       let settled = false;
-      const granted = reader().then((g) => void arrived.push(g)).finally(() => (settled = true));
+      const granted = reader()
+        .then((g) => void arrived.push(g))
+        .finally(() => (settled = true));
       const blocked = (async () => {
         while (!settled && (await lockWaitCount(db.knex)) === 0) await new Promise((r) => setTimeout(r, 5));
       })();
@@ -212,10 +253,19 @@ describe('privileges', () => {
     const password = randomBytes(9).toString('hex');
     const users = { checker: `rwl_chk_${suffix}`, reaper: `rwl_rea_${suffix}`, repairer: `rwl_rep_${suffix}` };
     const grants = {
-      checker: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.checker}'@'%'`, `GRANT SELECT ON \`${db.name}\`.t_read_write_lock TO '${users.checker}'@'%'`],
+      checker: [
+        `GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.checker}'@'%'`,
+        `GRANT SELECT ON \`${db.name}\`.t_read_write_lock TO '${users.checker}'@'%'`,
+      ],
       // the reaper's documented privileges: no INSERT on t_read_write_lock
-      reaper: [`GRANT SELECT, UPDATE, DELETE ON \`${db.name}\`.t_lock_log TO '${users.reaper}'@'%'`, `GRANT SELECT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.reaper}'@'%'`],
-      repairer: [`GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.repairer}'@'%'`, `GRANT SELECT, INSERT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.repairer}'@'%'`],
+      reaper: [
+        `GRANT SELECT, UPDATE, DELETE ON \`${db.name}\`.t_lock_log TO '${users.reaper}'@'%'`,
+        `GRANT SELECT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.reaper}'@'%'`,
+      ],
+      repairer: [
+        `GRANT SELECT ON \`${db.name}\`.t_lock_log TO '${users.repairer}'@'%'`,
+        `GRANT SELECT, INSERT, UPDATE ON \`${db.name}\`.t_read_write_lock TO '${users.repairer}'@'%'`,
+      ],
     };
     const connections: Knex[] = [];
     try {
@@ -233,10 +283,18 @@ describe('privileges', () => {
       };
       const checker = as(users.checker);
       const repairer = as(users.repairer);
-      expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual(['grants:missing', 'grants:stuck', 'grants:under']);
+      expect((await checkLockCounts(checker)).disagreements.map((d) => d.resourceId)).toEqual([
+        'grants:missing',
+        'grants:stuck',
+        'grants:under',
+      ]);
       const refused = await repairLockCounts(checker); // no UPDATE: each resource refused, none changed
       expect(refused).toMatchObject({ repaired: [], conflicting: [], skipped: [] });
-      expect(refused.problems).toEqual([expect.stringMatching(/^grants:missing: /), expect.stringMatching(/^grants:stuck: /), expect.stringMatching(/^grants:under: /)]);
+      expect(refused.problems).toEqual([
+        expect.stringMatching(/^grants:missing: /),
+        expect.stringMatching(/^grants:stuck: /),
+        expect.stringMatching(/^grants:under: /),
+      ]);
       // no INSERT: the missing row is refused, and the other resources are still repaired after it
       const partly = await repairLockCounts(as(users.reaper));
       expect(partly.repaired.map((d) => d.resourceId)).toEqual(['grants:stuck', 'grants:under']);

@@ -10,7 +10,10 @@ describe('before migrate()', () => {
   it('acquire, inspect and the reaper throw SchemaMissingError naming the fix', async () => {
     const locks = createLockManager({ knex: db.knex });
     for (const call of [() => locks.tryAcquireWrite('x'), () => locks.inspect('x'), () => reapStaleGrants(db.knex)]) {
-      const err = await call().then(() => undefined, (e: unknown) => e);
+      const err = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaMissingError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
       expect((err as Error).message).toMatch(/run migrate\(db\)/);

@@ -58,19 +58,27 @@ async function replaceAcquire(k: Knex, ddl: string): Promise<void> {
 async function refusedReaders(k: Knex, tag: string): Promise<number> {
   const locks = createLockManager({ knex: k, procedures: true });
   let refused = 0;
-  await Promise.all(Array.from({ length: 5 }, async (_, i) => {
-    const grants = await Promise.all(Array.from({ length: 8 }, () => locks.tryAcquireRead(`${tag}-${i}`)));
-    refused += grants.filter((g) => g === null).length;
-    await Promise.all(grants.map((g) => g?.release()));
-  }));
+  await Promise.all(
+    Array.from({ length: 5 }, async (_, i) => {
+      const grants = await Promise.all(Array.from({ length: 8 }, () => locks.tryAcquireRead(`${tag}-${i}`)));
+      refused += grants.filter((g) => g === null).length;
+      await Promise.all(grants.map((g) => g?.release()));
+    }),
+  );
   return refused;
 }
 
 describe('migrate() and the procedures it keeps current', () => {
   it('a fresh migrate applies every migration; the next finds nothing to repair (the server prints the procedure as created)', async () => {
-    expect(await migrate(fresh.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: MIGRATIONS.map((m) => m.name), repaired: [] });
+    expect(await migrate(fresh.knex, { procedures: TEST_PROCEDURES })).toEqual({
+      applied: MIGRATIONS.map((m) => m.name),
+      repaired: [],
+    });
     expect(await migrate(fresh.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: [], repaired: [] });
-    if (TEST_PROCEDURES) expect(normaliseRoutine(await shownAcquire(fresh.knex))).toBe(normaliseRoutine(CURRENT_PROCEDURES.rwlock_acquire!));
+    if (TEST_PROCEDURES)
+      expect(normaliseRoutine(await shownAcquire(fresh.knex))).toBe(
+        normaliseRoutine(CURRENT_PROCEDURES.rwlock_acquire!),
+      );
   });
 
   it("rwlock_acquire left at migration 001's body is replaced and listed in `repaired`", async () => {
@@ -86,20 +94,28 @@ describe('migrate() and the procedures it keeps current', () => {
     const variants = [
       m002.PROCEDURES.rwlock_acquire!,
       CURRENT_PROCEDURES.rwlock_acquire!.replace('SELECT v_id AS id;', 'SELECT v_id AS id, 1 AS edited;'),
-      CURRENT_PROCEDURES.rwlock_acquire!.replace('IN p_intent_ms INT UNSIGNED)', 'IN p_intent_ms INT UNSIGNED, IN p_extra INT)'),
+      CURRENT_PROCEDURES.rwlock_acquire!.replace(
+        'IN p_intent_ms INT UNSIGNED)',
+        'IN p_intent_ms INT UNSIGNED, IN p_extra INT)',
+      ),
     ];
     for (const ddl of variants) {
       expect(normaliseRoutine(ddl)).not.toBe(normaliseRoutine(CURRENT_PROCEDURES.rwlock_acquire!));
       await replaceAcquire(procs.knex, ddl);
       expect(await migrate(procs.knex)).toEqual({ applied: [], repaired: ['rwlock_acquire'] });
-      expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(CURRENT_PROCEDURES.rwlock_acquire!));
+      expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(
+        normaliseRoutine(CURRENT_PROCEDURES.rwlock_acquire!),
+      );
     }
   });
 
   it('the retired id-only rwlock_release, created again, is dropped and listed', async () => {
     await procs.knex.raw(m001.PROCEDURES.rwlock_release!);
     expect(await migrate(procs.knex)).toEqual({ applied: [], repaired: ['rwlock_release'] });
-    const left = await rows<{ n: string }>(procs.knex, 'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()');
+    const left = await rows<{ n: string }>(
+      procs.knex,
+      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()',
+    );
     expect(left.map((r) => r.n)).toEqual(['rwlock_acquire']);
   });
 });
@@ -109,16 +125,22 @@ describe('a database older than this version needs', () => {
     // An app upgraded without migrating: the database as migration 001 left it, bookkeeping included.
     await behind.knex.raw("DELETE FROM rwlock_migrations WHERE name <> '001_lock_tables'");
     await replaceAcquire(behind.knex, m001.PROCEDURES.rwlock_acquire!);
-    const logged = async (): Promise<number> => Number((await rows<{ n: number }>(behind.knex, 'SELECT COUNT(*) AS n FROM t_lock_log'))[0]!.n);
+    const logged = async (): Promise<number> =>
+      Number((await rows<{ n: number }>(behind.knex, 'SELECT COUNT(*) AS n FROM t_lock_log'))[0]!.n);
     const before = await logged();
     const k = behind.connect({ poolMax: 4 });
     for (const procedures of [true, false] as const) {
       const locks = createLockManager({ knex: k, procedures });
-      const err = await locks.tryAcquireRead('behind').then(() => undefined, (e: unknown) => e);
+      const err = await locks.tryAcquireRead('behind').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SchemaOutdatedError);
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaOutdatedError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
-      expect((err as Error).message).toMatch(/migrations not applied: 002_acquire_v2, 003_mode_changes\): run migrate\(db\)/);
+      expect((err as Error).message).toMatch(
+        /migrations not applied: 002_acquire_v2, 003_mode_changes\): run migrate\(db\)/,
+      );
       await expect(locks.withWriteLock('behind', async () => 'ran')).rejects.toBeInstanceOf(SchemaOutdatedError);
     }
     expect(await logged()).toBe(before);
@@ -132,13 +154,21 @@ describe('a database older than this version needs', () => {
 
 describe('a schema applied from sql/schema.sql', () => {
   it('records its migrations as migrate() does: migrate() finds nothing to do, and the check works', async () => {
-    for (let round = 0; round < 2; round++) for (const statement of schemaStatements()) await plainSql.knex.raw(statement);
+    for (let round = 0; round < 2; round++)
+      for (const statement of schemaStatements()) await plainSql.knex.raw(statement);
     const recorded = await rows<{ name: string }>(plainSql.knex, 'SELECT name FROM rwlock_migrations ORDER BY id');
     expect(recorded.map((r) => r.name)).toEqual(MIGRATIONS.map((m) => m.name));
-    expect(await createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).withWriteLock('plain', async () => 'ran')).toBe('ran');
+    expect(
+      await createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).withWriteLock('plain', async () => 'ran'),
+    ).toBe('ran');
     await plainSql.knex.raw("DELETE FROM rwlock_migrations WHERE name = '003_mode_changes'");
-    await expect(createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).tryAcquireWrite('plain')).rejects.toThrow(/migrations not applied: 003_mode_changes/);
-    expect(await migrate(plainSql.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: ['003_mode_changes'], repaired: [] });
+    await expect(
+      createLockManager({ knex: plainSql.connect({ poolMax: 2 }) }).tryAcquireWrite('plain'),
+    ).rejects.toThrow(/migrations not applied: 003_mode_changes/);
+    expect(await migrate(plainSql.knex, { procedures: TEST_PROCEDURES })).toEqual({
+      applied: ['003_mode_changes'],
+      repaired: [],
+    });
     expect(await migrate(plainSql.knex, { procedures: TEST_PROCEDURES })).toEqual({ applied: [], repaired: [] });
   });
 });
@@ -154,38 +184,61 @@ describe('where the bookkeeping cannot be read', () => {
 
 describe('objects changed by hand', () => {
   it('a narrowed owner column gives SchemaOutdatedError, not ER_DATA_TOO_LONG, and nothing is granted', async () => {
-    await narrowed.knex.raw('ALTER TABLE t_lock_log MODIFY owner VARCHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT \'\'');
+    await narrowed.knex.raw(
+      "ALTER TABLE t_lock_log MODIFY owner VARCHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''",
+    );
     try {
       const locks = createLockManager({ knex: narrowed.knex, owner: 'an-owner-longer-than-8' });
-      const err = await locks.tryAcquireWrite('narrow-owner').then(() => undefined, (e: unknown) => e);
+      const err = await locks.tryAcquireWrite('narrow-owner').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SchemaOutdatedError);
       expect((err as Error).message).toMatch(/a column is narrower than migrate\(\) creates it\): run migrate\(db\)/);
       expect(((err as Error).cause as { errno?: number }).errno).toBe(1406);
       expect((await createLockManager({ knex: narrowed.knex }).inspect('narrow-owner')).holders).toEqual([]);
       expect(await invariantViolations(narrowed.knex)).toEqual([]);
     } finally {
-      await narrowed.knex.raw('ALTER TABLE t_lock_log MODIFY owner VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT \'\'');
+      await narrowed.knex.raw(
+        "ALTER TABLE t_lock_log MODIFY owner VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''",
+      );
     }
   });
 
   it('a narrowed reason column gives SchemaOutdatedError on forceRelease, and the grant stays live', async () => {
-    await narrowed.knex.raw('ALTER TABLE t_lock_release_note MODIFY reason VARCHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL DEFAULT NULL');
+    await narrowed.knex.raw(
+      'ALTER TABLE t_lock_release_note MODIFY reason VARCHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL DEFAULT NULL',
+    );
     try {
       const locks = createLockManager({ knex: narrowed.knex });
       const g = (await locks.tryAcquireWrite('narrow-reason'))!;
-      const err = await locks.forceRelease(g.id, { reason: 'a reason longer than eight' }).then(() => undefined, (e: unknown) => e);
+      const err = await locks.forceRelease(g.id, { reason: 'a reason longer than eight' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SchemaOutdatedError);
       expect((await locks.inspect('narrow-reason')).holders.map((h) => h.id)).toEqual([g.id]);
       expect(await g.release()).toBe(true);
     } finally {
-      await narrowed.knex.raw('ALTER TABLE t_lock_release_note MODIFY reason VARCHAR(500) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL DEFAULT NULL');
+      await narrowed.knex.raw(
+        'ALTER TABLE t_lock_release_note MODIFY reason VARCHAR(500) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL DEFAULT NULL',
+      );
     }
   });
 
   it('a procedure with another signature gives SchemaOutdatedError, not ER_SP_WRONG_NO_OF_ARGS; migrate() replaces it', async () => {
-    await replaceAcquire(procs.knex, CURRENT_PROCEDURES.rwlock_acquire!.replace('IN p_intent_ms INT UNSIGNED)', 'IN p_intent_ms INT UNSIGNED, IN p_extra INT)'));
+    await replaceAcquire(
+      procs.knex,
+      CURRENT_PROCEDURES.rwlock_acquire!.replace(
+        'IN p_intent_ms INT UNSIGNED)',
+        'IN p_intent_ms INT UNSIGNED, IN p_extra INT)',
+      ),
+    );
     const locks = createLockManager({ knex: procs.knex, procedures: true });
-    const err = await locks.tryAcquireWrite('resigned').then(() => undefined, (e: unknown) => e);
+    const err = await locks.tryAcquireWrite('resigned').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SchemaOutdatedError);
     expect((err as Error).message).toMatch(/a procedure takes other parameters than migrate\(\) creates it with/);
     expect(((err as Error).cause as { errno?: number }).errno).toBe(1318);

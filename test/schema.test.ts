@@ -38,12 +38,15 @@ function statementsOf(script: string): string[] {
 async function describeSchema(db: Knex, database: string): Promise<unknown> {
   const q = async (sql: string): Promise<unknown> => ((await db.raw(sql, [database])) as unknown as [unknown])[0];
   return {
-    columns: await q(`SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, COLUMN_DEFAULT, IS_NULLABLE, COLUMN_TYPE, CHARACTER_SET_NAME, COLLATION_NAME, EXTRA
+    columns:
+      await q(`SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, COLUMN_DEFAULT, IS_NULLABLE, COLUMN_TYPE, CHARACTER_SET_NAME, COLLATION_NAME, EXTRA
                         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY TABLE_NAME, ORDINAL_POSITION`),
-    indexes: await q(`SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS
+    indexes:
+      await q(`SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS
                        WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 't\\_%' ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`),
     // CHECK_CONSTRAINTS has no TABLE_NAME on MySQL: the table comes from TABLE_CONSTRAINTS on both.
-    checks: await q(`SELECT tc.TABLE_NAME, cc.CONSTRAINT_NAME, cc.CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS cc
+    checks:
+      await q(`SELECT tc.TABLE_NAME, cc.CONSTRAINT_NAME, cc.CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS cc
                        JOIN information_schema.TABLE_CONSTRAINTS tc
                          ON tc.CONSTRAINT_SCHEMA = cc.CONSTRAINT_SCHEMA AND tc.CONSTRAINT_NAME = cc.CONSTRAINT_NAME AND tc.CONSTRAINT_TYPE = 'CHECK'
                       WHERE cc.CONSTRAINT_SCHEMA = ? ORDER BY tc.TABLE_NAME, cc.CONSTRAINT_NAME`),
@@ -71,7 +74,12 @@ describe('schema', () => {
     const client = ['mariadb', 'mysql'].find((c) => spawnSync(c, ['--version']).status === 0);
     if (!client) throw new Error('needs the mariadb or mysql client on PATH (apt-get install mariadb-client)');
     const u = new URL(plain.url);
-    const args = [`-h${u.hostname}`, `-P${u.port || 3306}`, `-u${decodeURIComponent(u.username || 'root')}`, plain.name];
+    const args = [
+      `-h${u.hostname}`,
+      `-P${u.port || 3306}`,
+      `-u${decodeURIComponent(u.username || 'root')}`,
+      plain.name,
+    ];
     const env = { ...process.env, MYSQL_PWD: decodeURIComponent(u.password) };
     const result = spawnSync(client, args, { input: readFileSync('sql/schema.sql'), env, encoding: 'utf8' });
     expect(result.stderr).toBe('');

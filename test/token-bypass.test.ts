@@ -35,7 +35,11 @@ const APP_GRANTS = (db: string, user: string): string[] => [
 const EXECUTE_ONLY = (db: string, user: string): string[] => [`GRANT EXECUTE ON \`${db}\`.* TO '${user}'@'%'`];
 
 /** A user with exactly `grants` on the database, and a knex connected as it. */
-async function userWith(db: ReturnType<typeof useTestDatabase>, tag: string, grants: (db: string, user: string) => string[]): Promise<Knex> {
+async function userWith(
+  db: ReturnType<typeof useTestDatabase>,
+  tag: string,
+  grants: (db: string, user: string) => string[],
+): Promise<Knex> {
   const user = `rwl_tb_${tag}_${suffix}`;
   await db.knex.raw(`CREATE USER '${user}'@'%' IDENTIFIED BY '${password}'`);
   users.push(user);
@@ -51,7 +55,7 @@ async function userWith(db: ReturnType<typeof useTestDatabase>, tag: string, gra
 /** What a CALL of the retired id-only release, naming a grant by id, resource and mode, does. */
 async function callIdOnlyRelease(k: Knex, id: number, resource: string): Promise<unknown> {
   return k.raw('CALL rwlock_release(?, ?, 0, 3, 0)', [id, Buffer.from(resource)]).then(
-    (r) => ((r as unknown as [Array<Array<{ released: number }>>])[0][0]![0]!.released),
+    (r) => (r as unknown as [Array<Array<{ released: number }>>])[0][0]![0]!.released,
     (e: { errno?: number }) => e.errno,
   );
 }
@@ -80,8 +84,10 @@ afterAll(async () => {
 
 describe('the current schema', () => {
   it('has one routine, rwlock_acquire, and it runs with the invoker’s rights', async () => {
-    const routines = await rows<{ name: string; security: string }>(current.knex,
-      'SELECT ROUTINE_NAME AS name, SECURITY_TYPE AS security FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1');
+    const routines = await rows<{ name: string; security: string }>(
+      current.knex,
+      'SELECT ROUTINE_NAME AS name, SECURITY_TYPE AS security FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
+    );
     expect(routines).toEqual([{ name: 'rwlock_acquire', security: 'INVOKER' }]);
   });
 
@@ -100,15 +106,23 @@ describe('the current schema', () => {
     const g = (await holder.tryAcquireWrite('victim'))!;
     // The library's release statement, with the right id, resource and mode but another token.
     for (const token of [randomBytes(16), Buffer.alloc(16)]) {
-      expect(await withConnection(app, (conn) => releaseGrant(conn, { id: g.id, resource: Buffer.from('victim'), mode: 'write', token }, 'operator'))).toBe(false);
+      expect(
+        await withConnection(app, (conn) =>
+          releaseGrant(conn, { id: g.id, resource: Buffer.from('victim'), mode: 'write', token }, 'operator'),
+        ),
+      ).toBe(false);
     }
     // The id-only routine is gone, for this user and for one with EXECUTE alone.
     expect(await callIdOnlyRelease(app, g.id, 'victim')).toBe(1305);
     expect(await callIdOnlyRelease(executeOnly, g.id, 'victim')).toBe(1305);
     // The one routine left acquires; with EXECUTE alone it is refused (no table privilege), so it
     // can neither take a grant it could not release nor reach the tables through the definer.
-    const viaAcquire = await executeOnly.raw('CALL rwlock_acquire(?, 0, ?, ?, 0)', [Buffer.from('victim-2'), Buffer.from('x'), randomBytes(16)])
-      .then(() => 'ran', (e: { errno?: number }) => e.errno);
+    const viaAcquire = await executeOnly
+      .raw('CALL rwlock_acquire(?, 0, ?, ?, 0)', [Buffer.from('victim-2'), Buffer.from('x'), randomBytes(16)])
+      .then(
+        () => 'ran',
+        (e: { errno?: number }) => e.errno,
+      );
     expect(viaAcquire).toBe(1142);
     expect(await status(current.knex, g.id)).toBe(0);
     expect((await holder.inspect('victim')).holders.map((h) => h.id)).toEqual([g.id]);

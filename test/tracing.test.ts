@@ -5,7 +5,14 @@ import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLockManager, LockLostError, LockTimeoutError } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';
-import { CHANNELS, type AcquireContext, type FenceContext, type LostContext, type ReapContext, type ReleaseContext } from '../src/observability/tracing-entry.js';
+import {
+  CHANNELS,
+  type AcquireContext,
+  type FenceContext,
+  type LostContext,
+  type ReapContext,
+  type ReleaseContext,
+} from '../src/observability/tracing-entry.js';
 import { acquireChannel, isTraced, traced } from '../src/observability/tracing.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
@@ -20,8 +27,15 @@ function record() {
   const undo: Array<() => void> = [];
   for (const name of [CHANNELS.acquire, CHANNELS.fence, CHANNELS.release, CHANNELS.reap]) {
     const tc = diagnostics.tracingChannel<unknown, Record<string, unknown>>(name);
-    const on = (event: string) => (context: Record<string, unknown>) => void events.push({ channel: name, event, context: { ...context } });
-    const handlers = { start: on('start'), end: on('end'), asyncStart: on('asyncStart'), asyncEnd: on('asyncEnd'), error: on('error') };
+    const on = (event: string) => (context: Record<string, unknown>) =>
+      void events.push({ channel: name, event, context: { ...context } });
+    const handlers = {
+      start: on('start'),
+      end: on('end'),
+      asyncStart: on('asyncStart'),
+      asyncEnd: on('asyncEnd'),
+      error: on('error'),
+    };
     tc.subscribe(handlers);
     undo.push(() => tc.unsubscribe(handlers));
   }
@@ -59,12 +73,19 @@ describe('tracing channels', () => {
     expect(acquires).toEqual([
       expect.objectContaining({ resourceId: 'tr-acquire', mode: 'write', waitMs: 0, owner: 'tracer', result: grant }),
       expect.objectContaining({ resourceId: 'tr-acquire', mode: 'read', waitMs: 0, result: null }),
-      expect.objectContaining({ resourceId: 'tr-acquire', mode: 'write', waitMs: 30, error: expect.any(LockTimeoutError) }),
+      expect.objectContaining({
+        resourceId: 'tr-acquire',
+        mode: 'write',
+        waitMs: 30,
+        error: expect.any(LockTimeoutError),
+      }),
     ]);
     // Every call has a start before its end, on the same context object.
     expect(recorder.events.filter((e) => e.channel === CHANNELS.acquire && e.event === 'start')).toHaveLength(3);
     expect(recorder.events.filter((e) => e.channel === CHANNELS.acquire && e.event === 'error')).toHaveLength(1);
-    expect(recorder.finished<ReleaseContext>(CHANNELS.release)).toEqual([expect.objectContaining({ grant, grantId: grant!.id, by: 'holder', result: true })]);
+    expect(recorder.finished<ReleaseContext>(CHANNELS.release)).toEqual([
+      expect.objectContaining({ grant, grantId: grant!.id, by: 'holder', result: true }),
+    ]);
   });
 
   it('a fenced operation traces its acquire and its fence', async () => {
@@ -73,7 +94,9 @@ describe('tracing channels', () => {
     const id = await locks.withWriteLock('tr-fenced', async (_trx, grant) => grant.id);
     const acquires = recorder.finished<AcquireContext>(CHANNELS.acquire);
     expect(acquires).toEqual([expect.objectContaining({ resourceId: 'tr-fenced', mode: 'write', waitMs: 30_000 })]);
-    expect(recorder.finished<FenceContext>(CHANNELS.fence)).toEqual([expect.objectContaining({ grantId: id, resourceId: 'tr-fenced', mode: 'write' })]);
+    expect(recorder.finished<FenceContext>(CHANNELS.fence)).toEqual([
+      expect.objectContaining({ grantId: id, resourceId: 'tr-fenced', mode: 'write' }),
+    ]);
     expect(recorder.finished<FenceContext>(CHANNELS.fence)[0]).not.toHaveProperty('error');
   });
 
@@ -88,9 +111,21 @@ describe('tracing channels', () => {
     const fences = recorder.finished<FenceContext>(CHANNELS.fence);
     expect(fences).toEqual([expect.objectContaining({ resourceId: 'tr-lost', error: expect.any(LockLostError) })]);
     const grantId = fences[0]!.grantId;
-    expect(recorder.finished<ReleaseContext>(CHANNELS.release)).toContainEqual(expect.objectContaining({ grantId, by: 'operator', result: true }));
+    expect(recorder.finished<ReleaseContext>(CHANNELS.release)).toContainEqual(
+      expect.objectContaining({ grantId, by: 'operator', result: true }),
+    );
     // Published after the fence's transaction has rolled back and who released it was read.
-    await expect.poll(() => recorder!.lost).toEqual([expect.objectContaining({ grantId, resourceId: 'tr-lost', mode: 'write', releasedBy: 'operator', detectedBy: 'fence' })]);
+    await expect
+      .poll(() => recorder!.lost)
+      .toEqual([
+        expect.objectContaining({
+          grantId,
+          resourceId: 'tr-lost',
+          mode: 'write',
+          releasedBy: 'operator',
+          detectedBy: 'fence',
+        }),
+      ]);
   });
 
   it('reap reports its result, and a reaped holder learns it was the reaper', async () => {
@@ -99,10 +134,14 @@ describe('tracing channels', () => {
     const grant = await locks.tryAcquireRead('tr-reap');
     await backdate(db.knex, grant!.id, 3_600_000);
     const result = await reapStaleGrants(db.knex, { staleAfterMs: 60_000, batchSize: 7 });
-    expect(recorder.finished<ReapContext>(CHANNELS.reap)).toEqual([expect.objectContaining({ staleAfterMs: 60_000, batchSize: 7, result })]);
+    expect(recorder.finished<ReapContext>(CHANNELS.reap)).toEqual([
+      expect.objectContaining({ staleAfterMs: 60_000, batchSize: 7, result }),
+    ]);
     expect(result.grants.map((g) => g.id)).toEqual([grant!.id]);
     expect(await grant!.release()).toBe(false);
-    expect(recorder.lost).toEqual([expect.objectContaining({ grantId: grant!.id, releasedBy: 'reaper', detectedBy: 'release', mode: 'read' })]);
+    expect(recorder.lost).toEqual([
+      expect.objectContaining({ grantId: grant!.id, releasedBy: 'reaper', detectedBy: 'release', mode: 'read' }),
+    ]);
   });
 
   it('with no subscriber nothing is built; a subscriber makes the same call traced (negative control)', async () => {

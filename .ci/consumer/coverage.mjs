@@ -8,9 +8,25 @@ import { join, resolve } from 'node:path';
 
 const [appDir, tsconfig] = process.argv.slice(2);
 const ts = createRequire(join(resolve(appDir), 'package.json'))('typescript');
-const entries = readFileSync(0, 'utf8').trim().split('\n').map((line) => line.split(' ')).map(([specifier, file]) => ({ specifier, file: join(resolve(appDir), file) }));
-const config = ts.getParsedCommandLineOfConfigFile(join(appDir, tsconfig), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
-const program = ts.createProgram(entries.map((e) => e.file), { ...config.options, noUnusedLocals: true, noEmit: true });
+const entries = readFileSync(0, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => line.split(' '))
+  .map(([specifier, file]) => ({ specifier, file: join(resolve(appDir), file) }));
+const config = ts.getParsedCommandLineOfConfigFile(
+  join(appDir, tsconfig),
+  {},
+  {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (d) => {
+      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    },
+  },
+);
+const program = ts.createProgram(
+  entries.map((e) => e.file),
+  { ...config.options, noUnusedLocals: true, noEmit: true },
+);
 const checker = program.getTypeChecker();
 const problems = [];
 for (const { specifier, file } of entries) {
@@ -21,16 +37,23 @@ for (const { specifier, file } of entries) {
     if (!ts.isImportDeclaration(statement) || statement.moduleSpecifier.text !== specifier) continue;
     moduleSymbol = checker.getSymbolAtLocation(statement.moduleSpecifier);
     const bindings = statement.importClause?.namedBindings;
-    if (bindings && ts.isNamedImports(bindings)) for (const el of bindings.elements) imported.add((el.propertyName ?? el.name).text);
+    if (bindings && ts.isNamedImports(bindings))
+      for (const el of bindings.elements) imported.add((el.propertyName ?? el.name).text);
   }
   if (!moduleSymbol) {
     problems.push(`${file}: no import from '${specifier}' that resolves`);
     continue;
   }
-  const exported = checker.getExportsOfModule(moduleSymbol).map((s) => s.name).filter((n) => n !== 'default');
+  const exported = checker
+    .getExportsOfModule(moduleSymbol)
+    .map((s) => s.name)
+    .filter((n) => n !== 'default');
   const missing = exported.filter((n) => !imported.has(n));
-  if (missing.length) problems.push(`'${specifier}' exports ${missing.join(', ')}, which ${file} does not import and use`);
-  console.log(`${specifier}: ${exported.length} exported names, ${missing.length ? `${missing.length} not` : 'all'} imported by ${file.slice(resolve(appDir).length + 1)}`);
+  if (missing.length)
+    problems.push(`'${specifier}' exports ${missing.join(', ')}, which ${file} does not import and use`);
+  console.log(
+    `${specifier}: ${exported.length} exported names, ${missing.length ? `${missing.length} not` : 'all'} imported by ${file.slice(resolve(appDir).length + 1)}`,
+  );
 }
 // Imported but unused (6133, 6192, 6196, 6198), or any other error in the use files.
 for (const d of ts.getPreEmitDiagnostics(program)) {

@@ -81,9 +81,16 @@ import {
 
 // The lock client.
 export async function lockClient(db: Knex): Promise<number> {
-  const onLockLost: LockLostHandler = (grant: Grant, info: LockLostInfo) => console.log(grant.id, info.releasedBy, info.detectedBy);
+  const onLockLost: LockLostHandler = (grant: Grant, info: LockLostInfo) =>
+    console.log(grant.id, info.releasedBy, info.detectedBy);
   const procedures: ProceduresMode = DEFAULTS.procedures;
-  const options: LockManagerOptions = { knex: db, owner: 'consumer', staleAfterMs: DEFAULTS.staleAfterMs, procedures, onLockLost };
+  const options: LockManagerOptions = {
+    knex: db,
+    owner: 'consumer',
+    staleAfterMs: DEFAULTS.staleAfterMs,
+    procedures,
+    onLockLost,
+  };
   const locks: LockManager = createLockManager(options);
   const second = new LockManager({ knex: db });
   const acquire: AcquireOptions = { waitMs: DEFAULTS.waitMs, signal: AbortSignal.timeout(LIMITS.maxTimerMs) };
@@ -127,14 +134,25 @@ export async function operate(locks: LockManager): Promise<void> {
   const releasedBy: Array<ReleasedBy | null> = ended.map((g) => g.releasedBy);
   const stats: LockStats = await locks.stats();
   const force: ForceReleaseOptions = { reason: 'stuck' };
-  console.log(holders.length, listed.length, releasedBy, stats.live.write, await locks.forceRelease(1, force), locks.owner, RELEASE_SQL.length);
+  console.log(
+    holders.length,
+    listed.length,
+    releasedBy,
+    stats.live.write,
+    await locks.forceRelease(1, force),
+    locks.owner,
+    RELEASE_SQL.length,
+  );
 }
 
 // Administration: functions of a knex.
 export async function administer(db: Knex): Promise<void> {
   const migrateOptions: MigrateOptions = { waitMs: MIGRATE_DEFAULTS.waitMs, procedures: MIGRATE_DEFAULTS.procedures };
   const migrated: MigrateResult = await migrate(db, migrateOptions);
-  const reapOptions: ReapOptions = { batchSize: REAP_DEFAULTS.batchSize, lockWaitTimeoutSec: REAP_DEFAULTS.lockWaitTimeoutSec };
+  const reapOptions: ReapOptions = {
+    batchSize: REAP_DEFAULTS.batchSize,
+    lockWaitTimeoutSec: REAP_DEFAULTS.lockWaitTimeoutSec,
+  };
   const reaped: ReapResult = await reapStaleGrants(db, reapOptions);
   const reapedGrants: ReapedGrant[] = reaped.grants;
   const purge: PurgeOptions = { retentionMs: REAP_DEFAULTS.retentionMs, batchSize: REAP_DEFAULTS.purgeBatchSize };
@@ -143,7 +161,14 @@ export async function administer(db: Knex): Promise<void> {
   const check: CountCheck = await checkLockCounts(db, countOptions);
   const disagreements: CountDisagreement[] = check.disagreements;
   const repair: CountRepair = await repairLockCounts(db, countOptions);
-  console.log(MIGRATION_TABLE, migrated.applied, reapedGrants.length, purged, disagreements.length, repair.repaired.length);
+  console.log(
+    MIGRATION_TABLE,
+    migrated.applied,
+    reapedGrants.length,
+    purged,
+    disagreements.length,
+    repair.repaired.length,
+  );
 }
 
 // Tracing: node's tracing channels under the library's own channel type, with no cast.
@@ -155,7 +180,8 @@ export function trace(): () => void {
   const started = new WeakMap<AcquireContext, number>();
   const acquireHandlers = {
     start: (c: AcquireContext) => void started.set(c, performance.now()),
-    asyncEnd: (c: AcquireContext) => console.log(c.resourceId, c.mode, c.result ? 'granted' : 'busy', performance.now() - (started.get(c) ?? 0)),
+    asyncEnd: (c: AcquireContext) =>
+      console.log(c.resourceId, c.mode, c.result ? 'granted' : 'busy', performance.now() - (started.get(c) ?? 0)),
   };
   acquire.subscribe(acquireHandlers);
   fence.subscribe({ error: (c) => console.log(c.grantId, c.error) });
@@ -177,9 +203,21 @@ export function trace(): () => void {
 // Errors: every class, as `instanceof` and as a base class.
 export function describeError(err: unknown): string {
   const classes = [
-    InvalidResourceIdError, InvalidOptionsError, LockTimeoutError, LockAbortedError, LockLostError, LockOutcomeUnknownError,
-    SchemaMissingError, ServerReadOnlyError, NodeNotReadyError, LockInvariantError, ConnectionLostError,
-    TransactionConflictError, MigrationLockedError, LockUpgradeError, PoolTooSmallError,
+    InvalidResourceIdError,
+    InvalidOptionsError,
+    LockTimeoutError,
+    LockAbortedError,
+    LockLostError,
+    LockOutcomeUnknownError,
+    SchemaMissingError,
+    ServerReadOnlyError,
+    NodeNotReadyError,
+    LockInvariantError,
+    ConnectionLostError,
+    TransactionConflictError,
+    MigrationLockedError,
+    LockUpgradeError,
+    PoolTooSmallError,
   ];
   const known: RwLockError | undefined = err instanceof RwLockError ? err : undefined;
   const named = classes.find((c) => err instanceof c)?.name;

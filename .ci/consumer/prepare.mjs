@@ -28,10 +28,19 @@ for (const { specifier, file } of entries) {
   else problems.push(`the package exports '${specifier}' but .ci/consumer/${file}, which must use it, does not exist`);
 }
 for (const file of readdirSync(useDir).filter((f) => f.endsWith('.ts'))) {
-  if (!entries.some((e) => e.file === file)) problems.push(`.ci/consumer/${file} is for no entry point in the package's exports`);
+  if (!entries.some((e) => e.file === file))
+    problems.push(`.ci/consumer/${file} is for no entry point in the package's exports`);
 }
 
-const docs = ['README.md', ...(existsSync(join(pkgDir, 'docs')) ? readdirSync(join(pkgDir, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`) : [])];
+const docs = [
+  'README.md',
+  ...(existsSync(join(pkgDir, 'docs'))
+    ? readdirSync(join(pkgDir, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .sort()
+        .map((f) => `docs/${f}`)
+    : []),
+];
 mkdirSync(join(appDir, 'src/examples'), { recursive: true });
 let checked = 0;
 const skipped = [];
@@ -56,7 +65,9 @@ for (const doc of docs) {
   }
 }
 console.error(`entries: ${entries.map((e) => `${e.specifier} (${e.file})`).join(', ')}`);
-console.error(`examples: ${checked} ts blocks from ${docs.filter((d) => existsSync(join(pkgDir, d))).join(', ')} to check; ${skipped.length} skipped as ts nocheck${skipped.length ? `: ${skipped.join(', ')}` : ''}`);
+console.error(
+  `examples: ${checked} ts blocks from ${docs.filter((d) => existsSync(join(pkgDir, d))).join(', ')} to check; ${skipped.length} skipped as ts nocheck${skipped.length ? `: ${skipped.join(', ')}` : ''}`,
+);
 for (const { specifier, file } of entries) console.log(`${specifier} src/entries/${file}`);
 if (problems.length) {
   for (const p of problems) console.error(`consumer-matrix: ${p}`);

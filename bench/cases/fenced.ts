@@ -12,29 +12,52 @@ export const businessUpdate = (trx: Knex.Transaction, id: number): Promise<unkno
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   const fencedOverPlain = { of: { case: 'fenced.write.distinct', c }, per: { case: 'plain.txn.distinct', c } };
-  targets.push({ id: `r1.2 c=${c}`, label: 'fenced withWriteLock ÷ plain txn (distinct)', ...fencedOverPlain, atLeast: 0.3 });
-  targets.push({ id: `14.1 c=${c}`, label: 'fenced withWriteLock ÷ plain txn (distinct)', ...fencedOverPlain, atLeast: 0.45 });
+  targets.push({
+    id: `r1.2 c=${c}`,
+    label: 'fenced withWriteLock ÷ plain txn (distinct)',
+    ...fencedOverPlain,
+    atLeast: 0.3,
+  });
+  targets.push({
+    id: `14.1 c=${c}`,
+    label: 'fenced withWriteLock ÷ plain txn (distinct)',
+    ...fencedOverPlain,
+    atLeast: 0.45,
+  });
 }
 
 export const fenced: Family = {
   groups: ['fenced'],
   roundCases: ({ knex, locks }) => {
-    const ratios = (plain: string) => [{ name: 'x ceiling/2', to: CEILING, factor: 0.5 }, { name: 'x plain tx', to: plain }];
+    const ratios = (plain: string) => [
+      { name: 'x ceiling/2', to: CEILING, factor: 0.5 },
+      { name: 'x plain tx', to: plain },
+    ];
     return [
       {
-        id: 'fenced.write.distinct', group: 'fenced', label: 'fenced withWriteLock + 1-row UPDATE, distinct',
-        op: (w) => locks.withWriteLock(`fw-${w}`, (trx) => businessUpdate(trx, w + 1)).then(() => true), ratios: ratios('plain.txn.distinct'),
+        id: 'fenced.write.distinct',
+        group: 'fenced',
+        label: 'fenced withWriteLock + 1-row UPDATE, distinct',
+        op: (w) => locks.withWriteLock(`fw-${w}`, (trx) => businessUpdate(trx, w + 1)).then(() => true),
+        ratios: ratios('plain.txn.distinct'),
       },
       {
-        id: 'plain.txn.distinct', group: 'fenced', label: 'plain knex transaction, same UPDATE, distinct',
+        id: 'plain.txn.distinct',
+        group: 'fenced',
+        label: 'plain knex transaction, same UPDATE, distinct',
         op: (w) => knex.transaction((trx) => businessUpdate(trx, w + 1)).then(() => true),
       },
       {
-        id: 'fenced.write.hot', group: 'fenced', label: 'fenced withWriteLock + 1-row UPDATE, one hot',
-        op: () => locks.withWriteLock('fw-hot', (trx) => businessUpdate(trx, 1000)).then(() => true), ratios: ratios('plain.txn.hot'),
+        id: 'fenced.write.hot',
+        group: 'fenced',
+        label: 'fenced withWriteLock + 1-row UPDATE, one hot',
+        op: () => locks.withWriteLock('fw-hot', (trx) => businessUpdate(trx, 1000)).then(() => true),
+        ratios: ratios('plain.txn.hot'),
       },
       {
-        id: 'plain.txn.hot', group: 'fenced', label: 'plain knex transaction, same UPDATE, one hot',
+        id: 'plain.txn.hot',
+        group: 'fenced',
+        label: 'plain knex transaction, same UPDATE, one hot',
         op: () => knex.transaction((trx) => businessUpdate(trx, 1000)).then(() => true),
       },
     ];

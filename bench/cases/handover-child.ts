@@ -28,38 +28,44 @@ const now = (): number => performance.timeOrigin + performance.now();
 
 async function run(phase: Phase): Promise<GrantTimes[]> {
   const grants: GrantTimes[] = [];
-  await Promise.all(Array.from({ length: phase.waiters }, async () => {
-    while (now() < phase.endAt) {
-      const asked = now();
-      if (phase.via === 'section') {
-        let granted = 0;
-        let releasing = 0;
-        const done = await section(knex, phase.resource, async () => {
-          granted = now();
+  await Promise.all(
+    Array.from({ length: phase.waiters }, async () => {
+      while (now() < phase.endAt) {
+        const asked = now();
+        if (phase.via === 'section') {
+          let granted = 0;
+          let releasing = 0;
+          const done = await section(knex, phase.resource, async () => {
+            granted = now();
+            await sleep(phase.holdMs);
+            releasing = now();
+          });
+          if (!done) throw new Error(`a durable grant holds ${phase.resource}`);
+          grants.push([asked, granted, releasing, now()]);
+        } else {
+          const g = await locks.acquireWrite(phase.resource, { waitMs: 60_000 });
+          const granted = now();
           await sleep(phase.holdMs);
-          releasing = now();
-        });
-        if (!done) throw new Error(`a durable grant holds ${phase.resource}`);
-        grants.push([asked, granted, releasing, now()]);
-      } else {
-        const g = await locks.acquireWrite(phase.resource, { waitMs: 60_000 });
-        const granted = now();
-        await sleep(phase.holdMs);
-        const releasing = now();
-        await g.release();
-        grants.push([asked, granted, releasing, now()]);
+          const releasing = now();
+          await g.release();
+          grants.push([asked, granted, releasing, now()]);
+        }
+        if (phase.awayMs > 0) await sleep(phase.awayMs);
       }
-      if (phase.awayMs > 0) await sleep(phase.awayMs);
-    }
-  }));
+    }),
+  );
   return grants;
 }
 
 process.on('message', (m: { phase?: Phase; stop?: true }) => {
   if (m.stop) void knex.destroy().then(() => process.exit(0));
-  else if (m.phase) void run(m.phase).then((grants) => process.send?.({ grants }), (err: Error) => {
-    console.error(err);
-    process.exit(1);
-  });
+  else if (m.phase)
+    void run(m.phase).then(
+      (grants) => process.send?.({ grants }),
+      (err: Error) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
 });
 process.send?.({ ready: true });

@@ -24,7 +24,9 @@ interface Child {
 }
 
 async function startChild(url: string, db: string): Promise<Child> {
-  const proc = fork(fileURLToPath(new URL('./handover-child.ts', import.meta.url)), [url, db], { execArgv: ['--import', 'tsx'] });
+  const proc = fork(fileURLToPath(new URL('./handover-child.ts', import.meta.url)), [url, db], {
+    execArgv: ['--import', 'tsx'],
+  });
   const inbox: unknown[] = [];
   const waiting: Array<(m: unknown) => void> = [];
   let failure: Error | undefined;
@@ -34,12 +36,13 @@ async function startChild(url: string, db: string): Promise<Child> {
   });
   const child: Child = {
     process: proc,
-    next: <T>() => new Promise<T>((resolve, reject) => {
-      if (failure) return reject(failure);
-      if (inbox.length) return resolve(inbox.shift() as T);
-      waiting.push(resolve as (m: unknown) => void);
-      proc.once('exit', () => failure && reject(failure));
-    }),
+    next: <T>() =>
+      new Promise<T>((resolve, reject) => {
+        if (failure) return reject(failure);
+        if (inbox.length) return resolve(inbox.shift() as T);
+        waiting.push(resolve as (m: unknown) => void);
+        proc.once('exit', () => failure && reject(failure));
+      }),
   };
   await child.next();
   return child;
@@ -52,7 +55,12 @@ interface PhaseResult {
 }
 
 /** Runs one phase in `children`, measuring grants granted within [start + warm-up, end]. */
-async function phase(children: Child[], spec: Omit<Phase, 'endAt'>, ms: number, warmupMs: number): Promise<PhaseResult> {
+async function phase(
+  children: Child[],
+  spec: Omit<Phase, 'endAt'>,
+  ms: number,
+  warmupMs: number,
+): Promise<PhaseResult> {
   const from = now() + warmupMs;
   const endAt = from + ms;
   const replies = children.map((c) => c.next<{ grants: GrantTimes[] }>());
@@ -61,9 +69,14 @@ async function phase(children: Child[], spec: Omit<Phase, 'endAt'>, ms: number, 
   const cpu0 = serverCpuUs();
   await sleep(endAt - now());
   const cpu1 = serverCpuUs();
-  const grants = (await Promise.all(replies)).flatMap((r, proc) => r.grants.map((times) => ({ proc, times })))
+  const grants = (await Promise.all(replies))
+    .flatMap((r, proc) => r.grants.map((times) => ({ proc, times })))
     .filter(({ times }) => times[1] >= from && times[1] <= endAt);
-  return { grants, serverCpuUs: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined, seconds: ms / 1000 };
+  return {
+    grants,
+    serverCpuUs: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined,
+    seconds: ms / 1000,
+  };
 }
 
 /** Latency of each hand-over to another process's waiter that was waiting when the release returned. */
@@ -85,7 +98,9 @@ function summarise(results: PhaseResult[]): Record<string, number | undefined> {
   const waits = sortedCopy(grants.map(({ times }) => times[1] - times[0]));
   const holds = grants.map(({ times }) => times[2] - times[1]);
   const cross = sortedCopy(crossHandovers(results));
-  const cpu = results.every((r) => r.serverCpuUs !== undefined) ? results.reduce((a, r) => a + r.serverCpuUs!, 0) : undefined;
+  const cpu = results.every((r) => r.serverCpuUs !== undefined)
+    ? results.reduce((a, r) => a + r.serverCpuUs!, 0)
+    : undefined;
   return {
     opsPerSec: grants.length / results.reduce((a, r) => a + r.seconds, 0),
     ops: grants.length,
@@ -113,29 +128,65 @@ export const handover: Family = {
       const sections: PhaseResult[] = [];
       const alternate: PhaseResult[] = [];
       for (let r = 0; r < rounds; r++) {
-        log(`[bench] hand-over round ${r + 1}/${rounds}: 1 holder here, 32 waiters in ${PROCESSES} processes, 2 processes alternating`);
-        alone.push(await runFor(seconds * 1000, 1, async () => {
-          const g = await locks.acquireWrite('handover-1', { waitMs: 60_000 });
-          await sleep(1);
-          await g.release();
-        }, 150));
-        many.push(await phase(children, { resource: 'handover-32', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0 }, seconds * 1000, 300));
-        alternate.push(await phase(children.slice(0, 2), { resource: 'handover-alt', waiters: 1, holdMs: 10, awayMs: 30 }, seconds * 1000, 150));
+        log(
+          `[bench] hand-over round ${r + 1}/${rounds}: 1 holder here, 32 waiters in ${PROCESSES} processes, 2 processes alternating`,
+        );
+        alone.push(
+          await runFor(
+            seconds * 1000,
+            1,
+            async () => {
+              const g = await locks.acquireWrite('handover-1', { waitMs: 60_000 });
+              await sleep(1);
+              await g.release();
+            },
+            150,
+          ),
+        );
+        many.push(
+          await phase(
+            children,
+            { resource: 'handover-32', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0 },
+            seconds * 1000,
+            300,
+          ),
+        );
+        alternate.push(
+          await phase(
+            children.slice(0, 2),
+            { resource: 'handover-alt', waiters: 1, holdMs: 10, awayMs: 30 },
+            seconds * 1000,
+            150,
+          ),
+        );
         // the same 32 waiters as one-commit sections (bench/cases/one-commit.ts): they wait on the row lock
-        sections.push(await phase(children, { resource: 'handover-section', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0, via: 'section' }, seconds * 1000, 300));
+        sections.push(
+          await phase(
+            children,
+            { resource: 'handover-section', waiters: 32 / PROCESSES, holdMs: 1, awayMs: 0, via: 'section' },
+            seconds * 1000,
+            300,
+          ),
+        );
       }
       const ceilingP50 = results.value(CEILING, 'p50', 1);
       // the hold as it really was (a 1 ms timer sleeps longer) plus one commit: what a hand-over
       // costs if the release hands the lock over in its own commit
-      const withOneHandover = (r: Record<string, number | undefined>): Record<string, number | undefined> =>
-        ({ ...r, oneHandoverMs: ceilingP50 === undefined ? undefined : r.holdMean! + ceilingP50 });
+      const withOneHandover = (r: Record<string, number | undefined>): Record<string, number | undefined> => ({
+        ...r,
+        oneHandoverMs: ceilingP50 === undefined ? undefined : r.holdMean! + ceilingP50,
+      });
       results.set('handover.1x1', { ...stats(pooled(alone)) });
       results.set('handover.32x4', withOneHandover(summarise(many)));
       results.set('handover.32x4.section', withOneHandover(summarise(sections)));
       results.set('handover.alternate2', summarise(alternate));
     } finally {
       for (const c of children) c.process.send({ stop: true });
-      await Promise.all(children.map((c) => (c.process.exitCode === null ? new Promise((resolve) => c.process.once('exit', resolve)) : undefined)));
+      await Promise.all(
+        children.map((c) =>
+          c.process.exitCode === null ? new Promise((resolve) => c.process.once('exit', resolve)) : undefined,
+        ),
+      );
     }
   },
   summary(results) {
@@ -156,24 +207,58 @@ export const handover: Family = {
   },
   targets: [
     {
-      id: '14.2 32x4 max wait', label: `32 waiters in ${PROCESSES} processes, 1 ms hold: max wait ÷ (32 × one hand-over at one commit)`,
-      of: { case: 'handover.32x4', metric: 'waitMax' }, per: { case: 'handover.32x4', metric: 'oneHandoverMs' }, factor: 32, atMost: 1.5,
-    },
-    { id: '14.2 32x4 cross p50', label: `32 waiters in ${PROCESSES} processes: hand-over to another process, p50 ms`, of: { case: 'handover.32x4', metric: 'crossP50' }, atMost: 3 },
-    { id: '14.2 32x4 cross max', label: `32 waiters in ${PROCESSES} processes: hand-over to another process, max ms`, of: { case: 'handover.32x4', metric: 'crossMax' }, atMost: 10 },
-    {
-      id: '14.2 32x4 server CPU', label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold)`,
-      of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' }, per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' }, atMost: 1.1,
+      id: '14.2 32x4 max wait',
+      label: `32 waiters in ${PROCESSES} processes, 1 ms hold: max wait ÷ (32 × one hand-over at one commit)`,
+      of: { case: 'handover.32x4', metric: 'waitMax' },
+      per: { case: 'handover.32x4', metric: 'oneHandoverMs' },
+      factor: 32,
+      atMost: 1.5,
     },
     {
-      id: '14.2 32x4 max wait, sections', label: `the same with one-commit sections (prototype, not built): max wait ÷ (32 × one hand-over at one commit)`,
-      of: { case: 'handover.32x4.section', metric: 'waitMax' }, per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' }, factor: 32, atMost: 1.5,
+      id: '14.2 32x4 cross p50',
+      label: `32 waiters in ${PROCESSES} processes: hand-over to another process, p50 ms`,
+      of: { case: 'handover.32x4', metric: 'crossP50' },
+      atMost: 3,
     },
     {
-      id: '14.2 32x4 server CPU, sections', label: 'the same with one-commit sections (prototype, not built): server CPU per grant ÷ one holder alone',
-      of: { case: 'handover.32x4.section', metric: 'serverCpuUsPerOp' }, per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' }, atMost: 1.1,
+      id: '14.2 32x4 cross max',
+      label: `32 waiters in ${PROCESSES} processes: hand-over to another process, max ms`,
+      of: { case: 'handover.32x4', metric: 'crossMax' },
+      atMost: 10,
     },
-    { id: '14.2 alt2 p50', label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over p50 ms', of: { case: 'handover.alternate2', metric: 'crossP50' }, atMost: 3 },
-    { id: '14.2 alt2 max', label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over max ms', of: { case: 'handover.alternate2', metric: 'crossMax' }, atMost: 10 },
+    {
+      id: '14.2 32x4 server CPU',
+      label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold)`,
+      of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' },
+      per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
+      atMost: 1.1,
+    },
+    {
+      id: '14.2 32x4 max wait, sections',
+      label: `the same with one-commit sections (prototype, not built): max wait ÷ (32 × one hand-over at one commit)`,
+      of: { case: 'handover.32x4.section', metric: 'waitMax' },
+      per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' },
+      factor: 32,
+      atMost: 1.5,
+    },
+    {
+      id: '14.2 32x4 server CPU, sections',
+      label: 'the same with one-commit sections (prototype, not built): server CPU per grant ÷ one holder alone',
+      of: { case: 'handover.32x4.section', metric: 'serverCpuUsPerOp' },
+      per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
+      atMost: 1.1,
+    },
+    {
+      id: '14.2 alt2 p50',
+      label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over p50 ms',
+      of: { case: 'handover.alternate2', metric: 'crossP50' },
+      atMost: 3,
+    },
+    {
+      id: '14.2 alt2 max',
+      label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over max ms',
+      of: { case: 'handover.alternate2', metric: 'crossMax' },
+      atMost: 10,
+    },
   ],
 };

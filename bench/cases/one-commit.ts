@@ -24,7 +24,11 @@ VALUES (?, 0, ${STATUS.released}, NOW(6), 1, 'bench', ?, NOW(6), ${RELEASED_BY.h
  * done, when a durable grant holds the lock. A section that finds another section holding the row
  * waits on its InnoDB lock and decides when that commits.
  */
-export const section = (knex: Knex, resource: string, work: (trx: Knex.Transaction) => Promise<unknown>): Promise<boolean> =>
+export const section = (
+  knex: Knex,
+  resource: string,
+  work: (trx: Knex.Transaction) => Promise<unknown>,
+): Promise<boolean> =>
   knex.transaction(async (trx) => {
     const [taken] = (await trx.raw(TAKE_WRITE, [Buffer.from(resource)])) as unknown as [{ affectedRows: number }];
     if (taken.affectedRows !== 1) return false;
@@ -35,12 +39,18 @@ export const section = (knex: Knex, resource: string, work: (trx: Knex.Transacti
 
 /** A free resource row for each id, as after first use. */
 export async function resourceRows(knex: Knex, ids: string[]): Promise<void> {
-  await knex.raw(`INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES ${ids.map(() => '(?)').join(', ')}`, ids.map((id) => Buffer.from(id)));
+  await knex.raw(
+    `INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES ${ids.map(() => '(?)').join(', ')}`,
+    ids.map((id) => Buffer.from(id)),
+  );
 }
 
 const targets: Target[] = [1, 16].map((c) => ({
-  id: `14.5 c=${c}`, label: 'one-commit section (prototype, not built) ÷ plain txn (distinct)',
-  of: { case: 'onecommit.write.distinct', c }, per: { case: 'plain.txn.distinct', c }, atLeast: 0.7,
+  id: `14.5 c=${c}`,
+  label: 'one-commit section (prototype, not built) ÷ plain txn (distinct)',
+  of: { case: 'onecommit.write.distinct', c },
+  per: { case: 'plain.txn.distinct', c },
+  atLeast: 0.7,
 }));
 
 export const oneCommit: Family = {
@@ -50,12 +60,18 @@ export const oneCommit: Family = {
     const ratios = (plain: string) => [{ name: 'x plain tx', to: plain }];
     return [
       {
-        id: 'onecommit.write.distinct', group: 'fenced', label: 'one-commit section prototype + 1-row UPDATE, distinct',
-        op: (w) => section(knex, `oc-${w}`, (trx) => businessUpdate(trx, w + 1)), ratios: ratios('plain.txn.distinct'),
+        id: 'onecommit.write.distinct',
+        group: 'fenced',
+        label: 'one-commit section prototype + 1-row UPDATE, distinct',
+        op: (w) => section(knex, `oc-${w}`, (trx) => businessUpdate(trx, w + 1)),
+        ratios: ratios('plain.txn.distinct'),
       },
       {
-        id: 'onecommit.write.hot', group: 'fenced', label: 'one-commit section prototype + 1-row UPDATE, one hot',
-        op: () => section(knex, 'oc-hot', (trx) => businessUpdate(trx, 1000)), ratios: ratios('plain.txn.hot'),
+        id: 'onecommit.write.hot',
+        group: 'fenced',
+        label: 'one-commit section prototype + 1-row UPDATE, one hot',
+        op: () => section(knex, 'oc-hot', (trx) => businessUpdate(trx, 1000)),
+        ratios: ratios('plain.txn.hot'),
       },
     ];
   },

@@ -10,12 +10,18 @@ import { businessUpdate } from './fenced.js';
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   targets.push({
-    id: `11.3 cycle c=${c}`, label: 'write cycle, plain statements ÷ procedure', atLeast: 0.9,
-    of: { case: 'plain-sql.write.distinct', c }, per: { case: 'lib.write.distinct', c },
+    id: `11.3 cycle c=${c}`,
+    label: 'write cycle, plain statements ÷ procedure',
+    atLeast: 0.9,
+    of: { case: 'plain-sql.write.distinct', c },
+    per: { case: 'lib.write.distinct', c },
   });
   targets.push({
-    id: `11.3 fenced c=${c}`, label: 'fenced withWriteLock, plain statements ÷ procedure', atLeast: 0.9,
-    of: { case: 'plain-sql.fenced.distinct', c }, per: { case: 'fenced.write.distinct', c },
+    id: `11.3 fenced c=${c}`,
+    label: 'fenced withWriteLock, plain statements ÷ procedure',
+    atLeast: 0.9,
+    of: { case: 'plain-sql.fenced.distinct', c },
+    per: { case: 'fenced.write.distinct', c },
   });
 }
 
@@ -25,7 +31,9 @@ export const procedures: Family = {
     const plain = createLockManager({ knex, procedures: false });
     return [
       {
-        id: 'plain-sql.write.distinct', group: 'procedures', label: 'procedures: false, tryAcquireWrite+release, distinct',
+        id: 'plain-sql.write.distinct',
+        group: 'procedures',
+        label: 'procedures: false, tryAcquireWrite+release, distinct',
         op: async (w) => {
           const g = await plain.tryAcquireWrite(`pw-${w}`);
           if (!g) return false;
@@ -34,7 +42,9 @@ export const procedures: Family = {
         ratios: [{ name: 'x procedure', to: 'lib.write.distinct' }],
       },
       {
-        id: 'plain-sql.fenced.distinct', group: 'procedures', label: 'procedures: false, fenced withWriteLock + 1-row UPDATE, distinct',
+        id: 'plain-sql.fenced.distinct',
+        group: 'procedures',
+        label: 'procedures: false, fenced withWriteLock + 1-row UPDATE, distinct',
         op: (w) => plain.withWriteLock(`pf-${w}`, (trx) => businessUpdate(trx, w + 1)).then(() => true),
         ratios: [{ name: 'x procedure', to: 'fenced.write.distinct' }],
       },

@@ -9,11 +9,13 @@ import { loadNumbers, loadResources, measureReap } from './reaper.js';
 
 async function cycleOps(locks: LockManager, count: number, seconds: number): Promise<number> {
   const pick = (): string => `res-${Math.floor(Math.random() * count)}`;
-  const s = stats(await runFor(seconds * 1000, 16, async () => {
-    const g = await locks.tryAcquireWrite(pick());
-    if (!g) return false;
-    await g.release();
-  }));
+  const s = stats(
+    await runFor(seconds * 1000, 16, async () => {
+      const g = await locks.tryAcquireWrite(pick());
+      if (!g) return false;
+      await g.release();
+    }),
+  );
   return s.opsPerSec;
 }
 
@@ -38,10 +40,13 @@ export const scale: Family = {
       await loadNumbers(kb, 1_000_000);
       await loadResources(kb, 1_000_000);
       for (let chunk = 0; chunk < 10; chunk++) {
-        await kb.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+        await kb.raw(
+          `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
           SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, NOW(6) - INTERVAL (10000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
                  UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), NOW(6), 1
-            FROM bench_nums`, [chunk, chunk]);
+            FROM bench_nums`,
+          [chunk, chunk],
+        );
         log(`[scale] log rows ${(chunk + 1) * 1_000_000} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
       }
       const loadSeconds = (performance.now() - t0) / 1000;
@@ -57,7 +62,13 @@ export const scale: Family = {
       }
       const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
       const reap = await measureReap(kb, lb, { count: 100_000, total: 1_000_000, seconds, log });
-      results.set('scale', { loadSeconds, cycleOpsAt1k: mean(small1k), cycleOpsAt1M: mean(big1M), cycleRatio: mean(big1M) / mean(small1k), ...reap });
+      results.set('scale', {
+        loadSeconds,
+        cycleOpsAt1k: mean(small1k),
+        cycleOpsAt1M: mean(big1M),
+        cycleRatio: mean(big1M) / mean(small1k),
+        ...reap,
+      });
     } finally {
       await ks.destroy();
       await kb.destroy();
@@ -67,9 +78,28 @@ export const scale: Family = {
   },
   summary: (results) => (results.get('scale') ? [`scale: ${JSON.stringify(results.get('scale'))}`] : []),
   targets: [
-    { id: 'r1.6 cycle', label: 'cycle @1M resources ÷ @1k resources', of: { case: 'scale', metric: 'cycleRatio' }, atLeast: 0.8 },
-    { id: 'r1.6 reap', label: 'reap 100k stale grants among 1M resources, seconds', of: { case: 'scale', metric: 'reapSeconds' }, atMost: 10 },
-    { id: 'r1.6 reap, load', label: 'reap 100k while 8 workers acquire, seconds', of: { case: 'scale', metric: 'reapSecondsUnderLoad' } },
-    { id: 'r1.6 p99', label: 'acquire p99 during reap ÷ without', of: { case: 'scale', metric: 'p99Ratio' }, atMost: 1.5 },
+    {
+      id: 'r1.6 cycle',
+      label: 'cycle @1M resources ÷ @1k resources',
+      of: { case: 'scale', metric: 'cycleRatio' },
+      atLeast: 0.8,
+    },
+    {
+      id: 'r1.6 reap',
+      label: 'reap 100k stale grants among 1M resources, seconds',
+      of: { case: 'scale', metric: 'reapSeconds' },
+      atMost: 10,
+    },
+    {
+      id: 'r1.6 reap, load',
+      label: 'reap 100k while 8 workers acquire, seconds',
+      of: { case: 'scale', metric: 'reapSecondsUnderLoad' },
+    },
+    {
+      id: 'r1.6 p99',
+      label: 'acquire p99 during reap ÷ without',
+      of: { case: 'scale', metric: 'p99Ratio' },
+      atMost: 1.5,
+    },
   ],
 };

@@ -6,11 +6,13 @@ import type { Target } from '../lib/targets.js';
 
 export const CEILING = 'ceiling.update';
 
-const cycle = (locks: LockManager, mode: 'write' | 'read', resource: (w: number) => string): Op => async (w) => {
-  const g = mode === 'write' ? await locks.tryAcquireWrite(resource(w)) : await locks.tryAcquireRead(resource(w));
-  if (!g) return false;
-  await g.release();
-};
+const cycle =
+  (locks: LockManager, mode: 'write' | 'read', resource: (w: number) => string): Op =>
+  async (w) => {
+    const g = mode === 'write' ? await locks.tryAcquireWrite(resource(w)) : await locks.tryAcquireRead(resource(w));
+    if (!g) return false;
+    await g.release();
+  };
 
 const halfCeiling = [{ name: 'x ceiling/2', to: CEILING, factor: 0.5 }];
 
@@ -19,15 +21,22 @@ for (const c of [1, 16]) {
   // first round: a cycle is two commits, so half the ceiling is its limit
   for (const mode of ['write', 'read'] as const) {
     targets.push({
-      id: `r1.1 ${mode} c=${c}`, label: `${mode} cycle (distinct) ÷ (ceiling ÷ 2)`,
-      of: { case: `lib.${mode}.distinct`, c }, per: { case: CEILING, c }, factor: 0.5, atLeast: c === 1 ? 0.55 : 0.45,
+      id: `r1.1 ${mode} c=${c}`,
+      label: `${mode} cycle (distinct) ÷ (ceiling ÷ 2)`,
+      of: { case: `lib.${mode}.distinct`, c },
+      per: { case: CEILING, c },
+      factor: 0.5,
+      atLeast: c === 1 ? 0.55 : 0.45,
     });
   }
   // issue 14, 3: server CPU of a lock cycle against that of one ceiling commit
   for (const mode of ['write', 'read'] as const) {
     targets.push({
-      id: `14.3 ${mode} c=${c}`, label: `server CPU per ${mode} cycle (distinct) ÷ per ceiling commit`,
-      of: { case: `lib.${mode}.distinct`, c, metric: 'serverCpuUsPerOp' }, per: { case: CEILING, c, metric: 'serverCpuUsPerOp' }, atMost: 2.5,
+      id: `14.3 ${mode} c=${c}`,
+      label: `server CPU per ${mode} cycle (distinct) ÷ per ceiling commit`,
+      of: { case: `lib.${mode}.distinct`, c, metric: 'serverCpuUsPerOp' },
+      per: { case: CEILING, c, metric: 'serverCpuUsPerOp' },
+      atMost: 2.5,
     });
   }
 }
@@ -36,13 +45,39 @@ export const throughput: Family = {
   groups: ['ceiling', 'lib'],
   roundCases: ({ raws, locks }) => [
     {
-      id: CEILING, group: 'ceiling', label: 'ceiling: autocommit 1-row UPDATE by PK (raw mysql2)',
+      id: CEILING,
+      group: 'ceiling',
+      label: 'ceiling: autocommit 1-row UPDATE by PK (raw mysql2)',
       op: async (w) => void (await raws[w]!.query('UPDATE bench_ceiling SET v = v + 1 WHERE id = ?', [w + 1])),
     },
-    { id: 'lib.write.distinct', group: 'lib', label: 'lib: tryAcquireWrite+release, distinct resources', op: cycle(locks, 'write', (w) => `dw-${w}`), ratios: halfCeiling },
-    { id: 'lib.read.distinct', group: 'lib', label: 'lib: tryAcquireRead+release, distinct resources', op: cycle(locks, 'read', (w) => `dr-${w}`), ratios: halfCeiling },
-    { id: 'lib.write.hot', group: 'lib', label: 'lib: tryAcquireWrite+release, one hot resource', op: cycle(locks, 'write', () => 'hot-w'), ratios: halfCeiling },
-    { id: 'lib.read.hot', group: 'lib', label: 'lib: tryAcquireRead+release, one hot resource', op: cycle(locks, 'read', () => 'hot-r'), ratios: halfCeiling },
+    {
+      id: 'lib.write.distinct',
+      group: 'lib',
+      label: 'lib: tryAcquireWrite+release, distinct resources',
+      op: cycle(locks, 'write', (w) => `dw-${w}`),
+      ratios: halfCeiling,
+    },
+    {
+      id: 'lib.read.distinct',
+      group: 'lib',
+      label: 'lib: tryAcquireRead+release, distinct resources',
+      op: cycle(locks, 'read', (w) => `dr-${w}`),
+      ratios: halfCeiling,
+    },
+    {
+      id: 'lib.write.hot',
+      group: 'lib',
+      label: 'lib: tryAcquireWrite+release, one hot resource',
+      op: cycle(locks, 'write', () => 'hot-w'),
+      ratios: halfCeiling,
+    },
+    {
+      id: 'lib.read.hot',
+      group: 'lib',
+      label: 'lib: tryAcquireRead+release, one hot resource',
+      op: cycle(locks, 'read', () => 'hot-r'),
+      ratios: halfCeiling,
+    },
   ],
   targets,
 };

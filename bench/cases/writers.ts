@@ -28,12 +28,22 @@ export const writers: Family = {
       return true;
     };
     const phaseMs = seconds * 1000 * Math.max(2, rounds);
-    const withWriterChild = async (intentMs: number, waitMs: number): Promise<{ readers: Stats; waits: number[]; timeouts: number }> => {
-      const child = fork(fileURLToPath(new URL('./writer-child.ts', import.meta.url)),
-        [server.url, dbName, 'rw-hot', String(phaseMs), '200', String(intentMs), String(waitMs)], { execArgv: ['--import', 'tsx'] });
+    const withWriterChild = async (
+      intentMs: number,
+      waitMs: number,
+    ): Promise<{ readers: Stats; waits: number[]; timeouts: number }> => {
+      const child = fork(
+        fileURLToPath(new URL('./writer-child.ts', import.meta.url)),
+        [server.url, dbName, 'rw-hot', String(phaseMs), '200', String(intentMs), String(waitMs)],
+        { execArgv: ['--import', 'tsx'] },
+      );
       const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
       const done = new Promise<{ waits: number[]; timeouts: number }>((resolve, reject) => {
-        child.on('message', (m: { waits?: number[]; timeouts?: number }) => m.waits && resolve({ waits: m.waits, timeouts: m.timeouts ?? 0 }));
+        child.on(
+          'message',
+          (m: { waits?: number[]; timeouts?: number }) =>
+            m.waits && resolve({ waits: m.waits, timeouts: m.timeouts ?? 0 }),
+        );
         child.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`writer child exited ${code}`))));
       });
       await ready;
@@ -89,8 +99,24 @@ export const writers: Family = {
     ];
   },
   targets: [
-    { id: 'r1.5 writer wait', label: 'writer max wait ÷ (2 × longest read hold)', of: { case: 'writers', metric: 'writerWaitMax' }, per: { case: 'writers', metric: 'readHoldMax' }, factor: 2, atMost: 1 },
-    { id: 'r1.5 wait path', label: 'reader throughput cost of the wait path, no writers (acquireRead vs tryAcquireRead)', of: { case: 'writers', metric: 'waitingMachineryCost' }, atMost: 0.1 },
-    { id: 'r1.5 reader drop', label: 'reader throughput drop with a writer every ~200 ms', of: { case: 'writers', metric: 'readerDrop' } },
+    {
+      id: 'r1.5 writer wait',
+      label: 'writer max wait ÷ (2 × longest read hold)',
+      of: { case: 'writers', metric: 'writerWaitMax' },
+      per: { case: 'writers', metric: 'readHoldMax' },
+      factor: 2,
+      atMost: 1,
+    },
+    {
+      id: 'r1.5 wait path',
+      label: 'reader throughput cost of the wait path, no writers (acquireRead vs tryAcquireRead)',
+      of: { case: 'writers', metric: 'waitingMachineryCost' },
+      atMost: 0.1,
+    },
+    {
+      id: 'r1.5 reader drop',
+      label: 'reader throughput drop with a writer every ~200 ms',
+      of: { case: 'writers', metric: 'readerDrop' },
+    },
   ],
 };

@@ -32,7 +32,10 @@ export function watchServerCpu(port: number): number | undefined {
       } catch {
         continue;
       }
-      if (/(mariadbd|mysqld)/.test(cmd) && (cmd.includes(`--port=${port}\0`) || (port === 3306 && !cmd.includes('--port=')))) {
+      if (
+        /(mariadbd|mysqld)/.test(cmd) &&
+        (cmd.includes(`--port=${port}\0`) || (port === 3306 && !cmd.includes('--port=')))
+      ) {
         serverPid = Number(entry);
         return serverPid;
       }
@@ -72,7 +75,10 @@ export interface Stats {
  * counts as an attempt only.
  */
 export async function runFor(
-  ms: number, concurrency: number, op: (worker: number) => Promise<boolean | void>, warmupMs = Math.min(500, ms / 4),
+  ms: number,
+  concurrency: number,
+  op: (worker: number) => Promise<boolean | void>,
+  warmupMs = Math.min(500, ms / 4),
 ): Promise<Sample> {
   const latencies: number[] = [];
   let ops = 0;

@@ -34,23 +34,28 @@ function read(results: Results, ref: Ref): number | undefined {
 }
 
 export function evaluate(targets: Target[], results: Results): Evaluated[] {
-  return [...targets].sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true })).map((t) => {
-    const goal = t.atLeast !== undefined ? `>= ${t.atLeast}` : t.atMost !== undefined ? `<= ${t.atMost}` : '(info)';
-    const of = read(results, t.of);
-    const per = t.per ? read(results, t.per) : 1;
-    const value = of === undefined || per === undefined || per === 0 ? undefined : of / ((t.factor ?? 1) * per);
-    let verdict: Evaluated['verdict'] = 'info';
-    if (value === undefined) verdict = 'n/a';
-    else if (t.atLeast !== undefined) verdict = value >= t.atLeast ? 'met' : 'not met';
-    else if (t.atMost !== undefined) verdict = value <= t.atMost ? 'met' : 'not met';
-    return { id: t.id, label: t.label, value, goal, verdict };
-  });
+  return [...targets]
+    .sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }))
+    .map((t) => {
+      const goal = t.atLeast !== undefined ? `>= ${t.atLeast}` : t.atMost !== undefined ? `<= ${t.atMost}` : '(info)';
+      const of = read(results, t.of);
+      const per = t.per ? read(results, t.per) : 1;
+      const value = of === undefined || per === undefined || per === 0 ? undefined : of / ((t.factor ?? 1) * per);
+      let verdict: Evaluated['verdict'] = 'info';
+      if (value === undefined) verdict = 'n/a';
+      else if (t.atLeast !== undefined) verdict = value >= t.atLeast ? 'met' : 'not met';
+      else if (t.atMost !== undefined) verdict = value <= t.atMost ? 'met' : 'not met';
+      return { id: t.id, label: t.label, value, goal, verdict };
+    });
 }
 
 export function targetTable(rows: Evaluated[]): string[] {
   return [
     '| target | | value | goal | met |',
     '|---|---|--:|--:|---|',
-    ...rows.map((r) => `| ${r.id} | ${r.label} | ${r.value === undefined ? 'n/a' : r.value.toFixed(3)} | ${r.goal} | ${r.verdict} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.id} | ${r.label} | ${r.value === undefined ? 'n/a' : r.value.toFixed(3)} | ${r.goal} | ${r.verdict} |`,
+    ),
   ];
 }

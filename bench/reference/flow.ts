@@ -39,7 +39,10 @@ export async function createReferenceTables(db: Knex): Promise<void> {
 }
 
 type Mode = 'write' | 'read';
-interface Counts { w_count: number; r_count: number }
+interface Counts {
+  w_count: number;
+  r_count: number;
+}
 
 async function tx<T>(conn: RawConnection, body: () => Promise<T>): Promise<T> {
   await query(conn, 'BEGIN');
@@ -58,11 +61,17 @@ class NotGranted extends Error {}
 /** The article's acquire: the log row id, or null when the pre-check or the UPDATE refused. */
 export function refAcquire(db: Knex, resource: string, mode: Mode): Promise<number | null> {
   return withConnection(db, async (conn) => {
-    const rows = await query<Counts[]>(conn, 'SELECT w_count, r_count FROM ref_read_write_lock WHERE resource_id = ?', [resource]);
+    const rows = await query<Counts[]>(conn, 'SELECT w_count, r_count FROM ref_read_write_lock WHERE resource_id = ?', [
+      resource,
+    ]);
     let row = rows[0];
     if (!row) {
       try {
-        await query(conn, 'INSERT INTO ref_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, 0, 0, 0)', [resource]);
+        await query(
+          conn,
+          'INSERT INTO ref_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, 0, 0, 0)',
+          [resource],
+        );
       } catch (err) {
         if ((err as { errno?: number }).errno !== 1062) throw err;
       }
@@ -95,26 +104,35 @@ export function refAcquire(db: Knex, resource: string, mode: Mode): Promise<numb
 
 /** The article's release transaction (counts first, then the log row). */
 export function refRelease(db: Knex, resource: string, mode: Mode, id: number): Promise<void> {
-  return withConnection(db, (conn) => tx(conn, async () => {
-    await query(
-      conn,
-      mode === 'write'
-        ? 'UPDATE ref_read_write_lock SET w_count = 0, version = version + 1 WHERE resource_id = ? AND w_count = 1'
-        : 'UPDATE ref_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE resource_id = ? AND r_count - 1 >= 0',
-      [resource],
-    );
-    await query(conn, 'UPDATE ref_lock_log SET status = 2, version = version + 1 WHERE id = ?', [id]);
-  }));
+  return withConnection(db, (conn) =>
+    tx(conn, async () => {
+      await query(
+        conn,
+        mode === 'write'
+          ? 'UPDATE ref_read_write_lock SET w_count = 0, version = version + 1 WHERE resource_id = ? AND w_count = 1'
+          : 'UPDATE ref_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE resource_id = ? AND r_count - 1 >= 0',
+        [resource],
+      );
+      await query(conn, 'UPDATE ref_lock_log SET status = 2, version = version + 1 WHERE id = ?', [id]);
+    }),
+  );
 }
 
 /** The article's fenced business operation: three commits (acquire, business + mark done, release). */
-export async function refFenced(db: Knex, resource: string, business: (trx: Knex.Transaction) => Promise<unknown>): Promise<boolean> {
+export async function refFenced(
+  db: Knex,
+  resource: string,
+  business: (trx: Knex.Transaction) => Promise<unknown>,
+): Promise<boolean> {
   const id = await refAcquire(db, resource, 'write');
   if (id === null) return false;
   try {
     await db.transaction(async (trx) => {
       await business(trx);
-      const res = (await trx.raw('UPDATE ref_lock_log SET status = 1, version = version + 1 WHERE id = ? AND status = 0', [id])) as unknown as [{ affectedRows: number }];
+      const res = (await trx.raw(
+        'UPDATE ref_lock_log SET status = 1, version = version + 1 WHERE id = ? AND status = 0',
+        [id],
+      )) as unknown as [{ affectedRows: number }];
       if (res[0].affectedRows !== 1) throw new Error('reference: grant lost before commit');
     });
   } finally {

@@ -20,9 +20,16 @@ interface ClaimRow {
  * Claims are read without FOR UPDATE on purpose: the write lock is what keeps transfers out.
  */
 export async function repay(
-  trx: Knex.Transaction, grant: Grant, loanId: string, worker: string, bankCall: () => Promise<void>,
+  trx: Knex.Transaction,
+  grant: Grant,
+  loanId: string,
+  worker: string,
+  bankCall: () => Promise<void>,
 ): Promise<OpResult> {
-  const [[loan]] = (await trx.raw('SELECT monthly_rate_bp, installments FROM loans WHERE id = ?', [loanId])) as Rows<{ monthly_rate_bp: number; installments: number }>;
+  const [[loan]] = (await trx.raw('SELECT monthly_rate_bp, installments FROM loans WHERE id = ?', [loanId])) as Rows<{
+    monthly_rate_bp: number;
+    installments: number;
+  }>;
   if (!loan) throw new Error(`no loan ${loanId}`);
   const [claims] = (await trx.raw(
     'SELECT id, investor_id, principal_cents, outstanding_cents FROM claims WHERE loan_id = ? AND outstanding_cents > 0 ORDER BY id',
@@ -74,27 +81,37 @@ export async function repay(
  * and the second one sees the new owner as its seller.
  */
 export async function transfer(
-  trx: Knex.Transaction, grant: Grant, claimId: number, buyerId: number, discountPct: number, worker: string,
+  trx: Knex.Transaction,
+  grant: Grant,
+  claimId: number,
+  buyerId: number,
+  discountPct: number,
+  worker: string,
 ): Promise<OpResult> {
   const [[claim]] = (await trx.raw(
-    'SELECT loan_id, investor_id, outstanding_cents FROM claims WHERE id = ? FOR UPDATE', [claimId],
+    'SELECT loan_id, investor_id, outstanding_cents FROM claims WHERE id = ? FOR UPDATE',
+    [claimId],
   )) as Rows<{ loan_id: string; investor_id: number; outstanding_cents: number }>;
   if (!claim) throw new Error(`no claim ${claimId}`);
-  if (claim.loan_id !== grant.resourceId) throw new Error(`claim ${claimId} is on ${claim.loan_id}, not ${grant.resourceId}`);
+  if (claim.loan_id !== grant.resourceId)
+    throw new Error(`claim ${claimId} is on ${claim.loan_id}, not ${grant.resourceId}`);
   const sellerId = claim.investor_id;
   if (sellerId === buyerId) return { outcome: 'declined', reason: 'buyer already owns the claim' };
   if (claim.outstanding_cents === 0) return { outcome: 'declined', reason: 'claim fully repaid' };
   const price = Math.floor((claim.outstanding_cents * (100 - discountPct)) / 100);
   const [balances] = (await trx.raw(
-    'SELECT id, balance_cents FROM investors WHERE id IN (?, ?) ORDER BY id FOR UPDATE', [sellerId, buyerId],
+    'SELECT id, balance_cents FROM investors WHERE id IN (?, ?) ORDER BY id FOR UPDATE',
+    [sellerId, buyerId],
   )) as Rows<{ id: number; balance_cents: number }>;
   const buyer = balances.find((b) => b.id === buyerId);
   if (!buyer || buyer.balance_cents < price) return { outcome: 'declined', reason: 'buyer cannot pay' };
   await trx.raw('UPDATE investors SET balance_cents = balance_cents - ? WHERE id = ?', [price, buyerId]);
   await trx.raw('UPDATE investors SET balance_cents = balance_cents + ? WHERE id = ?', [price, sellerId]);
-  const [moved] = (await trx.raw(
-    'UPDATE claims SET investor_id = ? WHERE id = ? AND investor_id = ?', [buyerId, claimId, sellerId],
-  )) as [{ affectedRows: number }, unknown];
+  const [moved] = (await trx.raw('UPDATE claims SET investor_id = ? WHERE id = ? AND investor_id = ?', [
+    buyerId,
+    claimId,
+    sellerId,
+  ])) as [{ affectedRows: number }, unknown];
   if (moved.affectedRows !== 1) throw new Error(`claim ${claimId} changed owner under FOR UPDATE`);
   await trx.raw(
     `INSERT INTO transfers (claim_id, loan_id, seller_id, buyer_id, price_cents, grant_id, worker, committed_at)

@@ -32,8 +32,12 @@ export async function seedBook(db: Knex, size: BookSize, rnd: Random): Promise<S
     const cents = randomInt(rnd, 50_00, 2_000_00);
     const owner = randomInt(rnd, 1, size.investors);
     return {
-      id: i + 1, loan_id: loanId(i % size.loans), original_investor_id: owner, investor_id: owner,
-      principal_cents: cents, outstanding_cents: cents,
+      id: i + 1,
+      loan_id: loanId(i % size.loans),
+      original_investor_id: owner,
+      investor_id: owner,
+      principal_cents: cents,
+      outstanding_cents: cents,
     };
   });
   const principal = new Map<string, number>();

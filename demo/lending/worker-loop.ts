@@ -39,7 +39,10 @@ export interface LendingContext {
 }
 
 export async function runLendingLoops(ctx: LendingContext, concurrency: number): Promise<void> {
-  const [rows] = (await ctx.db.raw('SELECT id, loan_id FROM claims')) as [Array<{ id: number; loan_id: string }>, unknown];
+  const [rows] = (await ctx.db.raw('SELECT id, loan_id FROM claims')) as [
+    Array<{ id: number; loan_id: string }>,
+    unknown,
+  ];
   const claimsByLoan = new Map<string, number[]>();
   for (const r of rows) claimsByLoan.set(r.loan_id, [...(claimsByLoan.get(r.loan_id) ?? []), r.id]);
   const loop = async (): Promise<void> => {
@@ -59,20 +62,28 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
   try {
     let result: OpResult;
     if (isRepayment) {
-      result = await ctx.locks.withWriteLock(loan, (trx, grant) => {
-        granted();
-        return repay(trx, grant, loan, ctx.name, () => bankCall(ctx, grant.id, loan));
-      }, { waitMs: REPAY_WAIT_MS, isolationLevel: ISOLATION });
+      result = await ctx.locks.withWriteLock(
+        loan,
+        (trx, grant) => {
+          granted();
+          return repay(trx, grant, loan, ctx.name, () => bankCall(ctx, grant.id, loan));
+        },
+        { waitMs: REPAY_WAIT_MS, isolationLevel: ISOLATION },
+      );
     } else {
       const claims = claimsByLoan.get(loan) ?? [];
       const claimId = claims[randomInt(ctx.rnd, 0, claims.length - 1)];
       if (claimId === undefined) return;
       const buyer = randomInt(ctx.rnd, 1, ctx.investors);
       const discount = randomInt(ctx.rnd, 0, 5);
-      result = await ctx.locks.withReadLock(loan, (trx, grant) => {
-        granted();
-        return transfer(trx, grant, claimId, buyer, discount, ctx.name);
-      }, { waitMs: TRANSFER_WAIT_MS, isolationLevel: ISOLATION });
+      result = await ctx.locks.withReadLock(
+        loan,
+        (trx, grant) => {
+          granted();
+          return transfer(trx, grant, claimId, buyer, discount, ctx.name);
+        },
+        { waitMs: TRANSFER_WAIT_MS, isolationLevel: ISOLATION },
+      );
     }
     if (result.outcome === 'done') ctx.counts[isRepayment ? 'repayments' : 'transfers'] += 1;
     else if (result.outcome === 'declined') ctx.counts.declined += 1;
@@ -86,7 +97,10 @@ async function oneOperation(ctx: LendingContext, claimsByLoan: Map<string, numbe
       ctx.send({ type: 'lost', grantId: err.grantId, what: isRepayment ? 'repayment' : 'transfer' });
     } else {
       ctx.counts.errors += 1;
-      ctx.send({ type: 'error', message: `${isRepayment ? 'repayment' : 'transfer'} on ${loan}: ${(err as Error).message}` });
+      ctx.send({
+        type: 'error',
+        message: `${isRepayment ? 'repayment' : 'transfer'} on ${loan}: ${(err as Error).message}`,
+      });
     }
   } finally {
     if (waited) ctx.counts.waited += 1;

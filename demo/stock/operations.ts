@@ -25,13 +25,17 @@ async function writeSale(trx: Knex.Transaction, grantId: number, worker: string,
 
 /** Correct: the lock contains the transaction, so the read inside it is current. */
 export function sellSafely(locks: LockManager, worker: string, rnd: Random): Promise<SaleResult> {
-  return locks.withWriteLock(SKU, async (trx, grant) => {
-    const qty = await readQty(trx);
-    if (qty <= 0) return 'sold-out';
-    await sleep(randomInt(rnd, 2, 10)); // payment authorisation
-    await writeSale(trx, grant.id, worker, qty);
-    return 'sold';
-  }, { waitMs: 30_000 });
+  return locks.withWriteLock(
+    SKU,
+    async (trx, grant) => {
+      const qty = await readQty(trx);
+      if (qty <= 0) return 'sold-out';
+      await sleep(randomInt(rnd, 2, 10)); // payment authorisation
+      await writeSale(trx, grant.id, worker, qty);
+      return 'sold';
+    },
+    { waitMs: 30_000 },
+  );
 }
 
 /**
@@ -42,16 +46,19 @@ export function sellSafely(locks: LockManager, worker: string, rnd: Random): Pro
  * (innodb_snapshot_isolation) refuse the stale write with error 1020 rather than lose it.
  */
 export async function sellUnsafely(db: Knex, locks: LockManager, worker: string, rnd: Random): Promise<SaleResult> {
-  return db.transaction(async (trx) => {
-    const qty = await readQty(trx);
-    if (qty <= 0) return 'sold-out';
-    await sleep(randomInt(rnd, 2, 10)); // payment authorisation
-    const grant = await locks.acquireWrite(SKU, { waitMs: 30_000 });
-    try {
-      await writeSale(trx, grant.id, worker, qty);
-    } finally {
-      await grant.release();
-    }
-    return 'sold';
-  }, { isolationLevel: 'read committed' });
+  return db.transaction(
+    async (trx) => {
+      const qty = await readQty(trx);
+      if (qty <= 0) return 'sold-out';
+      await sleep(randomInt(rnd, 2, 10)); // payment authorisation
+      const grant = await locks.acquireWrite(SKU, { waitMs: 30_000 });
+      try {
+        await writeSale(trx, grant.id, worker, qty);
+      } finally {
+        await grant.release();
+      }
+      return 'sold';
+    },
+    { isolationLevel: 'read committed' },
+  );
 }

@@ -18,11 +18,18 @@ const UNSAFE_NOTE = [
   'This run exits non-zero on purpose.',
 ].join('\n');
 
-export async function runStock(config: DemoConfig, db: Knex, dbUrl: string, log: (line: string) => void): Promise<Partial> {
+export async function runStock(
+  config: DemoConfig,
+  db: Knex,
+  dbUrl: string,
+  log: (line: string) => void,
+): Promise<Partial> {
   const seedStart = performance.now();
   await createStockTables(db, config.stock);
   const seeding = { ms: Math.round(performance.now() - seedStart), summary: `stock of ${config.stock} units of sku-1` };
-  log(`seeded ${seeding.summary}; ${config.workers} workers sell ${config.unsafe ? 'UNSAFELY (lock inside the transaction)' : 'under withWriteLock'}`);
+  log(
+    `seeded ${seeding.summary}; ${config.workers} workers sell ${config.unsafe ? 'UNSAFELY (lock inside the transaction)' : 'under withWriteLock'}`,
+  );
   const crew = new Crew(config, db, dbUrl);
   await crew.start();
   await crew.pool.waitAllExited(); // each worker exits when it reads the stock as empty
@@ -35,7 +42,13 @@ export async function runStock(config: DemoConfig, db: Knex, dbUrl: string, log:
     scenario: 'stock',
     config: { ...config, json: undefined } as DemoReport['config'],
     seeding,
-    load: { ms: loadMs, operations: opsOf(counts), counts, opsPerSec: counts.deductions / Math.max(0.001, loadMs / 1000), grants: Number(g?.n ?? 0) },
+    load: {
+      ms: loadMs,
+      operations: opsOf(counts),
+      counts,
+      opsPerSec: counts.deductions / Math.max(0.001, loadMs / 1000),
+      grants: Number(g?.n ?? 0),
+    },
     crew: summary,
     faults: [],
     verdict,

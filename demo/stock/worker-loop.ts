@@ -20,7 +20,9 @@ export async function runStockLoops(ctx: StockContext, concurrency: number): Pro
   const loop = async (): Promise<void> => {
     while (!ctx.stopping()) {
       try {
-        const result = ctx.unsafe ? await sellUnsafely(ctx.db, ctx.locks, ctx.name, ctx.rnd) : await sellSafely(ctx.locks, ctx.name, ctx.rnd);
+        const result = ctx.unsafe
+          ? await sellUnsafely(ctx.db, ctx.locks, ctx.name, ctx.rnd)
+          : await sellSafely(ctx.locks, ctx.name, ctx.rnd);
         if (result === 'sold-out') return;
         ctx.counts.deductions += 1;
       } catch (err) {

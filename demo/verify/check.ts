@@ -19,7 +19,13 @@ export interface Verdict {
 const MAX_PROBLEMS = 5;
 
 /** Builds a Check; `problems` may be long, only the first few are kept, with a count of the rest. */
-export function check(name: string, figures: Record<string, number>, summary: string, problems: string[], extraFailure = false): Check {
+export function check(
+  name: string,
+  figures: Record<string, number>,
+  summary: string,
+  problems: string[],
+  extraFailure = false,
+): Check {
   const shown = problems.slice(0, MAX_PROBLEMS);
   if (problems.length > MAX_PROBLEMS) shown.push(`... and ${problems.length - MAX_PROBLEMS} more`);
   return { name, pass: problems.length === 0 && !extraFailure, figures, summary, problems: shown };

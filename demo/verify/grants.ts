@@ -19,7 +19,19 @@ export async function loadGrants(db: Knex): Promise<GrantInterval[]> {
     `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type, status, released_by, owner,
             ${micros('create_time')} AS start_us, ${micros('released_at')} AS end_us
        FROM t_lock_log ORDER BY resource_id, create_time, id`,
-  )) as [Array<{ id: number; resource: string; lock_type: number; status: number; released_by: number | null; owner: string; start_us: number | string; end_us: number | string | null }>, unknown];
+  )) as [
+    Array<{
+      id: number;
+      resource: string;
+      lock_type: number;
+      status: number;
+      released_by: number | null;
+      owner: string;
+      start_us: number | string;
+      end_us: number | string | null;
+    }>,
+    unknown,
+  ];
   return rows.map((r) => ({
     id: Number(r.id),
     resource: r.resource,

@@ -44,11 +44,14 @@ export async function checkClaimChains(db: Knex): Promise<Check> {
     for (const link of chains.get(c.id) ?? []) {
       if (link.seller !== owner) {
         resold += 1;
-        problems.push(`claim ${c.id}: transfer ${link.id} sold it from investor ${link.seller}, but investor ${owner} owned it then (sold twice)`);
+        problems.push(
+          `claim ${c.id}: transfer ${link.id} sold it from investor ${link.seller}, but investor ${owner} owned it then (sold twice)`,
+        );
       }
       owner = link.buyer;
     }
-    if (owner !== c.owner) problems.push(`claim ${c.id}: its transfers end with investor ${owner}, but investor ${c.owner} owns it`);
+    if (owner !== c.owner)
+      problems.push(`claim ${c.id}: its transfers end with investor ${owner}, but investor ${c.owner} owns it`);
   }
   let misdirected = 0;
   for (const p of payments) {
@@ -62,12 +65,18 @@ export async function checkClaimChains(db: Knex): Promise<Check> {
     for (const link of chains.get(p.claim_id) ?? []) if (link.at < at) owner = link.buyer;
     if (owner !== p.investor_id) {
       misdirected += 1;
-      problems.push(`payment ${p.id} on claim ${p.claim_id} went to investor ${p.investor_id}, but investor ${owner} owned the claim then`);
+      problems.push(
+        `payment ${p.id} on claim ${p.claim_id} went to investor ${p.investor_id}, but investor ${owner} owned the claim then`,
+      );
     }
   }
   const figures = {
-    claims: claims.length, claimsTransferred: chains.size, transfers: transfers.length, brokenLinks: resold,
-    payments: payments.length, paymentsToNonOwner: misdirected,
+    claims: claims.length,
+    claimsTransferred: chains.size,
+    transfers: transfers.length,
+    brokenLinks: resold,
+    payments: payments.length,
+    paymentsToNonOwner: misdirected,
   };
   const summary =
     `${count(claims.length)} claims, ${count(chains.size)} changed hands in ${count(transfers.length)} transfers; ` +

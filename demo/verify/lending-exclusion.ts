@@ -21,11 +21,27 @@ interface BusinessRow {
 }
 
 async function loadBusinessRows(db: Knex): Promise<BusinessRow[]> {
-  const [reps] = (await db.raw(`SELECT id, loan_id, grant_id, ${micros('committed_at')} AS at FROM repayments`)) as Rows<{ id: number; loan_id: string; grant_id: number; at: string | number }>;
-  const [xfers] = (await db.raw(`SELECT id, loan_id, grant_id, ${micros('committed_at')} AS at FROM transfers`)) as Rows<{ id: number; loan_id: string; grant_id: number; at: string | number }>;
+  const [reps] = (await db.raw(
+    `SELECT id, loan_id, grant_id, ${micros('committed_at')} AS at FROM repayments`,
+  )) as Rows<{ id: number; loan_id: string; grant_id: number; at: string | number }>;
+  const [xfers] = (await db.raw(
+    `SELECT id, loan_id, grant_id, ${micros('committed_at')} AS at FROM transfers`,
+  )) as Rows<{ id: number; loan_id: string; grant_id: number; at: string | number }>;
   return [
-    ...reps.map((r) => ({ kind: 'repayment' as const, id: r.id, loan: r.loan_id, grantId: Number(r.grant_id), at: Number(r.at) })),
-    ...xfers.map((r) => ({ kind: 'transfer' as const, id: r.id, loan: r.loan_id, grantId: Number(r.grant_id), at: Number(r.at) })),
+    ...reps.map((r) => ({
+      kind: 'repayment' as const,
+      id: r.id,
+      loan: r.loan_id,
+      grantId: Number(r.grant_id),
+      at: Number(r.at),
+    })),
+    ...xfers.map((r) => ({
+      kind: 'transfer' as const,
+      id: r.id,
+      loan: r.loan_id,
+      grantId: Number(r.grant_id),
+      at: Number(r.at),
+    })),
   ];
 }
 
@@ -56,8 +72,12 @@ export async function checkNoTransferDuringRepayment(db: Knex): Promise<Check> {
     const wanted = row.kind === 'repayment' ? 'W' : 'R';
     const what = `${row.kind} ${row.id} on ${row.loan} (grant ${row.grantId}, at ${showMicros(row.at)})`;
     if (!g) problems.push(`${what}: no such grant in the log`);
-    else if (g.resource !== row.loan || g.mode !== wanted) problems.push(`${what}: written under ${describe(g)} on ${g.resource}, not a ${wanted} grant on its loan`);
-    else if (g.releasedBy !== 1) problems.push(`${what}: its grant was not released by its holder (released_by=${g.releasedBy}), so it committed without the fence`);
+    else if (g.resource !== row.loan || g.mode !== wanted)
+      problems.push(`${what}: written under ${describe(g)} on ${g.resource}, not a ${wanted} grant on its loan`);
+    else if (g.releasedBy !== 1)
+      problems.push(
+        `${what}: its grant was not released by its holder (released_by=${g.releasedBy}), so it committed without the fence`,
+      );
     else if (row.at < g.start || row.at >= g.end) problems.push(`${what}: committed outside its own ${describe(g)}`);
     else continue;
     misplaced += 1;
@@ -69,15 +89,23 @@ export async function checkNoTransferDuringRepayment(db: Knex): Promise<Check> {
     for (const w of writersByLoan.get(t.loan) ?? []) {
       if (t.at >= w.start && t.at < w.end) {
         during += 1;
-        problems.push(`transfer ${t.id} on ${t.loan} committed at ${showMicros(t.at)}, while ${describe(w)} held the loan`);
+        problems.push(
+          `transfer ${t.id} on ${t.loan} committed at ${showMicros(t.at)}, while ${describe(w)} held the loan`,
+        );
       }
     }
   }
   const writes = grants.filter((g) => g.mode === 'W').length;
   const figures = {
-    grants: grants.length, writeGrants: writes, readGrants: grants.length - writes, resources: new Set(grants.map((g) => g.resource)).size,
-    overlapsWithWriter: pairs.length, repayments: rows.length - transfers.length, transfers: transfers.length,
-    outsideOwnGrant: misplaced, transfersInWriteInterval: during,
+    grants: grants.length,
+    writeGrants: writes,
+    readGrants: grants.length - writes,
+    resources: new Set(grants.map((g) => g.resource)).size,
+    overlapsWithWriter: pairs.length,
+    repayments: rows.length - transfers.length,
+    transfers: transfers.length,
+    outsideOwnGrant: misplaced,
+    transfersInWriteInterval: during,
   };
   const summary =
     `${count(grants.length)} grants (${count(writes)} W, ${count(figures.readGrants)} R) on ${count(figures.resources)} resources: ` +

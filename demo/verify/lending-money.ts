@@ -10,10 +10,18 @@ import { big, cents, check, count, money, type Check } from './check.js';
 type Rows<T> = [T[], unknown];
 
 export async function checkMoneyConserved(db: Knex): Promise<Check> {
-  const [[b]] = (await db.raw('SELECT SUM(initial_balance_cents) AS initial, SUM(balance_cents) AS final FROM investors')) as Rows<Record<string, unknown>>;
-  const [[r]] = (await db.raw('SELECT COUNT(*) AS n, SUM(amount_cents) AS paid_in FROM repayments')) as Rows<Record<string, unknown>>;
-  const [[p]] = (await db.raw('SELECT SUM(principal_cents + interest_cents) AS paid_out FROM payments')) as Rows<Record<string, unknown>>;
-  const [[t]] = (await db.raw('SELECT COUNT(*) AS n, SUM(price_cents) AS traded FROM transfers')) as Rows<Record<string, unknown>>;
+  const [[b]] = (await db.raw(
+    'SELECT SUM(initial_balance_cents) AS initial, SUM(balance_cents) AS final FROM investors',
+  )) as Rows<Record<string, unknown>>;
+  const [[r]] = (await db.raw('SELECT COUNT(*) AS n, SUM(amount_cents) AS paid_in FROM repayments')) as Rows<
+    Record<string, unknown>
+  >;
+  const [[p]] = (await db.raw('SELECT SUM(principal_cents + interest_cents) AS paid_out FROM payments')) as Rows<
+    Record<string, unknown>
+  >;
+  const [[t]] = (await db.raw('SELECT COUNT(*) AS n, SUM(price_cents) AS traded FROM transfers')) as Rows<
+    Record<string, unknown>
+  >;
   const initial = big(b?.initial);
   const final = big(b?.final);
   const paidIn = big(r?.paid_in);
@@ -34,14 +42,28 @@ export async function checkMoneyConserved(db: Knex): Promise<Check> {
      ) x WHERE balance_cents <> expected ORDER BY id`,
   )) as Rows<{ id: number; balance_cents: number; expected: string }>;
   const problems = [
-    ...(initial + paidIn !== final ? [`initial ${money(initial)} + repaid ${money(paidIn)} = ${money(initial + paidIn)}, but balances sum to ${money(final)} (off by ${money(final - initial - paidIn)})`] : []),
+    ...(initial + paidIn !== final
+      ? [
+          `initial ${money(initial)} + repaid ${money(paidIn)} = ${money(initial + paidIn)}, but balances sum to ${money(final)} (off by ${money(final - initial - paidIn)})`,
+        ]
+      : []),
     ...(paidIn !== paidOut ? [`repayments took in ${money(paidIn)} but payments paid out ${money(paidOut)}`] : []),
-    ...badRepayments.map((x) => `repayment ${x.id}: amount ${money(big(x.amount_cents))} but its payments sum to ${money(big(x.paid))}`),
-    ...badLedgers.map((x) => `investor ${x.id}: balance ${money(big(x.balance_cents))} but the ledger says ${money(big(x.expected))}`),
+    ...badRepayments.map(
+      (x) => `repayment ${x.id}: amount ${money(big(x.amount_cents))} but its payments sum to ${money(big(x.paid))}`,
+    ),
+    ...badLedgers.map(
+      (x) => `investor ${x.id}: balance ${money(big(x.balance_cents))} but the ledger says ${money(big(x.expected))}`,
+    ),
   ];
   const figures = {
-    initialCents: cents(initial), repaidCents: cents(paidIn), repayments: Number(r?.n ?? 0), finalCents: cents(final),
-    transfers: Number(t?.n ?? 0), tradedCents: cents(big(t?.traded)), repaymentsOff: badRepayments.length, ledgersOff: badLedgers.length,
+    initialCents: cents(initial),
+    repaidCents: cents(paidIn),
+    repayments: Number(r?.n ?? 0),
+    finalCents: cents(final),
+    transfers: Number(t?.n ?? 0),
+    tradedCents: cents(big(t?.traded)),
+    repaymentsOff: badRepayments.length,
+    ledgersOff: badLedgers.length,
   };
   const summary =
     `initial ${money(initial)} + repaid ${money(paidIn)} (${count(figures.repayments)} repayments) = ${money(initial + paidIn)}; ` +
@@ -51,7 +73,9 @@ export async function checkMoneyConserved(db: Knex): Promise<Check> {
 }
 
 export async function checkOutstanding(db: Knex): Promise<Check> {
-  const [[c]] = (await db.raw('SELECT SUM(principal_cents) AS principal, SUM(outstanding_cents) AS outstanding FROM claims')) as Rows<Record<string, unknown>>;
+  const [[c]] = (await db.raw(
+    'SELECT SUM(principal_cents) AS principal, SUM(outstanding_cents) AS outstanding FROM claims',
+  )) as Rows<Record<string, unknown>>;
   const [[p]] = (await db.raw('SELECT SUM(principal_cents) AS repaid FROM payments')) as Rows<Record<string, unknown>>;
   const [bad] = (await db.raw(
     `SELECT c.id, c.principal_cents, c.outstanding_cents, COALESCE(p.cents, 0) AS repaid
@@ -62,10 +86,20 @@ export async function checkOutstanding(db: Knex): Promise<Check> {
   const outstanding = big(c?.outstanding);
   const repaid = big(p?.repaid);
   const problems = [
-    ...(principal - repaid !== outstanding ? [`principal ${money(principal)} - repaid ${money(repaid)} ≠ outstanding ${money(outstanding)}`] : []),
-    ...bad.map((x) => `claim ${x.id}: principal ${money(big(x.principal_cents))} - repaid ${money(big(x.repaid))} ≠ outstanding ${money(big(x.outstanding_cents))}`),
+    ...(principal - repaid !== outstanding
+      ? [`principal ${money(principal)} - repaid ${money(repaid)} ≠ outstanding ${money(outstanding)}`]
+      : []),
+    ...bad.map(
+      (x) =>
+        `claim ${x.id}: principal ${money(big(x.principal_cents))} - repaid ${money(big(x.repaid))} ≠ outstanding ${money(big(x.outstanding_cents))}`,
+    ),
   ];
-  const figures = { principalCents: cents(principal), principalRepaidCents: cents(repaid), outstandingCents: cents(outstanding), claimsOff: bad.length };
+  const figures = {
+    principalCents: cents(principal),
+    principalRepaidCents: cents(repaid),
+    outstandingCents: cents(outstanding),
+    claimsOff: bad.length,
+  };
   const summary = `principal ${money(principal)} - principal repaid ${money(repaid)} = ${money(principal - repaid)}; outstanding ${money(outstanding)}; ${count(bad.length)} claims off`;
   return check('Outstanding principal reconciles', figures, summary, problems);
 }

@@ -19,19 +19,30 @@ export async function checkLocksClean(db: Knex): Promise<Check> {
                     FROM t_lock_log WHERE status IN (0, 1) GROUP BY resource_id) g ON g.resource_id = l.resource_id
       WHERE l.w_count <> COALESCE(g.w, 0) OR l.r_count <> COALESCE(g.r, 0)`,
   )) as Rows<{ resource: string; w_count: number; r_count: number; live_w: number | string; live_r: number | string }>;
-  const [[held]] = (await db.raw('SELECT COUNT(*) AS n FROM t_read_write_lock WHERE w_count <> 0 OR r_count <> 0')) as Rows<{ n: number }>;
+  const [[held]] = (await db.raw(
+    'SELECT COUNT(*) AS n FROM t_read_write_lock WHERE w_count <> 0 OR r_count <> 0',
+  )) as Rows<{ n: number }>;
   const [liveRows] = (await db.raw(
     'SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type, owner FROM t_lock_log WHERE status IN (0, 1) ORDER BY id LIMIT 10',
   )) as Rows<{ id: number; resource: string; lock_type: number; owner: string }>;
   const problems = [
-    ...liveRows.map((g) => `grant ${g.id} (${g.lock_type === 0 ? 'W' : 'R'} on ${g.resource}, ${g.owner}) is still live`),
-    ...mismatches.map((m) => `${m.resource}: w_count=${m.w_count} r_count=${m.r_count} but the log has ${m.live_w} W / ${m.live_r} R live`),
+    ...liveRows.map(
+      (g) => `grant ${g.id} (${g.lock_type === 0 ? 'W' : 'R'} on ${g.resource}, ${g.owner}) is still live`,
+    ),
+    ...mismatches.map(
+      (m) =>
+        `${m.resource}: w_count=${m.w_count} r_count=${m.r_count} but the log has ${m.live_w} W / ${m.live_r} R live`,
+    ),
     ...(Number(held?.n ?? 0) > 0 && mismatches.length === 0 ? [`${held?.n} resources still hold counts`] : []),
   ];
   const figures = {
-    grants: Number(totals?.grants ?? 0), live: Number(totals?.live ?? 0), releasedByHolder: Number(totals?.by_holder ?? 0),
-    releasedByReaper: Number(totals?.by_reaper ?? 0), releasedByOperator: Number(totals?.by_operator ?? 0),
-    resourcesWithCounts: Number(held?.n ?? 0), countLogMismatches: mismatches.length,
+    grants: Number(totals?.grants ?? 0),
+    live: Number(totals?.live ?? 0),
+    releasedByHolder: Number(totals?.by_holder ?? 0),
+    releasedByReaper: Number(totals?.by_reaper ?? 0),
+    releasedByOperator: Number(totals?.by_operator ?? 0),
+    resourcesWithCounts: Number(held?.n ?? 0),
+    countLogMismatches: mismatches.length,
   };
   const summary =
     `${count(figures.grants)} grants: ${count(figures.live)} live, ` +

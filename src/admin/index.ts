@@ -4,5 +4,12 @@
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate.js';
 export { reapStaleGrants, purgeReleasedGrants, type ReapOptions, type PurgeOptions, type PurgeResult } from './reap.js';
 export type { ReapResult, ReapedGrant } from '../types.js';
-export { checkLockCounts, repairLockCounts, type CountCheckOptions, type CountCheck, type CountRepair, type CountDisagreement } from './recount.js';
+export {
+  checkLockCounts,
+  repairLockCounts,
+  type CountCheckOptions,
+  type CountCheck,
+  type CountRepair,
+  type CountDisagreement,
+} from './recount.js';
 export { MigrationLockedError } from '../errors.js';

@@ -1,7 +1,21 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { presenceCount, runOnOneConnection, unlessPresent, type AddedInPlace } from '../../migrations/conditional-ddl.js';
-import { ADDED_IN_PLACE, CREATED_INDEXES, CURRENT_PROCEDURES, CURRENT_TABLES, MIGRATION_TABLE, MIGRATIONS, RETIRED_PROCEDURES, type MigrationOptions } from '../../migrations/index.js';
+import {
+  presenceCount,
+  runOnOneConnection,
+  unlessPresent,
+  type AddedInPlace,
+} from '../../migrations/conditional-ddl.js';
+import {
+  ADDED_IN_PLACE,
+  CREATED_INDEXES,
+  CURRENT_PROCEDURES,
+  CURRENT_TABLES,
+  MIGRATION_TABLE,
+  MIGRATIONS,
+  RETIRED_PROCEDURES,
+  type MigrationOptions,
+} from '../../migrations/index.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
 import { privilegeError } from '../sql/connection.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
@@ -48,12 +62,16 @@ async function ensureBookkeeping(db: Knex): Promise<void> {
   await db.raw(MIGRATION_TABLE_DDL);
   await db.raw(`CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (
     \`index\` INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, is_locked INT)`);
-  await db.raw(`INSERT INTO ${LOCK_TABLE} (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``);
+  await db.raw(
+    `INSERT INTO ${LOCK_TABLE} (\`index\`, is_locked) VALUES (1, 0) ON DUPLICATE KEY UPDATE \`index\` = \`index\``,
+  );
 }
 
 /** Takes the migration lock: one guarded UPDATE, so exactly one process wins. */
 async function tryLock(db: Knex): Promise<boolean> {
-  const [result] = (await db.raw(`UPDATE ${LOCK_TABLE} SET is_locked = 1 WHERE \`index\` = 1 AND is_locked = 0`)) as unknown as [{ affectedRows: number }];
+  const [result] = (await db.raw(
+    `UPDATE ${LOCK_TABLE} SET is_locked = 1 WHERE \`index\` = 1 AND is_locked = 0`,
+  )) as unknown as [{ affectedRows: number }];
   return result.affectedRows === 1;
 }
 
@@ -67,10 +85,22 @@ async function unlock(db: Knex): Promise<void> {
  * again, then the missing indexes' rebuilds, restores.
  */
 async function missingObjects(db: Knex, options: MigrationOptions): Promise<string[]> {
-  const tables = new Set((await rows<{ name: string }>(db, 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()')).map((r) => r.name));
-  const procedures = new Set((await rows<{ name: string }>(
-    db, "SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'",
-  )).map((r) => r.name));
+  const tables = new Set(
+    (
+      await rows<{ name: string }>(
+        db,
+        'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()',
+      )
+    ).map((r) => r.name),
+  );
+  const procedures = new Set(
+    (
+      await rows<{ name: string }>(
+        db,
+        "SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'",
+      )
+    ).map((r) => r.name),
+  );
   const expectedTables = CURRENT_TABLES.map((ddl) => /CREATE TABLE IF NOT EXISTS (\w+)/.exec(ddl)![1]!);
   const expectedProcedures = options.procedures ? Object.keys(CURRENT_PROCEDURES) : [];
   const missingTables = expectedTables.filter((t) => !tables.has(t));
@@ -125,8 +155,11 @@ async function staleProcedures(db: Knex, skip: readonly string[]): Promise<strin
 async function retiredPresent(db: Knex): Promise<string[]> {
   if (RETIRED_PROCEDURES.length === 0) return [];
   const present = await rows<{ name: string }>(
-    db, `SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'
-          AND ROUTINE_NAME IN (${RETIRED_PROCEDURES.map(() => '?').join(', ')})`, RETIRED_PROCEDURES);
+    db,
+    `SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE'
+          AND ROUTINE_NAME IN (${RETIRED_PROCEDURES.map(() => '?').join(', ')})`,
+    RETIRED_PROCEDURES,
+  );
   return present.map((r) => r.name);
 }
 
@@ -134,10 +167,16 @@ async function retiredPresent(db: Knex): Promise<string[]> {
 async function migrateLocked(db: Knex, options: MigrationOptions): Promise<MigrateResult> {
   const done = new Set((await rows<{ name: string }>(db, `SELECT name FROM ${MIGRATION_TABLE}`)).map((r) => r.name));
   const pending = MIGRATIONS.filter((m) => !done.has(m.name));
-  const [{ batch } = { batch: 0 }] = await rows<{ batch: number | null }>(db, `SELECT COALESCE(MAX(batch), 0) AS batch FROM ${MIGRATION_TABLE}`);
+  const [{ batch } = { batch: 0 }] = await rows<{ batch: number | null }>(
+    db,
+    `SELECT COALESCE(MAX(batch), 0) AS batch FROM ${MIGRATION_TABLE}`,
+  );
   for (const m of pending) {
     await m.up(db, options);
-    await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [m.name, Number(batch) + 1]);
+    await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [
+      m.name,
+      Number(batch) + 1,
+    ]);
   }
   const missing = await missingObjects(db, options);
   const stale = options.procedures ? await staleProcedures(db, missing) : [];

@@ -8,7 +8,8 @@ import { InvalidOptionsError } from '../errors.js';
 export type LockTable = 't_lock_log' | 't_read_write_lock' | 't_lock_release_note';
 
 export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
-export type DatabasePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'CREATE' | 'ALTER' | 'INDEX' | 'EXECUTE' | 'CREATE ROUTINE' | 'ALTER ROUTINE';
+export type DatabasePrivilege =
+  'SELECT' | 'INSERT' | 'UPDATE' | 'CREATE' | 'ALTER' | 'INDEX' | 'EXECUTE' | 'CREATE ROUTINE' | 'ALTER ROUTINE';
 
 /** Privileges on every object of the lock's database, or on one table of it. */
 export type RoleGrant =
@@ -55,7 +56,7 @@ export const ROLES = Object.freeze({
     grants: APP_TABLES,
   },
   reaper: {
-    who: 'the reaper (`mysql-rwlock-reaper`, `reapStaleGrants`, `purgeReleasedGrants`, the CLI\'s `reap` and `purge`); with `COUNT_REPAIR=1` it needs the `repairer`\'s too',
+    who: "the reaper (`mysql-rwlock-reaper`, `reapStaleGrants`, `purgeReleasedGrants`, the CLI's `reap` and `purge`); with `COUNT_REPAIR=1` it needs the `repairer`'s too",
     grants: [
       { on: 't_lock_log', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
       { on: 't_read_write_lock', privileges: ['SELECT', 'UPDATE'] },
@@ -63,7 +64,7 @@ export const ROLES = Object.freeze({
     ],
   },
   operator: {
-    who: 'an operator (`list`, `history`, `stats`, `inspect`, `forceRelease`; the CLI\'s `status`, `ls`, `inspect`, `history`, `release`; the operator page)',
+    who: "an operator (`list`, `history`, `stats`, `inspect`, `forceRelease`; the CLI's `status`, `ls`, `inspect`, `history`, `release`; the operator page)",
     grants: [
       { on: 't_lock_log', privileges: ['SELECT', 'UPDATE'] },
       { on: 't_read_write_lock', privileges: ['SELECT', 'UPDATE'] },
@@ -71,22 +72,27 @@ export const ROLES = Object.freeze({
     ],
   },
   checker: {
-    who: '`checkLockCounts`, the CLI\'s `check`',
+    who: "`checkLockCounts`, the CLI's `check`",
     grants: [
       { on: 't_lock_log', privileges: ['SELECT'] },
       { on: 't_read_write_lock', privileges: ['SELECT'] },
     ],
   },
   repairer: {
-    who: '`repairLockCounts`, the CLI\'s `check --repair`',
+    who: "`repairLockCounts`, the CLI's `check --repair`",
     grants: [
       { on: 't_lock_log', privileges: ['SELECT'] },
       { on: 't_read_write_lock', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
     ],
   },
   migrate: {
-    who: '`migrate`, the CLI\'s `migrate`',
-    grants: [{ on: 'database', privileges: ['SELECT', 'INSERT', 'UPDATE', 'CREATE', 'ALTER', 'INDEX', 'CREATE ROUTINE', 'ALTER ROUTINE'] }],
+    who: "`migrate`, the CLI's `migrate`",
+    grants: [
+      {
+        on: 'database',
+        privileges: ['SELECT', 'INSERT', 'UPDATE', 'CREATE', 'ALTER', 'INDEX', 'CREATE ROUTINE', 'ALTER ROUTINE'],
+      },
+    ],
   },
 } satisfies Record<string, Role>);
 
@@ -108,7 +114,10 @@ const ACCOUNT = new RegExp(`^(${ACCOUNT_PART})@(${ACCOUNT_PART})$`);
  */
 export function accountName(user: string): string {
   const m = ACCOUNT.exec(user);
-  if (!m) throw new InvalidOptionsError(`user must be an account such as 'app'@'10.0.%' (or app@localhost), got ${JSON.stringify(user)}`);
+  if (!m)
+    throw new InvalidOptionsError(
+      `user must be an account such as 'app'@'10.0.%' (or app@localhost), got ${JSON.stringify(user)}`,
+    );
   const quote = (part: string): string => (part.startsWith("'") ? part : `'${part}'`);
   return `${quote(m[1]!)}@${quote(m[2]!)}`;
 }
@@ -116,7 +125,9 @@ export function accountName(user: string): string {
 /** A database name as an identifier; at most 64 characters, as the servers allow. */
 function databaseIdentifier(database: string): string {
   if (database.length === 0 || database.length > 64 || database.includes('\0') || database.endsWith(' ')) {
-    throw new InvalidOptionsError(`database must be a database name (1 to 64 characters, not ending in a space), got ${JSON.stringify(database)}`);
+    throw new InvalidOptionsError(
+      `database must be a database name (1 to 64 characters, not ending in a space), got ${JSON.stringify(database)}`,
+    );
   }
   return `\`${database.replaceAll('`', '``')}\``;
 }
@@ -127,7 +138,8 @@ function databaseIdentifier(database: string): string {
  * this database and no other.
  */
 export function grantStatements(role: RoleName, user: string, database: string): string[] {
-  if (!isRoleName(role)) throw new InvalidOptionsError(`role must be one of ${ROLE_NAMES.join(', ')}, got ${JSON.stringify(role)}`);
+  if (!isRoleName(role))
+    throw new InvalidOptionsError(`role must be one of ${ROLE_NAMES.join(', ')}, got ${JSON.stringify(role)}`);
   const account = accountName(user);
   const db = databaseIdentifier(database);
   const pattern = db.replace(/[_%\\]/g, (c) => `\\${c}`);
@@ -140,8 +152,12 @@ export function grantStatements(role: RoleName, user: string, database: string):
 /** The docs' table: one row per role, its grants in words. */
 export function grantsTable(): string {
   const rows = ROLE_NAMES.map((name) => {
-    const grants = ROLES[name].grants.map((g) =>
-      `${g.privileges.map((p) => `\`${p}\``).join(', ')} on ${g.on === 'database' ? 'the database' : `\`${g.on}\``}`).join('; ');
+    const grants = ROLES[name].grants
+      .map(
+        (g) =>
+          `${g.privileges.map((p) => `\`${p}\``).join(', ')} on ${g.on === 'database' ? 'the database' : `\`${g.on}\``}`,
+      )
+      .join('; ');
     return `| \`${name}\` | ${ROLES[name].who} | ${grants} |`;
   });
   return ['| role | who | needs |', '|---|---|---|', ...rows].join('\n');

@@ -1,5 +1,12 @@
 import type { Knex } from 'knex';
-import { isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout, type RawConnection } from '../sql/connection.js';
+import {
+  isConflict,
+  isConnectionLost,
+  isLockWaitTimeout,
+  withConnection,
+  withLockWaitTimeout,
+  type RawConnection,
+} from '../sql/connection.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
@@ -36,14 +43,24 @@ export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<
   const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
-  const waitSec = integerOption('lockWaitTimeoutSec', o.lockWaitTimeoutSec ?? DEFAULTS.reap.lockWaitTimeoutSec, 1, 3600);
-  return traced(reapChannel, () => ({ staleAfterMs, batchSize }), () => reap(db, staleAfterMs, batchSize, waitSec));
+  const waitSec = integerOption(
+    'lockWaitTimeoutSec',
+    o.lockWaitTimeoutSec ?? DEFAULTS.reap.lockWaitTimeoutSec,
+    1,
+    3600,
+  );
+  return traced(
+    reapChannel,
+    () => ({ staleAfterMs, batchSize }),
+    () => reap(db, staleAfterMs, batchSize, waitSec),
+  );
 }
 
 async function reap(db: Knex, staleAfterMs: number, batchSize: number, waitSec: number): Promise<ReapResult> {
   const started = performance.now();
   const staleUs = staleAfterMs * 1000;
-  return withConnection(db, (conn) => withLockWaitTimeout(conn, waitSec, async () => {
+  return withConnection(db, (conn) =>
+    withLockWaitTimeout(conn, waitSec, async () => {
       const grants: ReapedGrant[] = [];
       const passed: Passed = { skipped: new Set(), failed: new Map() };
       for (;;) {
@@ -61,7 +78,8 @@ async function reap(db: Knex, staleAfterMs: number, batchSize: number, waitSec: 
         grants,
         durationMs: performance.now() - started,
       };
-  }));
+    }),
+  );
 }
 
 interface Passed {
@@ -74,7 +92,12 @@ interface Passed {
  * over: skipped when its row is busy (1205, 1213), failed for anything else the database refused,
  * such as counts that disagree with the log. One bad row never stops the reaper.
  */
-async function reapBatchOrEach(conn: RawConnection, batch: Candidate[], staleUs: number, passed: Passed): Promise<ReapedGrant[]> {
+async function reapBatchOrEach(
+  conn: RawConnection,
+  batch: Candidate[],
+  staleUs: number,
+  passed: Passed,
+): Promise<ReapedGrant[]> {
   try {
     return await reapCandidates(conn, batch, staleUs);
   } catch (err) {
@@ -123,7 +146,12 @@ export interface PurgeResult {
 export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);
   const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
-  const retentionMs = integerOption('retentionMs', o.retentionMs ?? DEFAULTS.purge.retentionMs, 1, LIMITS.maxRetentionMs);
+  const retentionMs = integerOption(
+    'retentionMs',
+    o.retentionMs ?? DEFAULTS.purge.retentionMs,
+    1,
+    LIMITS.maxRetentionMs,
+  );
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.purge.batchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;

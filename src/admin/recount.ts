@@ -1,5 +1,13 @@
 import type { Knex } from 'knex';
-import { errnoOf, ER_DUP_ENTRY, isConflict, isConnectionLost, isLockWaitTimeout, withConnection, withLockWaitTimeout } from '../sql/connection.js';
+import {
+  errnoOf,
+  ER_DUP_ENTRY,
+  isConflict,
+  isConnectionLost,
+  isLockWaitTimeout,
+  withConnection,
+  withLockWaitTimeout,
+} from '../sql/connection.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { findDisagreements, recountResource, type CountDisagreement } from '../sql/recount.js';
 
@@ -80,30 +88,32 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
   knexOption('db', db);
   const limit = limitOption('repairLockCounts', options);
   const started = performance.now();
-  return withConnection(db, (conn) => withLockWaitTimeout(conn, DEFAULTS.reap.lockWaitTimeoutSec, async () => {
-    const { found, more } = page(await findDisagreements(conn, limit), limit);
-    const result: CountRepair = { repaired: [], conflicting: [], skipped: [], problems: [], more, durationMs: 0 };
-    for (const { resource, found: d } of found) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const outcome = await recountResource(conn, resource);
-          if (outcome.kind === 'repaired') result.repaired.push(outcome.found);
-          else if (outcome.kind === 'conflicting') result.conflicting.push(outcome.found);
-          break;
-        } catch (err) {
-          if (isConnectionLost(err)) throw err;
-          // A first acquire inserted the missing row meanwhile: recount with it.
-          if (errnoOf(err) === ER_DUP_ENTRY && attempt < INSERT_RACES) continue;
-          if (isLockWaitTimeout(err) || isConflict(err)) result.skipped.push(d.resourceId);
-          // One resource the database refuses never stops the others.
-          else result.problems.push(`${d.resourceId}: ${(err as Error).message}`);
-          break;
+  return withConnection(db, (conn) =>
+    withLockWaitTimeout(conn, DEFAULTS.reap.lockWaitTimeoutSec, async () => {
+      const { found, more } = page(await findDisagreements(conn, limit), limit);
+      const result: CountRepair = { repaired: [], conflicting: [], skipped: [], problems: [], more, durationMs: 0 };
+      for (const { resource, found: d } of found) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const outcome = await recountResource(conn, resource);
+            if (outcome.kind === 'repaired') result.repaired.push(outcome.found);
+            else if (outcome.kind === 'conflicting') result.conflicting.push(outcome.found);
+            break;
+          } catch (err) {
+            if (isConnectionLost(err)) throw err;
+            // A first acquire inserted the missing row meanwhile: recount with it.
+            if (errnoOf(err) === ER_DUP_ENTRY && attempt < INSERT_RACES) continue;
+            if (isLockWaitTimeout(err) || isConflict(err)) result.skipped.push(d.resourceId);
+            // One resource the database refuses never stops the others.
+            else result.problems.push(`${d.resourceId}: ${(err as Error).message}`);
+            break;
+          }
         }
       }
-    }
-    result.durationMs = performance.now() - started;
-    return result;
-  }));
+      result.durationMs = performance.now() - started;
+      return result;
+    }),
+  );
 }
 
 function limitOption(what: string, options: CountCheckOptions | undefined): number {

@@ -6,9 +6,12 @@ main(process.argv.slice(2), {
   out: (text) => process.stdout.write(`${text}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
   env: process.env,
-}).then((code) => {
-  process.exitCode = code;
-}, (err: unknown) => {
-  process.stderr.write(`mysql-rwlock: ${(err as Error).message}\n`);
-  process.exitCode = 3;
-});
+}).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`mysql-rwlock: ${(err as Error).message}\n`);
+    process.exitCode = 3;
+  },
+);

@@ -68,13 +68,17 @@ export const COMMON_OPTIONS: Record<string, OptionSpec> = {
 
 /** The option of the read commands that sets which grants count as stale. */
 export const STALE_AFTER: Record<string, OptionSpec> = {
-  'stale-after': { type: 'string', value: 'MS', help: `age after which a grant counts as stale, as your reaper's STALE_AFTER_MS (default ${DEFAULTS.staleAfterMs})` },
+  'stale-after': {
+    type: 'string',
+    value: 'MS',
+    help: `age after which a grant counts as stale, as your reaper's STALE_AFTER_MS (default ${DEFAULTS.staleAfterMs})`,
+  },
 };
 
 /** A positive whole number from a flag or argument; anything else is bad usage. */
 export function wholeNumber(name: string, raw: string | boolean | undefined): number | undefined {
   if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) throw new UsageError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw))
+    throw new UsageError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
   return Number(raw);
 }
-

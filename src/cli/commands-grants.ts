@@ -22,7 +22,11 @@ export const GRANTS_COMMAND: Command = {
   options: {
     role: { type: 'string', value: 'ROLE', help: `one of ${ROLE_NAMES.join(', ')}` },
     user: { type: 'string', value: "'NAME'@'HOST'", help: "the account to grant to, e.g. \"'app'@'10.0.%'\"" },
-    database: { type: 'string', value: 'DB', help: 'the lock\'s database (default: the database of --url or MYSQL_URL)' },
+    database: {
+      type: 'string',
+      value: 'DB',
+      help: "the lock's database (default: the database of --url or MYSQL_URL)",
+    },
   },
   details: [
     'Prints one GRANT statement per line, for `mysql` or a migration tool; nothing is sent to a server.',
@@ -34,13 +38,16 @@ export const GRANTS_COMMAND: Command = {
   async run({ values, io, json: asJson }) {
     const role = values.role;
     if (typeof role !== 'string') throw new UsageError(`--role is required: one of ${ROLE_NAMES.join(', ')}`);
-    if (!isRoleName(role)) throw new UsageError(`--role must be one of ${ROLE_NAMES.join(', ')}, got ${JSON.stringify(role)}`);
+    if (!isRoleName(role))
+      throw new UsageError(`--role must be one of ${ROLE_NAMES.join(', ')}, got ${JSON.stringify(role)}`);
     const user = values.user;
     if (typeof user !== 'string') throw new UsageError("--user is required, e.g. --user \"'app'@'10.0.%'\"");
-    const database = typeof values.database === 'string'
-      ? values.database
-      : databaseOfUrl(typeof values.url === 'string' ? values.url : io.env.MYSQL_URL);
-    if (database === undefined) throw new UsageError('--database is required when neither --url nor MYSQL_URL names a database');
+    const database =
+      typeof values.database === 'string'
+        ? values.database
+        : databaseOfUrl(typeof values.url === 'string' ? values.url : io.env.MYSQL_URL);
+    if (database === undefined)
+      throw new UsageError('--database is required when neither --url nor MYSQL_URL names a database');
     const statements = grantStatements(role, user, database);
     io.out(asJson ? json(statements) : statements.join('\n'));
     return EXIT.done;

@@ -5,24 +5,31 @@ import { cell, commandLine, duration, fields, json, plural, table, time } from '
 
 const status: Command = {
   name: 'status',
-  summary: 'counts of live, stale and leased grants, waiting writers, the oldest grant, the last hour\'s forced releases',
+  summary:
+    "counts of live, stale and leased grants, waiting writers, the oldest grant, the last hour's forced releases",
   args: [],
   options: { ...STALE_AFTER },
-  details: 'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, lastHour: { reaped, operator }, staleAfterMs }).',
+  details:
+    'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, lastHour: { reaped, operator }, staleAfterMs }).',
   async run({ locks, json: asJson, io }) {
     const s = await locks().stats();
     if (asJson) {
       io.out(json(s));
       return EXIT.done;
     }
-    io.out(fields([
-      ['live grants', `${s.live.write + s.live.read} (write ${s.live.write}, read ${s.live.read})`],
-      ['stale', `${s.stale} (older than ${duration(s.staleAfterMs)} and not under a lease: the reaper will release them)`],
-      ['leased', `${s.leased} (kept from the reaper by an extended lease)`],
-      ['waiting writers', `${plural(s.waitingWriters, 'resource')} with a writer waiting`],
-      ['oldest grant', s.oldestAgeMs === null ? '-' : duration(s.oldestAgeMs)],
-      ['last hour', `${s.lastHour.reaped} reaped, ${s.lastHour.operator} released by an operator`],
-    ]));
+    io.out(
+      fields([
+        ['live grants', `${s.live.write + s.live.read} (write ${s.live.write}, read ${s.live.read})`],
+        [
+          'stale',
+          `${s.stale} (older than ${duration(s.staleAfterMs)} and not under a lease: the reaper will release them)`,
+        ],
+        ['leased', `${s.leased} (kept from the reaper by an extended lease)`],
+        ['waiting writers', `${plural(s.waitingWriters, 'resource')} with a writer waiting`],
+        ['oldest grant', s.oldestAgeMs === null ? '-' : duration(s.oldestAgeMs)],
+        ['last hour', `${s.lastHour.reaped} reaped, ${s.lastHour.operator} released by an operator`],
+      ]),
+    );
     return EXIT.done;
   },
 };
@@ -40,10 +47,12 @@ const ls: Command = {
     after: { type: 'string', value: 'ID', help: 'the page after this grant id (the last id of the previous page)' },
     ...STALE_AFTER,
   },
-  details: 'With --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting }); the next page is --after the last id. Exit 1 when no grant matched.',
+  details:
+    'With --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting }); the next page is --after the last id. Exit 1 when no grant matched.',
   async run({ locks, values, json: asJson, io }) {
     const mode = values.mode;
-    if (mode !== undefined && mode !== 'write' && mode !== 'read') throw new UsageError(`--mode must be write or read, got ${JSON.stringify(mode)}`);
+    if (mode !== undefined && mode !== 'write' && mode !== 'read')
+      throw new UsageError(`--mode must be write or read, got ${JSON.stringify(mode)}`);
     const options: ListOptions = {
       ...(mode ? { mode } : {}),
       ...(typeof values.owner === 'string' ? { owner: values.owner } : {}),
@@ -58,18 +67,40 @@ const ls: Command = {
     if (asJson) io.out(json(grants));
     else if (grants.length === 0) io.out('no live grants matched');
     else {
-      io.out(table(
-        ['GRANT', 'RESOURCE', 'MODE', 'OWNER', 'AGE', 'LEASE UNTIL', 'STALE', 'WRITER WAITING'],
-        grants.map((g) => [String(g.id), cell(g.resourceId), g.mode, cell(g.owner), duration(g.ageMs), time(g.leaseUntil), g.stale ? 'STALE' : '', g.writerWaiting ? 'yes' : '']),
-      ));
+      io.out(
+        table(
+          ['GRANT', 'RESOURCE', 'MODE', 'OWNER', 'AGE', 'LEASE UNTIL', 'STALE', 'WRITER WAITING'],
+          grants.map((g) => [
+            String(g.id),
+            cell(g.resourceId),
+            g.mode,
+            cell(g.owner),
+            duration(g.ageMs),
+            time(g.leaseUntil),
+            g.stale ? 'STALE' : '',
+            g.writerWaiting ? 'yes' : '',
+          ]),
+        ),
+      );
       if (next !== null) {
         // The same query's next page: every filter repeated (a page without them lists other grants),
         // text values as --name=VALUE so that one starting with '-' stays a value.
-        const text = (name: string): string[] => (typeof values[name] === 'string' ? [`--${name}=${values[name] as string}`] : []);
-        io.out(`more: ${commandLine([
-          'mysql-rwlock', 'ls', ...text('mode'), ...text('owner'), ...(values.stale ? ['--stale'] : []), ...text('prefix'), ...text('stale-after'),
-          ...(limit !== undefined ? ['--limit', String(limit)] : []), '--after', String(next),
-        ])}`);
+        const text = (name: string): string[] =>
+          typeof values[name] === 'string' ? [`--${name}=${values[name] as string}`] : [];
+        io.out(
+          `more: ${commandLine([
+            'mysql-rwlock',
+            'ls',
+            ...text('mode'),
+            ...text('owner'),
+            ...(values.stale ? ['--stale'] : []),
+            ...text('prefix'),
+            ...text('stale-after'),
+            ...(limit !== undefined ? ['--limit', String(limit)] : []),
+            '--after',
+            String(next),
+          ])}`,
+        );
       }
     }
     return grants.length > 0 ? EXIT.done : EXIT.nothing;
@@ -81,22 +112,35 @@ const inspect: Command = {
   summary: 'one resource: its counts, waiting writer and live grants',
   args: ['<resourceId>'],
   options: { ...STALE_AFTER },
-  details: 'With --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
+  details:
+    'With --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
   async run({ locks, positionals, json: asJson, io }) {
     const state = await locks().inspect(positionals[0]!);
     if (asJson) io.out(json(state));
     else {
-      io.out(fields([
-        ['resource', cell(state.resourceId)],
-        ['held', state.live.write > 0 ? 'write' : state.live.read > 0 ? `read × ${state.live.read}` : 'free'],
-        ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
-      ]));
+      io.out(
+        fields([
+          ['resource', cell(state.resourceId)],
+          ['held', state.live.write > 0 ? 'write' : state.live.read > 0 ? `read × ${state.live.read}` : 'free'],
+          ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
+        ]),
+      );
       if (state.holders.length > 0) {
         io.out('');
-        io.out(table(
-          ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'AGE', 'LEASE UNTIL', 'STALE'],
-          state.holders.map((h) => [String(h.id), h.mode, cell(h.owner), time(h.createTime), duration(h.ageMs), time(h.leaseUntil), h.stale ? 'STALE' : '']),
-        ));
+        io.out(
+          table(
+            ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'AGE', 'LEASE UNTIL', 'STALE'],
+            state.holders.map((h) => [
+              String(h.id),
+              h.mode,
+              cell(h.owner),
+              time(h.createTime),
+              duration(h.ageMs),
+              time(h.leaseUntil),
+              h.stale ? 'STALE' : '',
+            ]),
+          ),
+        );
       }
     }
     return state.holders.length > 0 ? EXIT.done : EXIT.nothing;
@@ -105,29 +149,48 @@ const inspect: Command = {
 
 const history: Command = {
   name: 'history',
-  summary: 'one resource\'s grants, newest first, with how each ended',
+  summary: "one resource's grants, newest first, with how each ended",
   args: ['<resourceId>'],
   options: {
     limit: { type: 'string', value: 'N', help: 'grants per page (default 50, at most 10000)' },
-    before: { type: 'string', value: 'ID', help: 'only grants older than this grant id (the last id of the previous page)' },
+    before: {
+      type: 'string',
+      value: 'ID',
+      help: 'only grants older than this grant id (the last id of the previous page)',
+    },
   },
-  details: 'ENDED BY is holder, reaper, operator, withdrawn (a lost acquire settled as never granted) or live.\nWith --json: { grants, next } as locks.history() returns it. Exit 1 when the resource has no grant in the log.',
+  details:
+    'ENDED BY is holder, reaper, operator, withdrawn (a lost acquire settled as never granted) or live.\nWith --json: { grants, next } as locks.history() returns it. Exit 1 when the resource has no grant in the log.',
   async run({ locks, positionals, values, json: asJson, io }) {
     const limit = wholeNumber('--limit', values.limit);
     const before = wholeNumber('--before', values.before);
-    const page = await locks().history(positionals[0]!, { ...(limit !== undefined ? { limit } : {}), ...(before !== undefined ? { before } : {}) });
+    const page = await locks().history(positionals[0]!, {
+      ...(limit !== undefined ? { limit } : {}),
+      ...(before !== undefined ? { before } : {}),
+    });
     if (asJson) io.out(json(page));
     else if (page.grants.length === 0) io.out('no grants in the log for this resource');
     else {
-      io.out(table(
-        ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'HELD', 'ENDED BY', 'ENDED AT', 'RELEASER', 'REASON'],
-        page.grants.map((g) => [
-          String(g.id), g.mode, cell(g.owner), time(g.createTime), duration(g.heldMs), g.releasedBy ?? 'live',
-          time(g.releasedAt), cell(g.releaser ?? ''), cell(g.reason ?? ''),
-        ]),
-      ));
+      io.out(
+        table(
+          ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'HELD', 'ENDED BY', 'ENDED AT', 'RELEASER', 'REASON'],
+          page.grants.map((g) => [
+            String(g.id),
+            g.mode,
+            cell(g.owner),
+            time(g.createTime),
+            duration(g.heldMs),
+            g.releasedBy ?? 'live',
+            time(g.releasedAt),
+            cell(g.releaser ?? ''),
+            cell(g.reason ?? ''),
+          ]),
+        ),
+      );
       if (page.next !== null) {
-        io.out(`more: ${commandLine(['mysql-rwlock', 'history', ...(limit !== undefined ? ['--limit', String(limit)] : []), '--before', String(page.next), '--', positionals[0]!])}`);
+        io.out(
+          `more: ${commandLine(['mysql-rwlock', 'history', ...(limit !== undefined ? ['--limit', String(limit)] : []), '--before', String(page.next), '--', positionals[0]!])}`,
+        );
       }
     }
     return page.grants.length > 0 ? EXIT.done : EXIT.nothing;

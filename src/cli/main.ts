@@ -7,7 +7,15 @@ import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
 import { createLockManager, type LockManager } from '../lock/manager.js';
 import { DEFAULTS, LIMITS } from '../options.js';
 import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
-import { COMMON_OPTIONS, EXIT, UsageError, wholeNumber, type Command, type CommandContext, type Io } from './command.js';
+import {
+  COMMON_OPTIONS,
+  EXIT,
+  UsageError,
+  wholeNumber,
+  type Command,
+  type CommandContext,
+  type Io,
+} from './command.js';
 import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
@@ -20,12 +28,7 @@ export { EXIT } from './command.js';
  * Every command, in the order --help lists them.
  * The operator page (`dashboard`, in its own module) comes after the write commands.
  */
-export const COMMANDS: readonly Command[] = [
-  ...READ_COMMANDS,
-  ...WRITE_COMMANDS,
-  DASHBOARD_COMMAND,
-  GRANTS_COMMAND,
-];
+export const COMMANDS: readonly Command[] = [...READ_COMMANDS, ...WRITE_COMMANDS, DASHBOARD_COMMAND, GRANTS_COMMAND];
 
 function usageOf(c: Command): string {
   const all = { ...c.options, ...COMMON_OPTIONS };
@@ -91,16 +94,24 @@ export async function main(argv: string[], io: Io): Promise<number> {
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
-    io.err(`mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`);
+    io.err(
+      `mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`,
+    );
     return EXIT.usage;
   }
   let secrets: string[] = [];
   // A driver's message should never hold the password; this is a second guard. Shorter than 4
   // characters, a password would blank out ordinary text (every ':'), and is not looked for.
-  const scrub = (text: string): string => secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
+  const scrub = (text: string): string =>
+    secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
   let knex: Knex | undefined;
   try {
-    const options = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
+    const options = Object.fromEntries(
+      Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [
+        k,
+        { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
+      ]),
+    );
     let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
@@ -108,13 +119,21 @@ export async function main(argv: string[], io: Io): Promise<number> {
       throw new UsageError((err as Error).message);
     }
     const values = parsed.values as Record<string, string | boolean | undefined>;
-    const repeated = Object.fromEntries(Object.entries({ ...command.options, ...COMMON_OPTIONS }).filter(([, o]) => o.multiple).map(([k]) => [k, (parsed.values[k] ?? []) as string[]]));
+    const repeated = Object.fromEntries(
+      Object.entries({ ...command.options, ...COMMON_OPTIONS })
+        .filter(([, o]) => o.multiple)
+        .map(([k]) => [k, (parsed.values[k] ?? []) as string[]]),
+    );
     if (values.help) {
       io.out(usageOf(command));
       return EXIT.done;
     }
     if (parsed.positionals.length !== command.args.length) {
-      throw new UsageError(command.args.length === 0 ? `takes no arguments, got ${JSON.stringify(parsed.positionals.join(' '))}` : `needs ${command.args.join(' ')}`);
+      throw new UsageError(
+        command.args.length === 0
+          ? `takes no arguments, got ${JSON.stringify(parsed.positionals.join(' '))}`
+          : `needs ${command.args.join(' ')}`,
+      );
     }
     const fromFlag = typeof values.url === 'string';
     const raw = fromFlag ? (values.url as string) : io.env.MYSQL_URL;
@@ -134,7 +153,12 @@ export async function main(argv: string[], io: Io): Promise<number> {
     let locks: LockManager | undefined;
     const db = (): Knex => {
       // knex's own warnings would print the connection settings' context; the CLI reports errors itself.
-      knex ??= knexFactory({ client: 'mysql2', connection: connection(), pool: { min: 0, max: 2 }, log: { warn() {}, error() {}, deprecate() {}, debug() {} } });
+      knex ??= knexFactory({
+        client: 'mysql2',
+        connection: connection(),
+        pool: { min: 0, max: 2 },
+        log: { warn() {}, error() {}, deprecate() {}, debug() {} },
+      });
       return knex;
     };
     const ctx: CommandContext = {
@@ -151,11 +175,19 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return await command.run(ctx);
   } catch (err) {
     if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
-      io.err(cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)));
+      io.err(
+        cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)),
+      );
       return EXIT.usage;
     }
     const e = err as Error & { code?: string };
-    io.err(cell(scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`)));
+    io.err(
+      cell(
+        scrub(
+          `mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`,
+        ),
+      ),
+    );
     return EXIT.failed;
   } finally {
     await knex?.destroy();

@@ -19,10 +19,19 @@ export interface RecentRelease {
 
 /** The latest releases by the reaper and by operators, newest first, through the notes' time index. */
 export async function recentReleases(conn: RawConnection, limit: number): Promise<RecentRelease[]> {
-  const rows = await query<Array<{
-    grant_id: number | string; released_at: Date; released_by: number; releaser: string; reason: string | null;
-    resource_id: Buffer | null; lock_type: number | null; owner: string | null; create_time: Date | null;
-  }>>(
+  const rows = await query<
+    Array<{
+      grant_id: number | string;
+      released_at: Date;
+      released_by: number;
+      releaser: string;
+      reason: string | null;
+      resource_id: Buffer | null;
+      lock_type: number | null;
+      owner: string | null;
+      create_time: Date | null;
+    }>
+  >(
     conn,
     `SELECT n.grant_id, n.released_at, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.owner, l.create_time
        FROM t_lock_release_note n LEFT JOIN t_lock_log l ON l.id = n.grant_id
@@ -42,7 +51,10 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
   }));
 }
 
-export type TimelineGrant = Pick<GrantHistoryEntry, 'id' | 'mode' | 'owner' | 'createTime' | 'releasedAt' | 'releasedBy' | 'reason'>;
+export type TimelineGrant = Pick<
+  GrantHistoryEntry,
+  'id' | 'mode' | 'owner' | 'createTime' | 'releasedAt' | 'releasedBy' | 'reason'
+>;
 
 export interface TimelineLane {
   resourceId: string;
@@ -67,7 +79,10 @@ const IN_WINDOW = `(l.status = ${STATUS.live} OR (l.status = ${STATUS.released} 
  * the cost follows the grants of the window, not the log's size. A grant released in the window
  * but granted before it is not shown.
  */
-export async function timeline(conn: RawConnection, options: { resource?: Buffer; windowMs: number; maxResources: number; maxGrants: number }): Promise<Timeline> {
+export async function timeline(
+  conn: RawConnection,
+  options: { resource?: Buffer; windowMs: number; maxResources: number; maxGrants: number },
+): Promise<Timeline> {
   const windowUs = options.windowMs * 1000;
   const [{ now }] = (await query<Array<{ now: Date }>>(conn, 'SELECT NOW(6) AS now')) as [{ now: Date }];
   let resources: Buffer[];
@@ -83,9 +98,18 @@ export async function timeline(conn: RawConnection, options: { resource?: Buffer
     resources = busiest.map((r) => r.resource_id);
   }
   if (resources.length === 0) return { now, windowMs: options.windowMs, lanes: [], truncated: false };
-  const rows = await query<Array<{
-    id: number | string; resource_id: Buffer; lock_type: number; owner: string; create_time: Date; released_at: Date | null; released_by: number | null; reason: string | null;
-  }>>(
+  const rows = await query<
+    Array<{
+      id: number | string;
+      resource_id: Buffer;
+      lock_type: number;
+      owner: string;
+      create_time: Date;
+      released_at: Date | null;
+      released_by: number | null;
+      reason: string | null;
+    }>
+  >(
     conn,
     `SELECT l.id, l.resource_id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, n.reason
        FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
@@ -93,7 +117,9 @@ export async function timeline(conn: RawConnection, options: { resource?: Buffer
       ORDER BY l.id DESC LIMIT ?`,
     [resources, windowUs, options.maxGrants + 1],
   );
-  const lanes = new Map<string, TimelineLane>(resources.map((r) => [r.toString('hex'), { resourceId: r.toString('utf8'), grants: [] }]));
+  const lanes = new Map<string, TimelineLane>(
+    resources.map((r) => [r.toString('hex'), { resourceId: r.toString('utf8'), grants: [] }]),
+  );
   for (const r of rows.slice(0, options.maxGrants).reverse()) {
     lanes.get(r.resource_id.toString('hex'))?.grants.push({
       id: Number(r.id),

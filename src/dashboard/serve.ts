@@ -49,14 +49,24 @@ const LANES = 12;
 const BARS = 3_000;
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
 
 /** Starts the page's server; resolves once it listens. */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const o = optionsObject('serveDashboard', options, ['knex', 'port', 'host', 'allowedHosts', 'allowRelease', 'staleAfterMs']);
+  const o = optionsObject('serveDashboard', options, [
+    'knex',
+    'port',
+    'host',
+    'allowedHosts',
+    'allowRelease',
+    'staleAfterMs',
+  ]);
   const knex = knexOption('knex', o.knex);
   const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
   const host = o.host === undefined ? DASHBOARD_DEFAULTS.host : textOption('host', o.host, 255).toString('utf8');
@@ -65,7 +75,9 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
   const locks = createLockManager({ knex, staleAfterMs, owner: `dashboard@${hostname()}` });
   const token = randomBytes(24).toString('hex');
-  const [server0] = await withConnection(knex, (conn) => query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'));
+  const [server0] = await withConnection(knex, (conn) =>
+    query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'),
+  );
   const database = `${server0?.db ?? '(no database)'} · ${server0?.version ?? ''}`;
 
   const state = async () => {
@@ -93,16 +105,22 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   };
 
   const release = async (req: http.IncomingMessage) => {
-    if (!allowRelease) throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
+    if (!allowRelease)
+      throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
     // A cross-site page can send a POST but cannot read the token, send JSON without a preflight,
     // or set a custom header; a browser always names the origin of a cross-site POST.
     const sent = Buffer.from(String(req.headers['x-rwlock-token'] ?? ''));
-    if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token))) throw new HttpError(403, 'missing or wrong token');
+    if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token)))
+      throw new HttpError(403, 'missing or wrong token');
     // The page's origin is the accepted Host it was opened at (checked before any path is served).
-    if (req.headers.origin !== undefined && req.headers.origin.toLowerCase() !== `http://${String(req.headers.host).toLowerCase()}`) {
+    if (
+      req.headers.origin !== undefined &&
+      req.headers.origin.toLowerCase() !== `http://${String(req.headers.host).toLowerCase()}`
+    ) {
       throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
     }
-    if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? ''))) throw new HttpError(415, 'send application/json');
+    if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? '')))
+      throw new HttpError(415, 'send application/json');
     const body = await readBody(req, 4096);
     let input: { grantId?: unknown; reason?: unknown };
     try {
@@ -110,9 +128,11 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     } catch {
       throw new HttpError(400, 'the body is not JSON');
     }
-    if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "reason": TEXT }');
+    if (input === null || typeof input !== 'object' || Array.isArray(input))
+      throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "reason": TEXT }');
     try {
-      const reason = typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
+      const reason =
+        typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
       return { released: await locks.forceRelease(input.grantId as number, { reason }) };
     } catch (err) {
       if (err instanceof InvalidOptionsError) throw new HttpError(400, err.message);
@@ -123,22 +143,34 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://dashboard');
     const send = (status: number, type: string, body: string): void => {
-      res.writeHead(status, {
-        'content-type': type,
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff',
-        'x-frame-options': 'DENY',
-        'referrer-policy': 'no-referrer',
-        'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-      }).end(body);
+      res
+        .writeHead(status, {
+          'content-type': type,
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+          'x-frame-options': 'DENY',
+          'referrer-policy': 'no-referrer',
+          'content-security-policy':
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        })
+        .end(body);
     };
-    const json = (status: number, value: unknown): void => send(status, 'application/json; charset=utf-8', JSON.stringify(value));
+    const json = (status: number, value: unknown): void =>
+      send(status, 'application/json; charset=utf-8', JSON.stringify(value));
     void (async () => {
       try {
         // DNS rebinding: another site's name pointed at this address must not read the page.
-        if (!accepted.has(hostName(req.headers.host))) throw new HttpError(421, 'unexpected Host header: start the dashboard with --allowed-host NAME for each name it is opened by');
+        if (!accepted.has(hostName(req.headers.host)))
+          throw new HttpError(
+            421,
+            'unexpected Host header: start the dashboard with --allowed-host NAME for each name it is opened by',
+          );
         if (req.method === 'GET' && url.pathname === '/') {
-          send(200, 'text/html; charset=utf-8', renderPage({ token: allowRelease ? token : null, database, staleAfterMs, windows: WINDOWS_MS }));
+          send(
+            200,
+            'text/html; charset=utf-8',
+            renderPage({ token: allowRelease ? token : null, database, staleAfterMs, windows: WINDOWS_MS }),
+          );
         } else if (req.method === 'GET' && url.pathname === '/api/state') {
           json(200, await state());
         } else if (req.method === 'GET' && url.pathname === '/api/timeline') {
@@ -146,11 +178,17 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
         } else if (req.method === 'POST' && url.pathname === '/api/release') {
           json(200, await release(req));
         } else {
-          throw new HttpError(url.pathname === '/api/release' || url.pathname === '/' || url.pathname.startsWith('/api/') ? 405 : 404, 'not here');
+          throw new HttpError(
+            url.pathname === '/api/release' || url.pathname === '/' || url.pathname.startsWith('/api/') ? 405 : 404,
+            'not here',
+          );
         }
       } catch (err) {
         if (err instanceof HttpError) json(err.status, { error: err.message });
-        else json(500, { error: err instanceof RwLockError ? err.message : `the database refused: ${(err as Error).message}` });
+        else
+          json(500, {
+            error: err instanceof RwLockError ? err.message : `the database refused: ${(err as Error).message}`,
+          });
       }
     })();
   });
@@ -166,10 +204,11 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   return {
     url: `http://${host === '::' ? '[::1]' : shown}:${actual}/`,
     port: actual,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -183,7 +222,8 @@ const WILDCARD = ['0.0.0.0', '::'];
  */
 function acceptedHosts(bound: string, allowed: unknown): Set<string> {
   const list = allowed === undefined ? [] : allowed;
-  if (!Array.isArray(list)) throw new InvalidOptionsError(`allowedHosts must be an array of host names, got ${typeof list}`);
+  if (!Array.isArray(list))
+    throw new InvalidOptionsError(`allowedHosts must be an array of host names, got ${typeof list}`);
   const names = new Set<string>();
   const b = bound.toLowerCase().replace(/^\[(.*)\]$/, '$1');
   if (!WILDCARD.includes(b)) names.add(b);
@@ -191,7 +231,9 @@ function acceptedHosts(bound: string, allowed: unknown): Set<string> {
   for (const item of list as unknown[]) {
     const name = typeof item === 'string' ? item.toLowerCase().replace(/^\[(.*)\]$/, '$1') : '';
     if (!/^[a-z0-9._-]{1,253}$/.test(name) && !/^(?=.*:.*:)[0-9a-f:.]{2,45}$/.test(name)) {
-      throw new InvalidOptionsError(`allowedHosts: ${JSON.stringify(item)} is not a host name or address (no port, no scheme)`);
+      throw new InvalidOptionsError(
+        `allowedHosts: ${JSON.stringify(item)} is not a host name or address (no port, no scheme)`,
+      );
     }
     names.add(name);
   }
@@ -200,7 +242,10 @@ function acceptedHosts(bound: string, allowed: unknown): Set<string> {
 
 /** The name in a Host header: without the port and the brackets of an IPv6 address, lower case. */
 function hostName(header: string | undefined): string {
-  return (header ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return (header ?? '')
+    .replace(/:\d+$/, '')
+    .replace(/^\[(.*)\]$/, '$1')
+    .toLowerCase();
 }
 
 function readBody(req: http.IncomingMessage, max: number): Promise<string> {

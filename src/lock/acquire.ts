@@ -1,6 +1,12 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { LockAbortedError, LockOutcomeUnknownError, LockTimeoutError, SchemaMissingError, TransactionConflictError } from '../errors.js';
+import {
+  LockAbortedError,
+  LockOutcomeUnknownError,
+  LockTimeoutError,
+  SchemaMissingError,
+  TransactionConflictError,
+} from '../errors.js';
 import { HeldGrant } from './grant.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
@@ -24,7 +30,12 @@ export interface Target {
  * of this manager queue per resource (FIFO): only the head polls, and a holder that releases and
  * re-acquires in a loop cannot barge past them. Between processes the database decides.
  */
-export async function acquire(ctx: LockContext, t: Target, waitMs: number, signal: AbortSignal | undefined): Promise<HeldGrant> {
+export async function acquire(
+  ctx: LockContext,
+  t: Target,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<HeldGrant> {
   const { backoffMinMs, backoffMaxMs, writerIntentMs } = ctx.options;
   // A monotonic clock: a wall-clock step must not end a wait early, and whole milliseconds would
   // end it up to one short.
@@ -75,7 +86,11 @@ export async function acquire(ctx: LockContext, t: Target, waitMs: number, signa
         n = -1;
         continue;
       }
-      await ticket.pause(Math.min(remaining, backoffDelay(n, backoffMinMs, backoffMaxMs, performance.now() - startedAt)), signal, seen);
+      await ticket.pause(
+        Math.min(remaining, backoffDelay(n, backoffMinMs, backoffMaxMs, performance.now() - startedAt)),
+        signal,
+        seen,
+      );
     }
   } finally {
     ticket.leave(granted);
@@ -91,13 +106,24 @@ async function unlessAborted(grant: HeldGrant, signal: AbortSignal | undefined):
 }
 
 /** One acquire attempt, through the procedure or as plain statements (see `ProceduresMode`). */
-async function acquireOnce(ctx: LockContext, conn: RawConnection, t: Target, token: Buffer, intentMs: number): Promise<number | null> {
+async function acquireOnce(
+  ctx: LockContext,
+  conn: RawConnection,
+  t: Target,
+  token: Buffer,
+  intentMs: number,
+): Promise<number | null> {
   if (!ctx.acquirePath.statements) {
     try {
       return await callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
     } catch (err) {
       // A CALL of a missing procedure fails before running anything: nothing to undo.
-      if (ctx.options.procedures !== 'auto' || !(err instanceof SchemaMissingError) || errnoOf(err.cause) !== ER_SP_DOES_NOT_EXIST) throw err;
+      if (
+        ctx.options.procedures !== 'auto' ||
+        !(err instanceof SchemaMissingError) ||
+        errnoOf(err.cause) !== ER_SP_DOES_NOT_EXIST
+      )
+        throw err;
       ctx.acquirePath.statements = true;
     }
   }
@@ -113,30 +139,35 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
   await checkSchemaVersion(ctx.knex);
   await ensureReleasable(ctx);
   let token = newToken();
-  return withRetries(ctx.policy, `${t.mode} acquire`, async () => {
-    token = newToken();
-    const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs));
-    return id === null ? null : HeldGrant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
-  }, async (err) => {
-    const lostToken = token;
-    const reply = await askDatabase(ctx.knex, ctx.policy.resolveTimeoutMs, async (conn) => {
-      try {
-        await withdrawAcquire(conn, t.resource, t.mode, lostToken);
-        return null;
-      } catch (e) {
-        if (errnoOf(e) === ER_DUP_ENTRY) return findGrantByToken(conn, lostToken);
-        throw e;
+  return withRetries(
+    ctx.policy,
+    `${t.mode} acquire`,
+    async () => {
+      token = newToken();
+      const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs));
+      return id === null ? null : HeldGrant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
+    },
+    async (err) => {
+      const lostToken = token;
+      const reply = await askDatabase(ctx.knex, ctx.policy.resolveTimeoutMs, async (conn) => {
+        try {
+          await withdrawAcquire(conn, t.resource, t.mode, lostToken);
+          return null;
+        } catch (e) {
+          if (errnoOf(e) === ER_DUP_ENTRY) return findGrantByToken(conn, lostToken);
+          throw e;
+        }
+      });
+      if (reply === undefined) throw new LockOutcomeUnknownError('acquire', lostToken.toString('hex'), null, err);
+      const row = reply.answer;
+      // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
+      if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
+      const grant = HeldGrant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
+      if (row.status === STATUS.released) {
+        grant.committed(); // granted, and released since (reaped): nothing is held
+        return { value: null };
       }
-    });
-    if (reply === undefined) throw new LockOutcomeUnknownError('acquire', lostToken.toString('hex'), null, err);
-    const row = reply.answer;
-    // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
-    if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
-    const grant = HeldGrant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
-    if (row.status === STATUS.released) {
-      grant.committed(); // granted, and released since (reaped): nothing is held
-      return { value: null };
-    }
-    return { value: grant };
-  });
+      return { value: grant };
+    },
+  );
 }

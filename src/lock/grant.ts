@@ -33,11 +33,25 @@ export class HeldGrant implements Grant {
    * user could call; `create` is the library's way in, and is left out of them.
    * @internal
    */
-  static create(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer): HeldGrant {
+  static create(
+    ctx: LockContext,
+    id: number,
+    resourceId: string,
+    resource: Buffer,
+    mode: LockMode,
+    token: Buffer,
+  ): HeldGrant {
     return new HeldGrant(ctx, id, resourceId, resource, mode, token);
   }
 
-  private constructor(ctx: LockContext, id: number, resourceId: string, resource: Buffer, mode: LockMode, token: Buffer) {
+  private constructor(
+    ctx: LockContext,
+    id: number,
+    resourceId: string,
+    resource: Buffer,
+    mode: LockMode,
+    token: Buffer,
+  ) {
     this.#ctx = ctx;
     this.id = id;
     this.resourceId = resourceId;
@@ -66,7 +80,11 @@ export class HeldGrant implements Grant {
   }
 
   fence(execute: FenceExecutor): Promise<void> {
-    return traced(fenceChannel, () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }), () => this.#fence(execute));
+    return traced(
+      fenceChannel,
+      () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }),
+      () => this.#fence(execute),
+    );
   }
 
   async #fence(execute: FenceExecutor): Promise<void> {
@@ -82,7 +100,9 @@ export class HeldGrant implements Grant {
       this.#markLost('fence', 'look up');
       throw new LockLostError(this.id);
     }
-    throw new LockInvariantError(`execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`);
+    throw new LockInvariantError(
+      `execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${RELEASED_ROWS} (released) or 0 (lost): does it resolve to the affected-row count, as a number?`,
+    );
   }
 
   async downgrade(): Promise<void> {
@@ -101,17 +121,27 @@ export class HeldGrant implements Grant {
    * The grant row's mode is the truth: a change whose reply was lost is settled by reading it, and a
    * retry that finds the change already made (it committed before its reply was lost) counts as made.
    */
-  async #changeMode(change: (conn: RawConnection, grant: GrantRef) => Promise<boolean>, to: LockMode): Promise<boolean> {
+  async #changeMode(
+    change: (conn: RawConnection, grant: GrantRef) => Promise<boolean>,
+    to: LockMode,
+  ): Promise<boolean> {
     if (this.#done) throw new LockLostError(this.id, 'it was already released');
     const ref = this.ref;
     const what = to === 'read' ? 'downgrade' : 'upgrade';
-    const changed = await withRetries(this.#ctx.policy, what, () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)), async (err) => {
-      const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantByToken(conn, this.#token));
-      if (reply === undefined) throw new LockOutcomeUnknownError(what, this.token, this.id, err);
-      const row = reply.answer;
-      if (row?.status === STATUS.live && row.mode === to) return { value: true };
-      return row?.status === STATUS.live ? 'retry' : { value: false };
-    });
+    const changed = await withRetries(
+      this.#ctx.policy,
+      what,
+      () => withConnection(this.#ctx.knex, (conn) => change(conn, ref)),
+      async (err) => {
+        const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) =>
+          findGrantByToken(conn, this.#token),
+        );
+        if (reply === undefined) throw new LockOutcomeUnknownError(what, this.token, this.id, err);
+        const row = reply.answer;
+        if (row?.status === STATUS.live && row.mode === to) return { value: true };
+        return row?.status === STATUS.live ? 'retry' : { value: false };
+      },
+    );
     const row = changed ? null : await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
     if (changed || (row?.status === STATUS.live && row.mode === to)) {
       this.#mode = to;
@@ -127,7 +157,9 @@ export class HeldGrant implements Grant {
 
   async isLive(): Promise<boolean> {
     if (this.#done) return false;
-    const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) => findGrantByToken(conn, this.#token));
+    const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) =>
+      findGrantByToken(conn, this.#token),
+    );
     if (reply === undefined) throw new LockOutcomeUnknownError('business commit', this.token, this.id, null);
     const row = reply.answer;
     if (row?.status === STATUS.live) return true;
@@ -154,17 +186,26 @@ export class HeldGrant implements Grant {
   }
 
   release(): Promise<boolean> {
-    return traced(releaseChannel, () => ({ grant: this, grantId: this.id, by: 'holder' as const }), () => this.#release());
+    return traced(
+      releaseChannel,
+      () => ({ grant: this, grantId: this.id, by: 'holder' as const }),
+      () => this.#release(),
+    );
   }
 
   async #release(): Promise<boolean> {
     if (this.#done) return false;
     const ref = this.ref;
-    const released = await withRetries(this.#ctx.policy, 'release', () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')), async (err) => {
-      const answer = await this.#settleByRelease();
-      if (answer === undefined) throw new LockOutcomeUnknownError('release', this.token, this.id, err);
-      return { value: answer.releasedNow || answer.releasedBy === RELEASED_BY.holder };
-    });
+    const released = await withRetries(
+      this.#ctx.policy,
+      'release',
+      () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')),
+      async (err) => {
+        const answer = await this.#settleByRelease();
+        if (answer === undefined) throw new LockOutcomeUnknownError('release', this.token, this.id, err);
+        return { value: answer.releasedNow || answer.releasedBy === RELEASED_BY.holder };
+      },
+    );
     if (!released) {
       // Released before: by this holder's fenced commit, or by someone else (then it was lost).
       const row = await withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token));
@@ -219,7 +260,8 @@ export class HeldGrant implements Grant {
     if (!hook && !lostChannel.hasSubscribers) return;
     const call = (by: number | null): void => {
       const info: LockLostInfo = { releasedBy: lostBy(by), detectedBy };
-      if (lostChannel.hasSubscribers) lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, ...info });
+      if (lostChannel.hasSubscribers)
+        lostChannel.publish({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, ...info });
       if (!hook) return;
       try {
         void Promise.resolve(hook(this, info)).catch((err: unknown) => this.#reportHookError(err));
@@ -228,7 +270,10 @@ export class HeldGrant implements Grant {
       }
     };
     if (releasedBy !== 'look up') return call(releasedBy);
-    void withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token)).then((row) => call(row?.releasedBy ?? null), () => call(null));
+    void withConnection(this.#ctx.knex, (conn) => findGrantByToken(conn, this.#token)).then(
+      (row) => call(row?.releasedBy ?? null),
+      () => call(null),
+    );
   }
 
   /**
@@ -253,7 +298,10 @@ export class HeldGrant implements Grant {
         // keep the placeholder
       }
     }
-    process.emitWarning(`onLockLost threw for grant ${this.id}: ${text}`, { type: 'MysqlRwlockWarning', detail: stack });
+    process.emitWarning(`onLockLost threw for grant ${this.id}: ${text}`, {
+      type: 'MysqlRwlockWarning',
+      detail: stack,
+    });
   }
 
   /**

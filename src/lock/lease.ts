@@ -6,7 +6,11 @@ import type { Grant } from './api.js';
  * gone aborts `grant.signal` and stops.
  */
 export function keepLeaseAhead(grant: Grant, leaseMs: number): { first: Promise<unknown>; stop(): void } {
-  const tick = (): Promise<unknown> => grant.extend(leaseMs).then((live) => live || stop(), () => undefined);
+  const tick = (): Promise<unknown> =>
+    grant.extend(leaseMs).then(
+      (live) => live || stop(),
+      () => undefined,
+    );
   const timer = setInterval(() => void tick(), Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref();
   const stop = (): void => clearInterval(timer);

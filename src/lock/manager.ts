@@ -7,13 +7,33 @@ import type { Grant, LockedWork } from './api.js';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
-  booleanOption, DEFAULTS, integerOption, LIMITS, optionsObject, resolveCallOptions, resolveManagerOptions, textOption,
-  type AcquireOptions, type ForceReleaseOptions, type HistoryOptions, type ListOptions, type LockManagerOptions, type WithLockOptions,
+  booleanOption,
+  DEFAULTS,
+  integerOption,
+  LIMITS,
+  optionsObject,
+  resolveCallOptions,
+  resolveManagerOptions,
+  textOption,
+  type AcquireOptions,
+  type ForceReleaseOptions,
+  type HistoryOptions,
+  type ListOptions,
+  type LockManagerOptions,
+  type WithLockOptions,
 } from '../options.js';
 import { resourceKey } from './resource-id.js';
 import { inspectResource, type LockState } from '../sql/inspect.js';
 import { findGrantRef } from '../sql/lookup.js';
-import { lockStats, listLive, resourceHistory, type GrantHistoryEntry, type ListedGrant, type ListFilter, type LockStats } from '../sql/operate.js';
+import {
+  lockStats,
+  listLive,
+  resourceHistory,
+  type GrantHistoryEntry,
+  type ListedGrant,
+  type ListFilter,
+  type LockStats,
+} from '../sql/operate.js';
 import { operatorRelease } from '../sql/release-note.js';
 import type { LockMode } from '../types.js';
 import { Scopes } from './scope.js';
@@ -173,7 +193,9 @@ export class LockManager {
   inspect(resourceId: string): Promise<LockState> {
     return this.#track('inspect', async () => {
       const resource = resourceKey(resourceId);
-      return withConnection(this.#ctx.knex, (conn) => inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs));
+      return withConnection(this.#ctx.knex, (conn) =>
+        inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs),
+      );
     });
   }
 
@@ -195,10 +217,15 @@ export class LockManager {
       integerOption('grantId', grantId, 1);
       const o = optionsObject('forceRelease', options, ['reason']);
       const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
-      return traced(releaseChannel, () => ({ grantId, by: 'operator' as const }), () => withConnection(this.#ctx.knex, async (conn) => {
-        const ref = await findGrantRef(conn, grantId);
-        return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
-      }));
+      return traced(
+        releaseChannel,
+        () => ({ grantId, by: 'operator' as const }),
+        () =>
+          withConnection(this.#ctx.knex, async (conn) => {
+            const ref = await findGrantRef(conn, grantId);
+            return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
+          }),
+      );
     });
   }
 
@@ -223,7 +250,8 @@ export class LockManager {
   list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
     return this.#track('list', async () => {
       const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
-      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read') throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
+      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read')
+        throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
       const filter: ListFilter = {
         mode: o.mode as LockMode | undefined,
         owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
@@ -273,7 +301,9 @@ export class LockManager {
    * ```
    */
   stats(): Promise<LockStats> {
-    return this.#track('stats', () => withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs)));
+    return this.#track('stats', () =>
+      withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs)),
+    );
   }
 
   /**
@@ -299,9 +329,12 @@ export class LockManager {
    * ```
    */
   close(): Promise<void> {
-    this.#closed ??= this.#inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => {
-      this.#drained = resolve;
-    });
+    this.#closed ??=
+      this.#inFlight === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            this.#drained = resolve;
+          });
     return this.#closed;
   }
 
@@ -330,13 +363,20 @@ export class LockManager {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
       // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
-      if (argumentCount > 1) throw new InvalidOptionsError(`${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`);
+      if (argumentCount > 1)
+        throw new InvalidOptionsError(
+          `${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`,
+        );
       return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
     });
   }
 
   #traceAcquire<T extends HeldGrant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
-    return traced(acquireChannel, () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner }), run);
+    return traced(
+      acquireChannel,
+      () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner }),
+      run,
+    );
   }
 
   #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
@@ -347,14 +387,27 @@ export class LockManager {
     });
   }
 
-  #withLock<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
+  #withLock<T>(
+    mode: LockMode,
+    resourceId: string,
+    work: LockedWork<T>,
+    options: WithLockOptions | undefined,
+    what: string,
+  ): Promise<T> {
     return this.#track(what, () => this.#scoped(mode, resourceId, work, options, what));
   }
 
-  async #scoped<T>(mode: LockMode, resourceId: string, work: LockedWork<T>, options: WithLockOptions | undefined, what: string): Promise<T> {
+  async #scoped<T>(
+    mode: LockMode,
+    resourceId: string,
+    work: LockedWork<T>,
+    options: WithLockOptions | undefined,
+    what: string,
+  ): Promise<T> {
     const target = this.#target(mode, resourceId);
     const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
-    if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
+    if (typeof work !== 'function')
+      throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
     // Reentrant: inside an operation on the same resource, join its grant and transaction.
     const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
     if (outer) {
@@ -380,11 +433,13 @@ export class LockManager {
    * would end only in knex's acquireConnectionTimeout.
    */
   #checkPool(keepAlive: boolean, what: string): void {
-    const max = (this.#ctx.knex.client as { config?: { pool?: { max?: number } } }).config?.pool?.max ?? KNEX_DEFAULT_POOL_MAX;
+    const max =
+      (this.#ctx.knex.client as { config?: { pool?: { max?: number } } }).config?.pool?.max ?? KNEX_DEFAULT_POOL_MAX;
     const open = this.#ctx.scopes.depth;
     const needed = open + 1 + (keepAlive ? 1 : 0);
     if (needed > max) {
-      const why = open > 0 ? `${what} nested in ${open} other fenced operation${open > 1 ? 's' : ''}` : `${what} with leaseMs`;
+      const why =
+        open > 0 ? `${what} nested in ${open} other fenced operation${open > 1 ? 's' : ''}` : `${what} with leaseMs`;
       throw new PoolTooSmallError(needed, max, `${why}${keepAlive && open > 0 ? ' and a lease keep-alive' : ''}`);
     }
   }

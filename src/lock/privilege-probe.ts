@@ -22,12 +22,17 @@ export async function ensureReleasable(ctx: LockContext): Promise<void> {
   if (passed.has(ctx) || !releaseProbe.enabled) return;
   let probe = running.get(ctx);
   if (probe === undefined) {
-    probe = withConnection(ctx.knex, probeReleasePrivileges).then(() => {
-      passed.add(ctx);
-    }, (err: unknown) => {
-      const denied = privilegeError(err, ctx.acquirePath.statements ? 'app-no-procedures' : 'app');
-      if (denied) throw denied;
-    }).finally(() => running.delete(ctx));
+    probe = withConnection(ctx.knex, probeReleasePrivileges)
+      .then(
+        () => {
+          passed.add(ctx);
+        },
+        (err: unknown) => {
+          const denied = privilegeError(err, ctx.acquirePath.statements ? 'app-no-procedures' : 'app');
+          if (denied) throw denied;
+        },
+      )
+      .finally(() => running.delete(ctx));
     running.set(ctx, probe);
   }
   await probe;

@@ -15,7 +15,10 @@ import type { LockMode } from '../types.js';
  */
 class WaitQueue {
   readonly tickets: Ticket[] = [];
-  constructor(readonly key: string, readonly owner: Map<string, WaitQueue>) {}
+  constructor(
+    readonly key: string,
+    readonly owner: Map<string, WaitQueue>,
+  ) {}
 }
 
 /**
@@ -159,7 +162,8 @@ export class Ticket {
   promote(previousGranted: LockMode | null): void {
     if (this.#wasHead) return;
     this.#wasHead = true;
-    if (previousGranted === 'write' || (previousGranted === 'read' && this.mode === 'write')) this.#behindWriter = this.#kicks;
+    if (previousGranted === 'write' || (previousGranted === 'read' && this.mode === 'write'))
+      this.#behindWriter = this.#kicks;
     this.wake();
   }
 

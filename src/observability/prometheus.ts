@@ -9,7 +9,14 @@ import type { Grant } from '../lock/api.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
 import { LOST_BY } from '../types.js';
-import { CHANNELS, type AcquireContext, type FenceContext, type LostContext, type ReapContext, type ReleaseContext } from './tracing.js';
+import {
+  CHANNELS,
+  type AcquireContext,
+  type FenceContext,
+  type LostContext,
+  type ReapContext,
+  type ReleaseContext,
+} from './tracing.js';
 
 export interface LockMetricsOptions {
   /** The prom-client registry to register on (`new Registry()`, or prom-client's `register`). */
@@ -57,17 +64,50 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   if (typeof registry?.registerMetric !== 'function' || typeof registry.getSingleMetric !== 'function') {
     throw new InvalidOptionsError('registry must be a prom-client Registry');
   }
-  if (registry.getSingleMetric(METRICS.acquireWait)) throw new InvalidOptionsError('registry: the mysql-rwlock metrics are already registered on it');
+  if (registry.getSingleMetric(METRICS.acquireWait))
+    throw new InvalidOptionsError('registry: the mysql-rwlock metrics are already registered on it');
   const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
   const registers = [registry];
 
-  const acquireWait = new Histogram({ name: METRICS.acquireWait, help: 'Time from an acquire call to its grant or failure, by mode and outcome (granted, busy: one attempt found it held, timeout, aborted, error)', labelNames: ['mode', 'outcome'], buckets: WAIT_BUCKETS, registers });
-  const hold = new Histogram({ name: METRICS.hold, help: 'Time from grant to the holder\'s release or fenced commit', labelNames: ['mode'], buckets: HOLD_BUCKETS, registers });
-  const lost = new Counter({ name: METRICS.lost, help: `Grants this process learned it lost, by who released them (${LOST_BY.join(', ')})`, labelNames: ['released_by'], registers });
-  const fenceRefusals = new Counter({ name: METRICS.fenceRefusals, help: 'Fenced commits refused because the grant was no longer live', labelNames: ['mode'], registers });
-  const reaped = new Counter({ name: METRICS.reaped, help: 'Stale grants released by reapStaleGrants in this process', labelNames: ['mode'], registers });
-  const reapRuns = new Counter({ name: METRICS.reapRuns, help: 'reapStaleGrants calls in this process, by outcome (ok: every stale grant reaped or skipped as busy; failed)', labelNames: ['outcome'], registers });
+  const acquireWait = new Histogram({
+    name: METRICS.acquireWait,
+    help: 'Time from an acquire call to its grant or failure, by mode and outcome (granted, busy: one attempt found it held, timeout, aborted, error)',
+    labelNames: ['mode', 'outcome'],
+    buckets: WAIT_BUCKETS,
+    registers,
+  });
+  const hold = new Histogram({
+    name: METRICS.hold,
+    help: "Time from grant to the holder's release or fenced commit",
+    labelNames: ['mode'],
+    buckets: HOLD_BUCKETS,
+    registers,
+  });
+  const lost = new Counter({
+    name: METRICS.lost,
+    help: `Grants this process learned it lost, by who released them (${LOST_BY.join(', ')})`,
+    labelNames: ['released_by'],
+    registers,
+  });
+  const fenceRefusals = new Counter({
+    name: METRICS.fenceRefusals,
+    help: 'Fenced commits refused because the grant was no longer live',
+    labelNames: ['mode'],
+    registers,
+  });
+  const reaped = new Counter({
+    name: METRICS.reaped,
+    help: 'Stale grants released by reapStaleGrants in this process',
+    labelNames: ['mode'],
+    registers,
+  });
+  const reapRuns = new Counter({
+    name: METRICS.reapRuns,
+    help: 'reapStaleGrants calls in this process, by outcome (ok: every stale grant reaped or skipped as busy; failed)',
+    labelNames: ['outcome'],
+    registers,
+  });
   // Every known series exported from the start at 0, so a rate() or an alert sees the first event.
   for (const by of LOST_BY) lost.inc({ released_by: by }, 0);
   for (const mode of ['write', 'read']) {
@@ -75,18 +115,38 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     reaped.inc({ mode }, 0);
   }
   for (const outcome of ['ok', 'failed']) reapRuns.inc({ outcome }, 0);
-  const names = [METRICS.acquireWait, METRICS.hold, METRICS.lost, METRICS.fenceRefusals, METRICS.reaped, METRICS.reapRuns];
+  const names = [
+    METRICS.acquireWait,
+    METRICS.hold,
+    METRICS.lost,
+    METRICS.fenceRefusals,
+    METRICS.reaped,
+    METRICS.reapRuns,
+  ];
 
   if (knex) {
     // All gauges of one scrape share one read: prom-client collects them concurrently.
     let inflight: Promise<LockStats | null> | null = null;
     const read = (): Promise<LockStats | null> =>
-      (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs)).then((g) => g, () => null).finally(() => {
-        inflight = null;
-      }));
-    const gauge = (name: string, help: string, set: (g: Gauge, value: LockStats) => void, labelNames: string[] = []): void => {
+      (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs))
+        .then(
+          (g) => g,
+          () => null,
+        )
+        .finally(() => {
+          inflight = null;
+        }));
+    const gauge = (
+      name: string,
+      help: string,
+      set: (g: Gauge, value: LockStats) => void,
+      labelNames: string[] = [],
+    ): void => {
       new Gauge({
-        name, help, labelNames, registers,
+        name,
+        help,
+        labelNames,
+        registers,
         async collect() {
           const value = await read();
           this.reset();
@@ -95,15 +155,28 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
       });
       names.push(name as never);
     };
-    gauge(METRICS.liveGrants, 'Live grants in the database, by mode', (g, v) => {
-      g.set({ mode: 'write' }, v.live.write);
-      g.set({ mode: 'read' }, v.live.read);
-    }, ['mode']);
-    gauge(METRICS.staleGrants, `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`, (g, v) => g.set(v.stale));
+    gauge(
+      METRICS.liveGrants,
+      'Live grants in the database, by mode',
+      (g, v) => {
+        g.set({ mode: 'write' }, v.live.write);
+        g.set({ mode: 'read' }, v.live.read);
+      },
+      ['mode'],
+    );
+    gauge(
+      METRICS.staleGrants,
+      `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`,
+      (g, v) => g.set(v.stale),
+    );
     gauge(METRICS.waitingWriters, 'Held resources a writer is waiting for', (g, v) => g.set(v.waitingWriters));
-    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) => g.set((v.oldestAgeMs ?? 0) / 1000));
+    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) =>
+      g.set((v.oldestAgeMs ?? 0) / 1000),
+    );
     new Gauge({
-      name: METRICS.databaseUp, help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)', registers,
+      name: METRICS.databaseUp,
+      help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)',
+      registers,
       async collect() {
         this.set((await read()) ? 1 : 0);
       },
@@ -113,13 +186,24 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
 
   const startedAt = new WeakMap<object, number>();
   const grantedAt = new WeakMap<Grant, number>();
-  const seconds = (from: number | undefined): number | undefined => (from === undefined ? undefined : (performance.now() - from) / 1000);
+  const seconds = (from: number | undefined): number | undefined =>
+    from === undefined ? undefined : (performance.now() - from) / 1000;
   const stamp = (c: object): void => void startedAt.set(c, performance.now());
   const none = (): void => undefined;
 
   const subscriptions: Array<{ channel: string; handlers: diagnostics.TracingChannelSubscribers<object> }> = [];
-  const subscribe = <C extends object>(channel: string, handlers: Partial<diagnostics.TracingChannelSubscribers<C>>): void => {
-    const full = { start: none, end: none, asyncStart: none, asyncEnd: none, error: none, ...handlers } as diagnostics.TracingChannelSubscribers<object>;
+  const subscribe = <C extends object>(
+    channel: string,
+    handlers: Partial<diagnostics.TracingChannelSubscribers<C>>,
+  ): void => {
+    const full = {
+      start: none,
+      end: none,
+      asyncStart: none,
+      asyncEnd: none,
+      error: none,
+      ...handlers,
+    } as diagnostics.TracingChannelSubscribers<object>;
     diagnostics.tracingChannel(channel).subscribe(full);
     subscriptions.push({ channel, handlers: full });
   };

@@ -126,14 +126,24 @@ export const lostChannel = diagnostics.channel(CHANNELS.lost) as unknown as Lock
  * event channels are asked directly.
  */
 export function isTraced(t: LockTracingChannel<object>): boolean {
-  return t.start.hasSubscribers || t.end.hasSubscribers || t.asyncStart.hasSubscribers || t.asyncEnd.hasSubscribers || t.error.hasSubscribers;
+  return (
+    t.start.hasSubscribers ||
+    t.end.hasSubscribers ||
+    t.asyncStart.hasSubscribers ||
+    t.asyncEnd.hasSubscribers ||
+    t.error.hasSubscribers
+  );
 }
 
 /**
  * Runs `fn` traced on `t`. With no subscriber it is `fn()` itself: the context object is not even
  * built, so tracing costs nothing until someone listens.
  */
-export function traced<T, C extends object>(t: LockTracingChannel<C>, context: () => C, fn: () => Promise<T>): Promise<T> {
+export function traced<T, C extends object>(
+  t: LockTracingChannel<C>,
+  context: () => C,
+  fn: () => Promise<T>,
+): Promise<T> {
   if (!isTraced(t)) return fn();
   return t.tracePromise(fn, context());
 }

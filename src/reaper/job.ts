@@ -29,7 +29,13 @@ export interface ReaperJobConfig {
   countRepair: boolean;
 }
 
-export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true, retentionMs: DEFAULTS.purge.retentionMs, metricsHost: '0.0.0.0', countCheckCron: '37 3 * * *' });
+export const JOB_DEFAULTS = Object.freeze({
+  cron: '* * * * *',
+  runAtStart: true,
+  retentionMs: DEFAULTS.purge.retentionMs,
+  metricsHost: '0.0.0.0',
+  countCheckCron: '37 3 * * *',
+});
 
 /**
  * The job's environment variables, their defaults and meaning: the source of `--help` and of the
@@ -37,16 +43,55 @@ export const JOB_DEFAULTS = Object.freeze({ cron: '* * * * *', runAtStart: true,
  * `reapStaleGrants`/`purgeReleasedGrants` would refuse on every run.
  */
 export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: string }> = Object.freeze([
-  { name: 'MYSQL_URL', default: 'required', meaning: 'mysql://user:password@host:3306/database holding the lock tables' },
-  { name: 'REAPER_CRON', default: JOB_DEFAULTS.cron, meaning: 'node-cron schedule; 6 fields for seconds (*/5 * * * * *)' },
-  { name: 'REAPER_RUN_AT_START', default: '1', meaning: '1: run once at start, then on the schedule; 0: wait for the first scheduled time' },
-  { name: 'STALE_AFTER_MS', default: String(DEFAULTS.staleAfterMs), meaning: `live grants older than this are released (1 to ${LIMITS.maxRetentionMs})` },
-  { name: 'REAPER_BATCH_SIZE', default: String(DEFAULTS.reap.batchSize), meaning: `grants released per transaction (1 to ${LIMITS.maxReapBatch})` },
-  { name: 'RETENTION_MS', default: String(JOB_DEFAULTS.retentionMs), meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})` },
-  { name: 'METRICS_PORT', default: 'off', meaning: 'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)' },
+  {
+    name: 'MYSQL_URL',
+    default: 'required',
+    meaning: 'mysql://user:password@host:3306/database holding the lock tables',
+  },
+  {
+    name: 'REAPER_CRON',
+    default: JOB_DEFAULTS.cron,
+    meaning: 'node-cron schedule; 6 fields for seconds (*/5 * * * * *)',
+  },
+  {
+    name: 'REAPER_RUN_AT_START',
+    default: '1',
+    meaning: '1: run once at start, then on the schedule; 0: wait for the first scheduled time',
+  },
+  {
+    name: 'STALE_AFTER_MS',
+    default: String(DEFAULTS.staleAfterMs),
+    meaning: `live grants older than this are released (1 to ${LIMITS.maxRetentionMs})`,
+  },
+  {
+    name: 'REAPER_BATCH_SIZE',
+    default: String(DEFAULTS.reap.batchSize),
+    meaning: `grants released per transaction (1 to ${LIMITS.maxReapBatch})`,
+  },
+  {
+    name: 'RETENTION_MS',
+    default: String(JOB_DEFAULTS.retentionMs),
+    meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})`,
+  },
+  {
+    name: 'METRICS_PORT',
+    default: 'off',
+    meaning:
+      'serve /metrics (Prometheus; needs prom-client installed) and /healthz on this port; 0 picks a free one (logged)',
+  },
   { name: 'METRICS_HOST', default: JOB_DEFAULTS.metricsHost, meaning: 'address the metrics server binds' },
-  { name: 'COUNT_CHECK_CRON', default: JOB_DEFAULTS.countCheckCron, meaning: 'schedule of a check that the lock counts agree with the live grants (reads the whole resource table, a page at a time); off: never' },
-  { name: 'COUNT_REPAIR', default: '0', meaning: '1: the count check also sets counts that disagree from the log (as mysql-rwlock check --repair); 0: it only reports them' },
+  {
+    name: 'COUNT_CHECK_CRON',
+    default: JOB_DEFAULTS.countCheckCron,
+    meaning:
+      'schedule of a check that the lock counts agree with the live grants (reads the whole resource table, a page at a time); off: never',
+  },
+  {
+    name: 'COUNT_REPAIR',
+    default: '0',
+    meaning:
+      '1: the count check also sets counts that disagree from the log (as mysql-rwlock check --repair); 0: it only reports them',
+  },
 ]);
 
 /**
@@ -61,17 +106,23 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
   };
   const { connection, target } = parseConnectionUrl(env.MYSQL_URL);
   const expression = env.REAPER_CRON || JOB_DEFAULTS.cron;
-  if (!cron.validate(expression)) throw new InvalidOptionsError(`REAPER_CRON is not a valid cron expression: ${JSON.stringify(expression)}`);
+  if (!cron.validate(expression))
+    throw new InvalidOptionsError(`REAPER_CRON is not a valid cron expression: ${JSON.stringify(expression)}`);
   const atStart = env.REAPER_RUN_AT_START;
   if (atStart !== undefined && atStart !== '' && atStart !== '0' && atStart !== '1') {
     throw new InvalidOptionsError(`REAPER_RUN_AT_START must be 0 or 1, got ${JSON.stringify(atStart)}`);
   }
   const countCheck = env.COUNT_CHECK_CRON || JOB_DEFAULTS.countCheckCron;
-  if (countCheck !== 'off' && !cron.validate(countCheck)) throw new InvalidOptionsError(`COUNT_CHECK_CRON is not a valid cron expression or off: ${JSON.stringify(countCheck)}`);
+  if (countCheck !== 'off' && !cron.validate(countCheck))
+    throw new InvalidOptionsError(
+      `COUNT_CHECK_CRON is not a valid cron expression or off: ${JSON.stringify(countCheck)}`,
+    );
   const repair = env.COUNT_REPAIR;
-  if (repair !== undefined && repair !== '' && repair !== '0' && repair !== '1') throw new InvalidOptionsError(`COUNT_REPAIR must be 0 or 1, got ${JSON.stringify(repair)}`);
+  if (repair !== undefined && repair !== '' && repair !== '0' && repair !== '1')
+    throw new InvalidOptionsError(`COUNT_REPAIR must be 0 or 1, got ${JSON.stringify(repair)}`);
   const metricsHost = env.METRICS_HOST || JOB_DEFAULTS.metricsHost;
-  if (/[\s/]/.test(metricsHost)) throw new InvalidOptionsError(`METRICS_HOST must be an address or host name, got ${JSON.stringify(metricsHost)}`);
+  if (/[\s/]/.test(metricsHost))
+    throw new InvalidOptionsError(`METRICS_HOST must be an address or host name, got ${JSON.stringify(metricsHost)}`);
   return {
     connection,
     target,
@@ -142,8 +193,21 @@ export class ReaperHealth {
 
   report(now = Date.now()): HealthReport {
     const sinceMs = now - this.#since;
-    const status = sinceMs > this.windowMs ? 'late' : this.#lastRun === null ? 'starting' : this.#lastRun.ok === true ? 'ok' : 'failed';
-    return { healthy: status === 'ok' || status === 'starting', status, windowMs: this.windowMs, lastRun: this.#lastRun, sinceMs };
+    const status =
+      sinceMs > this.windowMs
+        ? 'late'
+        : this.#lastRun === null
+          ? 'starting'
+          : this.#lastRun.ok === true
+            ? 'ok'
+            : 'failed';
+    return {
+      healthy: status === 'ok' || status === 'starting',
+      status,
+      windowMs: this.windowMs,
+      lastRun: this.#lastRun,
+      sinceMs,
+    };
   }
 }
 
@@ -154,21 +218,47 @@ export type LogLine = Record<string, unknown> & { event: string };
  * per run. Resolves to the run line's `ok`: false when the run failed (the database refused or could
  * not be reached) or a grant could not be reaped for a reason other than being busy.
  */
-export async function runReaperOnce(db: Knex, config: Pick<ReaperJobConfig, 'staleAfterMs' | 'batchSize' | 'retentionMs'>, log: (line: LogLine) => void): Promise<boolean> {
+export async function runReaperOnce(
+  db: Knex,
+  config: Pick<ReaperJobConfig, 'staleAfterMs' | 'batchSize' | 'retentionMs'>,
+  log: (line: LogLine) => void,
+): Promise<boolean> {
   const started = performance.now();
   try {
     const result = await reapStaleGrants(db, { staleAfterMs: config.staleAfterMs, batchSize: config.batchSize });
     for (const g of result.grants) {
-      log({ event: 'reaper.grant', id: g.id, resourceId: g.resourceId, mode: g.mode, owner: g.owner, ageMs: Math.round(g.ageMs) });
+      log({
+        event: 'reaper.grant',
+        id: g.id,
+        resourceId: g.resourceId,
+        mode: g.mode,
+        owner: g.owner,
+        ageMs: Math.round(g.ageMs),
+      });
     }
-    const { purged } = config.retentionMs > 0 ? await purgeReleasedGrants(db, { retentionMs: config.retentionMs }) : { purged: 0 };
+    const { purged } =
+      config.retentionMs > 0 ? await purgeReleasedGrants(db, { retentionMs: config.retentionMs }) : { purged: 0 };
     for (const problem of result.problems) log({ event: 'reaper.problem', problem });
     const ok = result.failed === 0;
-    log({ event: 'reaper.run', ok, reaped: result.reaped, skipped: result.skipped, failed: result.failed, purged, durationMs: Math.round(performance.now() - started) });
+    log({
+      event: 'reaper.run',
+      ok,
+      reaped: result.reaped,
+      skipped: result.skipped,
+      failed: result.failed,
+      purged,
+      durationMs: Math.round(performance.now() - started),
+    });
     return ok;
   } catch (err) {
     const e = err as Error & { code?: string };
-    log({ event: 'reaper.run', ok: false, error: e.message, code: e.code, durationMs: Math.round(performance.now() - started) });
+    log({
+      event: 'reaper.run',
+      ok: false,
+      error: e.message,
+      code: e.code,
+      durationMs: Math.round(performance.now() - started),
+    });
     return false;
   }
 }
@@ -189,18 +279,39 @@ export async function runCountCheck(db: Knex, repair: boolean, log: (line: LogLi
     if (repair) {
       const r = await repairLockCounts(db);
       log({
-        event: 'reaper.counts', ok: r.problems.length === 0, problems: r.problems, repaired: r.repaired.length, conflicting: r.conflicting.length, skipped: r.skipped.length, more: r.more,
-        remaining: r.conflicting.length + r.skipped.length + r.problems.length, resources: [...ids(r.repaired), ...ids(r.conflicting)].slice(0, LOGGED_RESOURCES),
+        event: 'reaper.counts',
+        ok: r.problems.length === 0,
+        problems: r.problems,
+        repaired: r.repaired.length,
+        conflicting: r.conflicting.length,
+        skipped: r.skipped.length,
+        more: r.more,
+        remaining: r.conflicting.length + r.skipped.length + r.problems.length,
+        resources: [...ids(r.repaired), ...ids(r.conflicting)].slice(0, LOGGED_RESOURCES),
         durationMs: Math.round(performance.now() - started),
       });
     } else {
       const r = await checkLockCounts(db);
-      log({ event: 'reaper.counts', ok: true, found: r.disagreements.length, more: r.more, remaining: r.disagreements.length, resources: ids(r.disagreements), durationMs: Math.round(performance.now() - started) });
+      log({
+        event: 'reaper.counts',
+        ok: true,
+        found: r.disagreements.length,
+        more: r.more,
+        remaining: r.disagreements.length,
+        resources: ids(r.disagreements),
+        durationMs: Math.round(performance.now() - started),
+      });
     }
     return true;
   } catch (err) {
     const e = err as Error & { code?: string };
-    log({ event: 'reaper.counts', ok: false, error: e.message, code: e.code, durationMs: Math.round(performance.now() - started) });
+    log({
+      event: 'reaper.counts',
+      ok: false,
+      error: e.message,
+      code: e.code,
+      durationMs: Math.round(performance.now() - started),
+    });
     return false;
   }
 }
@@ -211,7 +322,12 @@ export async function runCountCheck(db: Knex, repair: boolean, log: (line: LogLi
  * pool, then exit.
  */
 export function scheduleReaper(
-  db: Knex, config: Pick<ReaperJobConfig, 'cron' | 'runAtStart' | 'staleAfterMs' | 'batchSize' | 'retentionMs' | 'countCheckCron' | 'countRepair'>, log: (line: LogLine) => void,
+  db: Knex,
+  config: Pick<
+    ReaperJobConfig,
+    'cron' | 'runAtStart' | 'staleAfterMs' | 'batchSize' | 'retentionMs' | 'countCheckCron' | 'countRepair'
+  >,
+  log: (line: LogLine) => void,
 ): { stop(): Promise<void> } {
   let running: Promise<boolean> | null = null;
   const tick = (): Promise<boolean> | undefined => {
@@ -228,12 +344,19 @@ export function scheduleReaper(
   if (config.runAtStart) void tick();
   // A check skips its turn while the previous one still reads (a large table on a short schedule).
   let checking: Promise<boolean> | null = null;
-  const countTask = config.countCheckCron === null ? null : cron.schedule(config.countCheckCron, () => {
-    if (checking) return;
-    checking = runCountCheck(db, config.countRepair, log).finally(() => {
-      checking = null;
-    });
-  }, { name: 'mysql-rwlock-count-check', noOverlap: true });
+  const countTask =
+    config.countCheckCron === null
+      ? null
+      : cron.schedule(
+          config.countCheckCron,
+          () => {
+            if (checking) return;
+            checking = runCountCheck(db, config.countRepair, log).finally(() => {
+              checking = null;
+            });
+          },
+          { name: 'mysql-rwlock-count-check', noOverlap: true },
+        );
   return {
     async stop() {
       for (const t of [task, countTask]) {

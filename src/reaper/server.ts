@@ -20,24 +20,57 @@ export interface ReaperServer {
  * (reaped grants, reap runs) and the gauges read from the database at scrape time, and the job's
  * runs and count checks. /healthz: 200 while `health` reports healthy, else 503, with the report as JSON.
  */
-export async function startReaperServer(db: Knex, options: { port: number; host: string; staleAfterMs: number }, health: ReaperHealth): Promise<ReaperServer> {
+export async function startReaperServer(
+  db: Knex,
+  options: { port: number; host: string; staleAfterMs: number },
+  health: ReaperHealth,
+): Promise<ReaperServer> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   registerLockMetrics({ registry, knex: db, staleAfterMs: options.staleAfterMs });
   const registers = [registry];
-  const runs = new Counter({ name: 'mysql_rwlock_reaper_runs_total', help: 'Reaper job runs, by outcome', labelNames: ['outcome'], registers });
+  const runs = new Counter({
+    name: 'mysql_rwlock_reaper_runs_total',
+    help: 'Reaper job runs, by outcome',
+    labelNames: ['outcome'],
+    registers,
+  });
   for (const outcome of ['ok', 'failed']) runs.inc({ outcome }, 0);
-  const purged = new Counter({ name: 'mysql_rwlock_reaper_purged_grants_total', help: 'Released grants purged from t_lock_log by the job', registers });
-  const duration = new Histogram({ name: 'mysql_rwlock_reaper_run_duration_seconds', help: 'Duration of a reaper job run (reap and purge)', buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300], registers });
-  const lastRun = new Gauge({ name: 'mysql_rwlock_reaper_last_run_timestamp_seconds', help: 'When the last run finished (Unix time)', registers });
-  const lastSuccess = new Gauge({ name: 'mysql_rwlock_reaper_last_success_timestamp_seconds', help: 'When the last successful run finished (Unix time)', registers });
+  const purged = new Counter({
+    name: 'mysql_rwlock_reaper_purged_grants_total',
+    help: 'Released grants purged from t_lock_log by the job',
+    registers,
+  });
+  const duration = new Histogram({
+    name: 'mysql_rwlock_reaper_run_duration_seconds',
+    help: 'Duration of a reaper job run (reap and purge)',
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+    registers,
+  });
+  const lastRun = new Gauge({
+    name: 'mysql_rwlock_reaper_last_run_timestamp_seconds',
+    help: 'When the last run finished (Unix time)',
+    registers,
+  });
+  const lastSuccess = new Gauge({
+    name: 'mysql_rwlock_reaper_last_success_timestamp_seconds',
+    help: 'When the last successful run finished (Unix time)',
+    registers,
+  });
   const disagreements = new Gauge({
-    name: 'mysql_rwlock_count_disagreements', registers,
+    name: 'mysql_rwlock_count_disagreements',
+    registers,
     help: 'Resources whose lock counts disagreed with their live grants at the last count check (after its repair, with COUNT_REPAIR=1); absent before the first check',
   });
-  const lastCheck = new Gauge({ name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds', help: 'When the last count check finished (Unix time)', registers });
+  const lastCheck = new Gauge({
+    name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds',
+    help: 'When the last count check finished (Unix time)',
+    registers,
+  });
   new Gauge({
-    name: 'mysql_rwlock_reaper_healthy', help: '1 when /healthz answers 200', registers,
+    name: 'mysql_rwlock_reaper_healthy',
+    help: '1 when /healthz answers 200',
+    registers,
     collect() {
       this.set(health.report().healthy ? 1 : 0);
     },
@@ -52,11 +85,14 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
     if (path === '/metrics') {
       registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(err as Error).message}\n`),
+        (err: unknown) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(err as Error).message}\n`),
       );
     } else if (path === '/healthz') {
       const report = health.report();
-      res.writeHead(report.healthy ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify(report)}\n`);
+      res
+        .writeHead(report.healthy ? 200 : 503, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify(report)}\n`);
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: /metrics, /healthz\n');
     }
@@ -83,9 +119,10 @@ export async function startReaperServer(db: Knex, options: { port: number; host:
       lastRun.set(now);
       if (line.ok === true) lastSuccess.set(now);
     },
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -10,9 +10,20 @@ import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
  * character set and sql_mode. Returns the grant id, or null when the lock is held in a conflicting mode.
  */
 export async function callAcquire(
-  conn: RawConnection, resource: Buffer, mode: LockMode, owner: Buffer, token: Buffer, intentMs: number,
+  conn: RawConnection,
+  resource: Buffer,
+  mode: LockMode,
+  owner: Buffer,
+  token: Buffer,
+  intentMs: number,
 ): Promise<number | null> {
-  const result = await query(conn, 'CALL rwlock_acquire(?, ?, CONVERT(? USING utf8mb4), ?, ?)', [resource, LOCK_TYPE[mode], owner, token, intentMs]);
+  const result = await query(conn, 'CALL rwlock_acquire(?, ?, CONVERT(? USING utf8mb4), ?, ?)', [
+    resource,
+    LOCK_TYPE[mode],
+    owner,
+    token,
+    intentMs,
+  ]);
   const { id } = firstRow<{ id: number | string | null }>(result, 'rwlock_acquire');
   return id === null ? null : Number(id);
 }
@@ -43,25 +54,35 @@ VALUES (?, ?, ${STATUS.live}, NOW(6), 0, CONVERT(? USING utf8mb4), ?)`;
  * `version`, so the counts read the same with and without CLIENT_FOUND_ROWS.
  */
 export async function acquireWithStatements(
-  conn: RawConnection, resource: Buffer, mode: LockMode, owner: Buffer, token: Buffer, intentMs: number,
+  conn: RawConnection,
+  resource: Buffer,
+  mode: LockMode,
+  owner: Buffer,
+  token: Buffer,
+  intentMs: number,
 ): Promise<number | null> {
   // READ COMMITTED, as in the procedure: the UPDATE of a resource not yet used would otherwise take
   // a gap lock, and first users of neighbouring new ids would deadlock on each other's inserts.
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
-    const guarded = async (): Promise<boolean> => (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode], [resource])).affectedRows === 1;
+    const guarded = async (): Promise<boolean> =>
+      (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode], [resource])).affectedRows === 1;
     let granted = await guarded();
     if (!granted) {
       const write = mode === 'write' ? 1 : 0;
-      granted = (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
+      granted =
+        (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
       // The row exists, and may have been committed by another first user only since the UPDATE
       // above looked: decide on it again, as the procedure does.
       if (!granted) granted = await guarded();
     }
     let id: number | null = null;
     if (granted) {
-      id = Number((await query<{ insertId: number | string }>(conn, LOG_GRANT, [resource, LOCK_TYPE[mode], owner, token])).insertId);
+      id = Number(
+        (await query<{ insertId: number | string }>(conn, LOG_GRANT, [resource, LOCK_TYPE[mode], owner, token]))
+          .insertId,
+      );
     } else if (mode === 'write' && intentMs > 0) {
       await query(conn, WRITER_INTENT, [intentMs * 1000, resource, intentMs * 500]);
     }

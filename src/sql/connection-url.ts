@@ -35,7 +35,8 @@ const URL_PARTS = new Set(['host', 'port', 'user', 'password', 'database']);
  * would become an anonymous connection to localhost:3306. Hence a checked object, not the string.
  */
 export function parseConnectionUrl(raw: string | undefined, name = 'MYSQL_URL'): ParsedConnectionUrl {
-  const bad = (what: string): InvalidOptionsError => new InvalidOptionsError(`${name} ${what}; expected ${URL_EXAMPLE}`);
+  const bad = (what: string): InvalidOptionsError =>
+    new InvalidOptionsError(`${name} ${what}; expected ${URL_EXAMPLE}`);
   if (raw === undefined || raw === '') throw new InvalidOptionsError(`${name} is required, e.g. ${URL_EXAMPLE}`);
   const schemeMatch = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(raw);
   const scheme = schemeMatch?.[1]!.toLowerCase();
@@ -51,7 +52,8 @@ export function parseConnectionUrl(raw: string | undefined, name = 'MYSQL_URL'):
   const hostPort = /^(\[[0-9A-Fa-f:.]*\]|[^:/?#[\]]*)(?::([^/?#]*))?/.exec(afterUser)!;
   const host = hostPort[1]!.replace(/^\[(.*)\]$/, '$1');
   if (host === '') throw bad('has no host');
-  if (!/^[A-Za-z0-9._-]+$/.test(host) && !(hostPort[1]!.startsWith('[') && host.includes(':'))) throw bad('has a host that is not a host name or address');
+  if (!/^[A-Za-z0-9._-]+$/.test(host) && !(hostPort[1]!.startsWith('[') && host.includes(':')))
+    throw bad('has a host that is not a host name or address');
   const portText = hostPort[2];
   if (portText !== undefined && !(/^\d{1,5}$/.test(portText) && Number(portText) >= 1 && Number(portText) <= 65535)) {
     throw bad('has a port that is not a number from 1 to 65535');

@@ -1,5 +1,13 @@
 import type { Knex } from 'knex';
-import { LockInvariantError, NodeNotReadyError, PrivilegeError, RwLockError, SchemaMissingError, SchemaOutdatedError, ServerReadOnlyError } from '../errors.js';
+import {
+  LockInvariantError,
+  NodeNotReadyError,
+  PrivilegeError,
+  RwLockError,
+  SchemaMissingError,
+  SchemaOutdatedError,
+  ServerReadOnlyError,
+} from '../errors.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -62,7 +70,8 @@ export function query<T = unknown>(conn: RawConnection, sql: string, values: rea
 export function firstRow<T>(callResult: unknown, what: string): T {
   const sets = callResult as unknown[][];
   const row = sets[0]?.[0];
-  if (row === undefined) throw new LockInvariantError(`${what} returned no row: the procedure is not the one migrate() installs`);
+  if (row === undefined)
+    throw new LockInvariantError(`${what} returned no row: the procedure is not the one migrate() installs`);
   return row as T;
 }
 
@@ -96,7 +105,8 @@ const PRIVILEGE_DENIED = new Set([1044, 1045, 1142, 1143, 1227, 1370, 1419, 1698
 
 /** The PrivilegeError for a refusal for lack of a privilege, undefined for any other error. */
 export function privilegeError(err: unknown, role?: string): PrivilegeError | undefined {
-  if (err instanceof PrivilegeError) return role === undefined || err.role === role ? err : new PrivilegeError(err.denied, err.cause, role);
+  if (err instanceof PrivilegeError)
+    return role === undefined || err.role === role ? err : new PrivilegeError(err.denied, err.cause, role);
   const e = driverErrorOf(err);
   if (e?.errno === undefined || !PRIVILEGE_DENIED.has(e.errno)) return undefined;
   // knex puts the statement in front of the server's message; sqlMessage is the server's alone.
@@ -120,7 +130,10 @@ export function translate(err: unknown): unknown {
   if (READ_ONLY.has(errno)) return new ServerReadOnlyError(err);
   if (errno === ER_NODE_NOT_READY) return new NodeNotReadyError(err);
   if (errno === ER_DATA_OUT_OF_RANGE || ER_CHECK_CONSTRAINT.has(errno)) {
-    return new LockInvariantError('mysql-rwlock: the lock counts disagree with the grant log (changed by hand?); the transaction was refused', err);
+    return new LockInvariantError(
+      'mysql-rwlock: the lock counts disagree with the grant log (changed by hand?); the transaction was refused',
+      err,
+    );
   }
   return err;
 }
@@ -137,7 +150,12 @@ export const ER_CHECKREAD = 1020;
  * are, never read through their cause.
  */
 export function driverErrorOf(err: unknown): DriverError | undefined {
-  let e = err as (DriverError & { parent?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; originalMessage?: unknown } } } }) | null;
+  let e = err as
+    | (DriverError & {
+        parent?: unknown;
+        meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; originalMessage?: unknown } } };
+      })
+    | null;
   for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
     if (e instanceof RwLockError) return undefined;
     if (e.errno !== undefined || e.fatal !== undefined || (e.code !== undefined && LOST_CODES.has(e.code))) return e;
@@ -174,8 +192,15 @@ export function isConflict(err: unknown): boolean {
 }
 
 const LOST_CODES = new Set([
-  'PROTOCOL_CONNECTION_LOST', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED', 'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED',
+  'PROTOCOL_CONNECTION_LOST',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNREFUSED',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CONNECTION_KILLED',
+  'ER_SERVER_SHUTDOWN',
+  'ER_QUERY_INTERRUPTED',
 ]);
 const LOST_ERRNOS = new Set([1053, 1927, 2006, 2013, 1317, 4031]);
 

@@ -19,16 +19,29 @@ export interface LockState {
   holders: Holder[];
 }
 
-export async function inspectResource(conn: RawConnection, resourceId: string, resource: Buffer, staleAfterMs: number): Promise<LockState> {
+export async function inspectResource(
+  conn: RawConnection,
+  resourceId: string,
+  resource: Buffer,
+  staleAfterMs: number,
+): Promise<LockState> {
   const counts = await query<Array<{ w_count: number; r_count: number; writer_waiting: number | null }>>(
     conn,
     'SELECT w_count, r_count, w_wait_until > NOW(6) AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?',
     [resource],
   );
-  const rows = await query<Array<{
-    id: number | string; lock_type: number; status: number; owner: string; create_time: Date; lease_until: Date | null;
-    age_us: number | string; leased: number | null;
-  }>>(
+  const rows = await query<
+    Array<{
+      id: number | string;
+      lock_type: number;
+      status: number;
+      owner: string;
+      create_time: Date;
+      lease_until: Date | null;
+      age_us: number | string;
+      leased: number | null;
+    }>
+  >(
     conn,
     `SELECT id, lock_type, status, owner, create_time, lease_until,
             TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us, lease_until >= NOW(6) AS leased
@@ -45,7 +58,7 @@ export async function inspectResource(conn: RawConnection, resourceId: string, r
       return {
         id: Number(r.id),
         mode: modeOf(r.lock_type),
-                owner: r.owner,
+        owner: r.owner,
         createTime: r.create_time,
         leaseUntil: r.lease_until,
         ageMs,

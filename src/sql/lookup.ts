@@ -16,7 +16,12 @@ const COLUMNS = 'id, status, released_by, lock_type';
 
 function fromRow(row: Row | undefined): LoggedGrant | null {
   return row
-    ? { id: Number(row.id), status: Number(row.status), releasedBy: row.released_by === null ? null : Number(row.released_by), mode: modeOf(Number(row.lock_type)) }
+    ? {
+        id: Number(row.id),
+        status: Number(row.status),
+        releasedBy: row.released_by === null ? null : Number(row.released_by),
+        mode: modeOf(Number(row.lock_type)),
+      }
     : null;
 }
 
@@ -27,7 +32,11 @@ export async function findGrantByToken(conn: RawConnection, token: Buffer): Prom
 
 /** What a release needs to know of a grant, by id; null when there is no such grant. */
 export async function findGrantRef(conn: RawConnection, id: number): Promise<GrantRef | null> {
-  const rows = await query<Array<{ resource_id: Buffer; lock_type: number; token: Buffer }>>(conn, 'SELECT resource_id, lock_type, token FROM t_lock_log WHERE id = ?', [id]);
+  const rows = await query<Array<{ resource_id: Buffer; lock_type: number; token: Buffer }>>(
+    conn,
+    'SELECT resource_id, lock_type, token FROM t_lock_log WHERE id = ?',
+    [id],
+  );
   const row = rows[0];
   return row ? { id, resource: row.resource_id, mode: modeOf(Number(row.lock_type)), token: row.token } : null;
 }

@@ -1,6 +1,15 @@
 import { query, type RawConnection, type SqlValue } from './connection.js';
 import { InvalidOptionsError } from '../errors.js';
-import { endedBy, LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type EndedBy, type GrantSummary, type LockMode } from '../types.js';
+import {
+  endedBy,
+  LOCK_TYPE,
+  RELEASED_BY,
+  STATUS,
+  modeOf,
+  type EndedBy,
+  type GrantSummary,
+  type LockMode,
+} from '../types.js';
 import { STALE_SQL } from './reap.js';
 
 /** A live grant as `list()` returns it; pass the last `id` of a page as `after` for the next. */
@@ -30,11 +39,17 @@ interface ListCursor {
 }
 
 /** The statement `listLive` runs (exported so a test can EXPLAIN it). */
-export function listQuery(f: ListFilter, staleAfterMs: number, cursor?: ListCursor): { sql: string; params: SqlValue[] } {
+export function listQuery(
+  f: ListFilter,
+  staleAfterMs: number,
+  cursor?: ListCursor,
+): { sql: string; params: SqlValue[] } {
   const where: string[] = [`l.status = ${STATUS.live}`];
   const params: SqlValue[] = [staleAfterMs * 1000];
   if (cursor !== undefined) {
-    where.push('(l.create_time > FROM_DAYS(?) + INTERVAL ? MICROSECOND OR (l.create_time = FROM_DAYS(?) + INTERVAL ? MICROSECOND AND l.id > ?))');
+    where.push(
+      '(l.create_time > FROM_DAYS(?) + INTERVAL ? MICROSECOND OR (l.create_time = FROM_DAYS(?) + INTERVAL ? MICROSECOND AND l.id > ?))',
+    );
     params.push(cursor.days, cursor.us, cursor.days, cursor.us, cursor.id);
   }
   if (f.mode !== undefined) {
@@ -72,7 +87,11 @@ export function listQuery(f: ListFilter, staleAfterMs: number, cursor?: ListCurs
  * last grant of the previous page, whose grant time is read first, so a page never repeats or
  * skips a grant that stayed live. `limit + 1` rows are read to know whether another page follows.
  */
-export async function listLive(conn: RawConnection, f: ListFilter, staleAfterMs: number): Promise<{ grants: ListedGrant[]; next: number | null }> {
+export async function listLive(
+  conn: RawConnection,
+  f: ListFilter,
+  staleAfterMs: number,
+): Promise<{ grants: ListedGrant[]; next: number | null }> {
   let cursor: ListCursor | undefined;
   if (f.after !== undefined) {
     // The cursor's grant time as whole days and microseconds of the day: exact, with no time zone
@@ -82,14 +101,26 @@ export async function listLive(conn: RawConnection, f: ListFilter, staleAfterMs:
       'SELECT TO_DAYS(create_time) AS d, TIMESTAMPDIFF(MICROSECOND, DATE(create_time), create_time) AS us FROM t_lock_log WHERE id = ?',
       [f.after],
     );
-    if (!row) throw new InvalidOptionsError(`after: there is no grant ${f.after} (a cursor is the id of the last grant of a page)`);
+    if (!row)
+      throw new InvalidOptionsError(
+        `after: there is no grant ${f.after} (a cursor is the id of the last grant of a page)`,
+      );
     cursor = { id: f.after, days: Number(row.d), us: Number(row.us) };
   }
   const { sql, params } = listQuery(f, staleAfterMs, cursor);
-  const rows = await query<Array<{
-    id: number | string; resource_id: Buffer; lock_type: number; owner: string; create_time: Date; lease_until: Date | null;
-    age_us: number | string; stale: number; writer_waiting: number | null;
-  }>>(conn, sql, params);
+  const rows = await query<
+    Array<{
+      id: number | string;
+      resource_id: Buffer;
+      lock_type: number;
+      owner: string;
+      create_time: Date;
+      lease_until: Date | null;
+      age_us: number | string;
+      stale: number;
+      writer_waiting: number | null;
+    }>
+  >(conn, sql, params);
   const grants = rows.slice(0, f.limit).map((r) => ({
     id: Number(r.id),
     resourceId: r.resource_id.toString('utf8'),
@@ -127,13 +158,16 @@ export interface GrantHistoryEntry {
   reason: string | null;
 }
 
-
 /**
  * The statement `resourceHistory` runs (exported so a test can EXPLAIN it): one page of the
  * resource's grants, newest first, read through `ix_lock_log_resource`, plus one row to tell
  * whether another page follows.
  */
-export function historyQuery(resource: Buffer, limit: number, before: number | undefined): { sql: string; params: SqlValue[] } {
+export function historyQuery(
+  resource: Buffer,
+  limit: number,
+  before: number | undefined,
+): { sql: string; params: SqlValue[] } {
   return {
     sql: `SELECT l.id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, l.mode_changed_at,
             TIMESTAMPDIFF(MICROSECOND, l.create_time, COALESCE(l.released_at, NOW(6))) AS held_us, n.releaser, n.reason
@@ -146,13 +180,26 @@ export function historyQuery(resource: Buffer, limit: number, before: number | u
 
 /** A resource's grants, newest first, a page at a time (`next` is the `before` of the next page). */
 export async function resourceHistory(
-  conn: RawConnection, resource: Buffer, limit: number, before: number | undefined,
+  conn: RawConnection,
+  resource: Buffer,
+  limit: number,
+  before: number | undefined,
 ): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
   const q = historyQuery(resource, limit, before);
-  const rows = await query<Array<{
-    id: number | string; lock_type: number; owner: string; create_time: Date; released_at: Date | null; released_by: number | null;
-    held_us: number | string; mode_changed_at: Date | null; releaser: string | null; reason: string | null;
-  }>>(conn, q.sql, q.params);
+  const rows = await query<
+    Array<{
+      id: number | string;
+      lock_type: number;
+      owner: string;
+      create_time: Date;
+      released_at: Date | null;
+      released_by: number | null;
+      held_us: number | string;
+      mode_changed_at: Date | null;
+      releaser: string | null;
+      reason: string | null;
+    }>
+  >(conn, q.sql, q.params);
   const grants = rows.slice(0, limit).map((r) => ({
     id: Number(r.id),
     mode: modeOf(r.lock_type),
@@ -189,7 +236,15 @@ export interface LockStats {
 }
 
 export async function lockStats(conn: RawConnection, staleAfterMs: number): Promise<LockStats> {
-  const [live] = await query<Array<{ w: number | string; r: number | string; stale: number | string; leased: number | string; oldest_us: number | string | null }>>(
+  const [live] = await query<
+    Array<{
+      w: number | string;
+      r: number | string;
+      stale: number | string;
+      leased: number | string;
+      oldest_us: number | string | null;
+    }>
+  >(
     conn,
     `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r,
             COALESCE(SUM(${STALE_SQL}), 0) AS stale, COALESCE(SUM(lease_until >= NOW(6)), 0) AS leased,

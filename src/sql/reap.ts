@@ -13,13 +13,19 @@ export interface Candidate {
  * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
  * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper.
  */
-export const STALE_SQL = '(create_time < NOW(6) - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < NOW(6)))';
+export const STALE_SQL =
+  '(create_time < NOW(6) - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < NOW(6)))';
 
 /**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose
  * lease was extended past now is not stale, however old.
  */
-export async function selectStale(conn: RawConnection, staleUs: number, limit: number, exclude: number[]): Promise<Candidate[]> {
+export async function selectStale(
+  conn: RawConnection,
+  staleUs: number,
+  limit: number,
+  exclude: number[],
+): Promise<Candidate[]> {
   const rows = await query<Array<{ id: number | string; version: number }>>(
     conn,
     `SELECT id, version FROM t_lock_log
@@ -47,7 +53,11 @@ interface LockedRow {
  * released and gives each resource its counts back in one statement. A row locked by a business
  * transaction that is committing makes this fail with 1205 after the session's lock wait timeout.
  */
-export async function reapCandidates(conn: RawConnection, candidates: Candidate[], staleUs: number): Promise<ReapedGrant[]> {
+export async function reapCandidates(
+  conn: RawConnection,
+  candidates: Candidate[],
+  staleUs: number,
+): Promise<ReapedGrant[]> {
   const expected = new Map(candidates.map((c) => [c.id, c.version]));
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
@@ -69,8 +79,12 @@ export async function reapCandidates(conn: RawConnection, candidates: Candidate[
           WHERE id IN (?) AND status = ${STATUS.live}`,
         [live.map((r) => Number(r.id))],
       );
-      if (marked.affectedRows !== live.length) throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
-      await noteReleases(conn, live.map((r) => Number(r.id)));
+      if (marked.affectedRows !== live.length)
+        throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
+      await noteReleases(
+        conn,
+        live.map((r) => Number(r.id)),
+      );
       await giveCountsBack(conn, live);
     }
     await query(conn, 'COMMIT');

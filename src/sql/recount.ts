@@ -15,14 +15,17 @@ export interface CountDisagreement {
 }
 
 /** Live grants by resource, read from the (status, create_time) index: the cost follows the live grants only. */
-const liveByResource = (range: string): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
+const liveByResource = (
+  range: string,
+): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
        FROM t_lock_log WHERE status = ${STATUS.live}${range} GROUP BY resource_id`;
 
 /** Resource rows read per statement: each statement is one short consistent read, never one of the whole table. */
 export const PAGE_ROWS = 100_000;
 
 /** The last resource id of the page after `?` (NULL past the end), from the primary key alone. */
-const PAGE_END = 'SELECT MAX(resource_id) AS last FROM (SELECT resource_id FROM t_read_write_lock WHERE resource_id > ? ORDER BY resource_id LIMIT ?) p';
+const PAGE_END =
+  'SELECT MAX(resource_id) AS last FROM (SELECT resource_id FROM t_read_write_lock WHERE resource_id > ? ORDER BY resource_id LIMIT ?) p';
 
 /**
  * The disagreements among the resources of one page (ids in (?, ?]), in one statement: a
@@ -65,7 +68,11 @@ function disagreement(r: DisagreementRow): CountDisagreement {
  * the resource's bytes as stored, which a repair must name (an id written by hand need not be UTF-8).
  * The resource table is read a page at a time, by primary key, until more than `limit` are found.
  */
-export async function findDisagreements(conn: RawConnection, limit: number, pageRows = PAGE_ROWS): Promise<Array<{ resource: Buffer; found: CountDisagreement }>> {
+export async function findDisagreements(
+  conn: RawConnection,
+  limit: number,
+  pageRows = PAGE_ROWS,
+): Promise<Array<{ resource: Buffer; found: CountDisagreement }>> {
   const rows = await query<DisagreementRow[]>(conn, MISSING_ROWS, [limit + 1]);
   let after: Buffer = Buffer.alloc(0);
   let exhausted = false;
@@ -80,8 +87,9 @@ export async function findDisagreements(conn: RawConnection, limit: number, page
     after = last;
   }
   // A missing row past the pages read is left to the next call, which `more` announces.
-  const merged = [...inPages, ...rows.filter((r) => exhausted || Buffer.compare(r.resource_id, after) <= 0)]
-    .sort((a, b) => Buffer.compare(a.resource_id, b.resource_id));
+  const merged = [...inPages, ...rows.filter((r) => exhausted || Buffer.compare(r.resource_id, after) <= 0)].sort(
+    (a, b) => Buffer.compare(a.resource_id, b.resource_id),
+  );
   return merged.slice(0, limit + 1).map((r) => ({ resource: r.resource_id, found: disagreement(r) }));
 }
 
@@ -90,7 +98,8 @@ export const LOCK_RESOURCE_ROW = 'SELECT w_count, r_count FROM t_read_write_lock
 /** The live grants of one resource, by mode (a non-locking read: see `recountResource`). */
 export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r
    FROM t_lock_log WHERE resource_id = ? AND status = ${STATUS.live}`;
-export const SET_COUNTS = 'UPDATE t_read_write_lock SET w_count = ?, r_count = ?, version = version + 1 WHERE resource_id = ?';
+export const SET_COUNTS =
+  'UPDATE t_read_write_lock SET w_count = ?, r_count = ?, version = version + 1 WHERE resource_id = ?';
 const INSERT_ROW = 'INSERT INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
 
 /** What a recount of one resource found: nothing to do, counts set from the log, or grants that exclude each other. */
@@ -124,8 +133,10 @@ export async function recountResource(conn: RawConnection, resource: Buffer): Pr
       row_missing: row === undefined && Number(live?.w ?? 0) + Number(live?.r ?? 0) > 0 ? 1 : 0,
     });
     let outcome: RecountOutcome;
-    if (!found.rowMissing && found.wCount === found.liveWrites && found.rCount === found.liveReads) outcome = { kind: 'agreed' };
-    else if (found.liveWrites > 1 || (found.liveWrites === 1 && found.liveReads > 0)) outcome = { kind: 'conflicting', found };
+    if (!found.rowMissing && found.wCount === found.liveWrites && found.rCount === found.liveReads)
+      outcome = { kind: 'agreed' };
+    else if (found.liveWrites > 1 || (found.liveWrites === 1 && found.liveReads > 0))
+      outcome = { kind: 'conflicting', found };
     else {
       if (found.rowMissing) await query(conn, INSERT_ROW, [resource, found.liveWrites, found.liveReads]);
       else await query(conn, SET_COUNTS, [found.liveWrites, found.liveReads, resource]);

@@ -20,7 +20,12 @@ export async function noteReleases(conn: RawConnection, ids: number[]): Promise<
  * of who (`releaser`, UTF-8) and why (`reason`, UTF-8 or null), in one READ COMMITTED transaction.
  * True when this call released it; false (nothing written) when it was not live.
  */
-export async function operatorRelease(conn: RawConnection, grant: GrantRef, releaser: Buffer, reason: Buffer | null): Promise<boolean> {
+export async function operatorRelease(
+  conn: RawConnection,
+  grant: GrantRef,
+  releaser: Buffer,
+  reason: Buffer | null,
+): Promise<boolean> {
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {

@@ -34,7 +34,15 @@ export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.re
 export const RELEASED_ROWS = 2;
 
 /** RELEASE_SQL's parameters: numbers and the resource id as hex. */
-export type ReleaseParams = [releasedBy: number, writeCount: number, readCount: number, grantId: number, resourceHex: Hex, lockType: number, tokenHex: Hex];
+export type ReleaseParams = [
+  releasedBy: number,
+  writeCount: number,
+  readCount: number,
+  grantId: number,
+  resourceHex: Hex,
+  lockType: number,
+  tokenHex: Hex,
+];
 
 export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): ReleaseParams {
   const write = grant.mode === 'write' ? 1 : 0;
@@ -42,7 +50,11 @@ export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): Re
 }
 
 /** Releases on its own connection, as its own transaction. True when this statement released it. */
-export async function releaseGrant(conn: RawConnection, grant: GrantRef, by: keyof typeof RELEASED_BY): Promise<boolean> {
+export async function releaseGrant(
+  conn: RawConnection,
+  grant: GrantRef,
+  by: keyof typeof RELEASED_BY,
+): Promise<boolean> {
   const result = await query<{ affectedRows: number }>(conn, RELEASE_SQL, releaseParams(grant, by));
   return result.affectedRows === RELEASED_ROWS;
 }

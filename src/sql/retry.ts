@@ -1,7 +1,13 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
-import { ConnectionLostError, NodeNotReadyError, RwLockError, ServerReadOnlyError, TransactionConflictError } from '../errors.js';
+import {
+  ConnectionLostError,
+  NodeNotReadyError,
+  RwLockError,
+  ServerReadOnlyError,
+  TransactionConflictError,
+} from '../errors.js';
 
 export interface RetryPolicy {
   /** Runs after the first of a transaction that a conflict rolled back, or whose connection died before it could commit. */
@@ -41,7 +47,10 @@ export function conflictBackoffMs(attempts: number): number {
  * end the loop by throwing.
  */
 export async function withRetries<T>(
-  policy: RetryPolicy, what: string, attempt: () => Promise<T>, settle: ((err: unknown) => Promise<Settled<T>>) | null,
+  policy: RetryPolicy,
+  what: string,
+  attempt: () => Promise<T>,
+  settle: ((err: unknown) => Promise<Settled<T>>) | null,
   beforeRerun?: (conflict: unknown, attempts: number) => Promise<void>,
 ): Promise<T> {
   for (let n = 1; ; n++) {
@@ -76,14 +85,21 @@ const PROBE_PAUSE_MS = 50;
  * a read-only server or a Galera node that is not ready is asked again, as a failover or a rejoin
  * may be about to make it writable.
  */
-export async function askDatabase<T>(db: Knex, timeoutMs: number, probe: (conn: RawConnection) => Promise<T>): Promise<{ answer: T } | undefined> {
+export async function askDatabase<T>(
+  db: Knex,
+  timeoutMs: number,
+  probe: (conn: RawConnection) => Promise<T>,
+): Promise<{ answer: T } | undefined> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     try {
-      return { answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))) };
+      return {
+        answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))),
+      };
     } catch (err) {
       // A read-only server, or a node not ready, is one a failover or rejoin has not finished with: ask again.
-      if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError) && !(err instanceof NodeNotReadyError)) throw err;
+      if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError) && !(err instanceof NodeNotReadyError))
+        throw err;
     }
     if (performance.now() >= deadline) return undefined;
     await sleep(PROBE_PAUSE_MS);

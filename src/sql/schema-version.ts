@@ -22,12 +22,16 @@ const checked = new WeakSet<Knex>();
  */
 export async function checkSchemaVersion(db: Knex): Promise<void> {
   if (checked.has(db)) return;
-  const done = await withConnection(db, (conn) => query<Array<{ name: string }>>(conn, `SELECT name FROM ${MIGRATION_TABLE}`)).then(
+  const done = await withConnection(db, (conn) =>
+    query<Array<{ name: string }>>(conn, `SELECT name FROM ${MIGRATION_TABLE}`),
+  ).then(
     (rows) => new Set(rows.map((r) => String(r.name))),
     (err: unknown) => {
       // query() wraps a missing table in SchemaMissingError: the server's number is its cause.
       const errno = errnoOf(err) ?? errnoOf((err as { cause?: unknown } | null)?.cause);
-      return errno === ER_NO_SUCH_TABLE || errno === ER_TABLEACCESS_DENIED ? ('cannot tell' as const) : ('ask again' as const);
+      return errno === ER_NO_SUCH_TABLE || errno === ER_TABLEACCESS_DENIED
+        ? ('cannot tell' as const)
+        : ('ask again' as const);
     },
   );
   // Anything else (a lost connection, a server restarting) is the acquire's to meet and handle:

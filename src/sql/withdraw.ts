@@ -10,7 +10,12 @@ import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
  *   exists and is committed, since the duplicate-key check waits for the transaction that wrote it.
  * - It waits on that row lock while the acquire is still running: a lock wait timeout (1205).
  */
-export async function withdrawAcquire(conn: RawConnection, resource: Buffer, mode: LockMode, token: Buffer): Promise<void> {
+export async function withdrawAcquire(
+  conn: RawConnection,
+  resource: Buffer,
+  mode: LockMode,
+  token: Buffer,
+): Promise<void> {
   await query(
     conn,
     `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)

@@ -11,7 +11,10 @@ import { parseMysqlUrl } from '../../harness/database.js';
 import type { DemoReport } from '../../demo/report.js';
 import { serverUrl } from '../support/db.js';
 
-function runDemo(args: string[], env: Record<string, string | undefined> = { MYSQL_URL: serverUrl() }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runDemo(
+  args: string[],
+  env: Record<string, string | undefined> = { MYSQL_URL: serverUrl() },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'demo/main.ts', ...args], {
       cwd: join(import.meta.dirname, '../..'),
@@ -32,8 +35,20 @@ describe('npm run demo', () => {
     try {
       const json = join(dir, 'report.json');
       const run = await runDemo([
-        '--duration', '8', '--workers', '2', '--faults', 'kill@1,pause@3',
-        '--loans', '10', '--investors', '100', '--claims', '500', '--json', json,
+        '--duration',
+        '8',
+        '--workers',
+        '2',
+        '--faults',
+        'kill@1,pause@3',
+        '--loans',
+        '10',
+        '--investors',
+        '100',
+        '--claims',
+        '500',
+        '--json',
+        json,
       ]);
       expect(run.stderr).toBe('');
       expect(run.stdout).toMatch(/VERDICT: PASS/);
@@ -41,7 +56,10 @@ describe('npm run demo', () => {
       const report = JSON.parse(readFileSync(json, 'utf8')) as DemoReport;
       expect(report.verdict.pass).toBe(true);
       expect(report.verdict.checks).toHaveLength(6);
-      expect(report.faults.map((f) => [f.kind, f.outcome])).toEqual([['kill', 'reaped'], ['pause', 'lock-lost']]);
+      expect(report.faults.map((f) => [f.kind, f.outcome])).toEqual([
+        ['kill', 'reaped'],
+        ['pause', 'lock-lost'],
+      ]);
       expect(report.load.counts.repayments).toBeGreaterThan(0);
       expect(report.load.counts.transfers).toBeGreaterThan(0);
       expect(report.crew.reaper.exitCode).toBe(0);
@@ -49,11 +67,16 @@ describe('npm run demo', () => {
       const c = report.load.counts;
       expect(Object.keys(c)).not.toContain('conflicts');
       expect(run.stdout).toContain(`load      ${report.load.operations.toLocaleString('en-US')} operations`);
-      expect(run.stdout).toContain(`waited for a held lock ${c.waited.toLocaleString('en-US')}, lock timeouts ${c.timeouts.toLocaleString('en-US')}`);
+      expect(run.stdout).toContain(
+        `waited for a held lock ${c.waited.toLocaleString('en-US')}, lock timeouts ${c.timeouts.toLocaleString('en-US')}`,
+      );
       for (const check of report.verdict.checks) {
         expect(run.stdout).toContain(`  PASS  ${check.name}\n        ${check.summary}\n`);
         expect(Object.keys(check.figures).length, check.name).toBeGreaterThan(0);
-        expect(Object.values(check.figures).every((v) => typeof v === 'number' && Number.isFinite(v)), check.name).toBe(true);
+        expect(
+          Object.values(check.figures).every((v) => typeof v === 'number' && Number.isFinite(v)),
+          check.name,
+        ).toBe(true);
       }
       for (const note of report.notes) expect(run.stdout).toContain(`\n${note}\n`);
       // A passing run cleans up after itself.
@@ -79,7 +102,9 @@ describe('npm run demo', () => {
   it('--help names MYSQL_URL and the order a server is looked for in', async () => {
     const run = await runDemo(['--help'], { MYSQL_URL: undefined });
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/1\. MYSQL_URL[\s\S]*2\. a MySQL 8\.4 container through testcontainers[\s\S]*3\. a throwaway mariadbd/);
+    expect(run.stdout).toMatch(
+      /1\. MYSQL_URL[\s\S]*2\. a MySQL 8\.4 container through testcontainers[\s\S]*3\. a throwaway mariadbd/,
+    );
     expect(run.stdout).toMatch(/Exit codes: 0 PASS, 1 FAIL[^\n]*, 2 bad flags/);
   });
 });

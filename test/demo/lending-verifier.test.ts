@@ -51,10 +51,15 @@ describe('lending verifier', () => {
     // A second sale by the original owner inside the first sale's own grant, money moved too,
     // so only the chain is wrong.
     const [a, , c] = fx.owners;
-    const [[first]] = (await db.knex.raw('SELECT * FROM transfers WHERE claim_id = ? ORDER BY id LIMIT 1', [CHAINED_CLAIM])) as [Array<{ price_cents: number; [column: string]: unknown }>, unknown];
+    const [[first]] = (await db.knex.raw('SELECT * FROM transfers WHERE claim_id = ? ORDER BY id LIMIT 1', [
+      CHAINED_CLAIM,
+    ])) as [Array<{ price_cents: number; [column: string]: unknown }>, unknown];
     const other = c === 1 ? 2 : 1;
     await db.knex('transfers').insert({ ...first, id: undefined, buyer_id: other });
-    await db.knex.raw('UPDATE investors SET balance_cents = balance_cents - ? WHERE id = ?', [first!.price_cents, other]);
+    await db.knex.raw('UPDATE investors SET balance_cents = balance_cents - ? WHERE id = ?', [
+      first!.price_cents,
+      other,
+    ]);
     await db.knex.raw('UPDATE investors SET balance_cents = balance_cents + ? WHERE id = ?', [first!.price_cents, a]);
     const verdict = await verifyLending(db.knex);
     expect(failing(verdict)).toEqual([CLAIMS]);
@@ -73,7 +78,10 @@ describe('lending verifier', () => {
          FROM t_lock_log WHERE id = ?`,
       [randomBytes(16), w!.id],
     )) as [{ insertId: number }, unknown];
-    const [[owner]] = (await db.knex.raw('SELECT investor_id FROM claims WHERE id = ?', [UNTOUCHED_CLAIM])) as [Array<{ investor_id: number }>, unknown];
+    const [[owner]] = (await db.knex.raw('SELECT investor_id FROM claims WHERE id = ?', [UNTOUCHED_CLAIM])) as [
+      Array<{ investor_id: number }>,
+      unknown,
+    ];
     await db.knex.raw(
       `INSERT INTO transfers (claim_id, loan_id, seller_id, buyer_id, price_cents, grant_id, worker, committed_at)
        SELECT ?, 'loan-0001', ?, ?, 0, ?, 'intruder', create_time + INTERVAL 2 MICROSECOND FROM t_lock_log WHERE id = ?`,
@@ -94,7 +102,9 @@ describe('lending verifier', () => {
     );
     const verdict = await verifyLending(db.knex);
     expect(failing(verdict)).toContain(FENCING);
-    expect(verdict.checks.find((x) => x.name === FENCING)!.problems.join('\n')).toMatch(new RegExp(`reaped grant ${fx.pausedGrantId} .* 1 payment`));
+    expect(verdict.checks.find((x) => x.name === FENCING)!.problems.join('\n')).toMatch(
+      new RegExp(`reaped grant ${fx.pausedGrantId} .* 1 payment`),
+    );
   });
 
   it('fails fencing when the paused worker never reported its late commit refused', async () => {
@@ -108,13 +118,17 @@ describe('lending verifier', () => {
     expect(g).not.toBeNull();
     const verdict = await verifyLending(db.knex);
     expect(failing(verdict)).toEqual([LOCKS]);
-    expect(verdict.checks.find((x) => x.name === LOCKS)!.problems.join('\n')).toMatch(new RegExp(`grant ${g!.id} .*still live`));
+    expect(verdict.checks.find((x) => x.name === LOCKS)!.problems.join('\n')).toMatch(
+      new RegExp(`grant ${g!.id} .*still live`),
+    );
   });
 
   it('fails lock cleanliness when a count disagrees with the log', async () => {
     await db.knex.raw("UPDATE t_read_write_lock SET r_count = 1 WHERE resource_id = 'loan-0002'");
     const verdict = await verifyLending(db.knex);
     expect(failing(verdict)).toEqual([LOCKS]);
-    expect(verdict.checks.find((x) => x.name === LOCKS)!.problems.join('\n')).toMatch(/loan-0002: w_count=0 r_count=1 but the log has 0 W \/ 0 R live/);
+    expect(verdict.checks.find((x) => x.name === LOCKS)!.problems.join('\n')).toMatch(
+      /loan-0002: w_count=0 r_count=1 but the log has 0 W \/ 0 R live/,
+    );
   });
 });

@@ -24,14 +24,16 @@ describe('stock verifier', () => {
   async function sellAllSafely(): Promise<void> {
     const locks = createLockManager({ knex: db.knex, owner: 'seller' });
     const rnd = seededRandom(1);
-    const results = await Promise.all(Array.from({ length: 3 }, async () => {
-      const mine: string[] = [];
-      for (;;) {
-        const r = await sellSafely(locks, 'seller', rnd);
-        mine.push(r);
-        if (r === 'sold-out') return mine;
-      }
-    }));
+    const results = await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        const mine: string[] = [];
+        for (;;) {
+          const r = await sellSafely(locks, 'seller', rnd);
+          mine.push(r);
+          if (r === 'sold-out') return mine;
+        }
+      }),
+    );
     expect(results.flat().filter((r) => r === 'sold')).toHaveLength(UNITS);
   }
 
@@ -56,8 +58,13 @@ describe('stock verifier', () => {
        SELECT sku, grant_id, 'double', qty_before, qty_after, committed_at FROM deductions WHERE qty_before = 3`,
     );
     const verdict = await verifyStock(db.knex);
-    expect(failing(verdict)).toEqual([`Exactly ${UNITS} successful deductions`, 'Each unit sold once (no lost deduction)']);
-    expect(verdict.checks.map((c) => c.problems.join('\n')).join('\n')).toContain('2 sales all read stock 3 and wrote 2');
+    expect(failing(verdict)).toEqual([
+      `Exactly ${UNITS} successful deductions`,
+      'Each unit sold once (no lost deduction)',
+    ]);
+    expect(verdict.checks.map((c) => c.problems.join('\n')).join('\n')).toContain(
+      '2 sales all read stock 3 and wrote 2',
+    );
     expect(verdict.checks[2]!.figures).toEqual({ deductions: UNITS + 1, units: UNITS });
     expect(verdict.checks[3]!.figures).toEqual({ levelsSold: UNITS, lostDeductions: 1, levelsNeverSold: 0 });
   });

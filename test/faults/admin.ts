@@ -30,7 +30,8 @@ export async function closeAdminPools(): Promise<void> {
 export type Query = <T>(t: Target, sql: string, values?: unknown[]) => Promise<T[]>;
 
 export function queryOn(database: string): Query {
-  return async <T>(t: Target, sql: string, values: unknown[] = []): Promise<T[]> => (await adminPool(t.adminUrl, database).query(sql, values))[0] as T[];
+  return async <T>(t: Target, sql: string, values: unknown[] = []): Promise<T[]> =>
+    (await adminPool(t.adminUrl, database).query(sql, values))[0] as T[];
 }
 
 export async function retrying<T>(what: () => Promise<T>, timeoutMs: number): Promise<T> {

@@ -18,16 +18,24 @@ export async function unguardedRelease(db: Knex, grant: Grant): Promise<void> {
       [grant.id],
     );
     if (grant.mode === 'write') {
-      await trx.raw('UPDATE t_read_write_lock SET w_count = 0, version = version + 1 WHERE w_count = 1 AND resource_id = ?', [Buffer.from(grant.resourceId)]);
+      await trx.raw(
+        'UPDATE t_read_write_lock SET w_count = 0, version = version + 1 WHERE w_count = 1 AND resource_id = ?',
+        [Buffer.from(grant.resourceId)],
+      );
     } else {
-      await trx.raw('UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE r_count > 0 AND resource_id = ?', [Buffer.from(grant.resourceId)]);
+      await trx.raw(
+        'UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE r_count > 0 AND resource_id = ?',
+        [Buffer.from(grant.resourceId)],
+      );
     }
   });
 }
 
 /** The reference article's step 4 fence: the business commits only if its grant row is still status 0. */
 export async function referenceFence(trx: Knex.Transaction, grant: Grant): Promise<boolean> {
-  const [res] = (await trx.raw('UPDATE t_lock_log SET status = 1, version = version + 1 WHERE id = ? AND status = 0', [grant.id])) as unknown as Result;
+  const [res] = (await trx.raw('UPDATE t_lock_log SET status = 1, version = version + 1 WHERE id = ? AND status = 0', [
+    grant.id,
+  ])) as unknown as Result;
   return res.affectedRows === 1;
 }
 
@@ -51,8 +59,15 @@ export async function referenceReap(db: Knex, staleAfterMs: number, delayMs: num
         [row.id],
       )) as unknown as Result;
       if (res.affectedRows !== 1) return;
-      if (row.lock_type === 0) await trx.raw('UPDATE t_read_write_lock SET w_count = 0, version = version + 1 WHERE resource_id = ?', [row.resource_id]);
-      else await trx.raw('UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE r_count > 0 AND resource_id = ?', [row.resource_id]);
+      if (row.lock_type === 0)
+        await trx.raw('UPDATE t_read_write_lock SET w_count = 0, version = version + 1 WHERE resource_id = ?', [
+          row.resource_id,
+        ]);
+      else
+        await trx.raw(
+          'UPDATE t_read_write_lock SET r_count = r_count - 1, version = version + 1 WHERE r_count > 0 AND resource_id = ?',
+          [row.resource_id],
+        );
       reaped.push(Number(row.id));
     });
   }
@@ -63,7 +78,12 @@ export async function referenceReap(db: Knex, staleAfterMs: number, delayMs: num
  * A downgrade in two steps: the write grant released, then a read grant acquired. Between them the
  * resource is free, and a waiting writer can take it; `windowMs` stands for the time between.
  */
-export async function splitDowngrade(locks: LockManager, grant: Grant, windowMs: number, options: AcquireOptions): Promise<Grant> {
+export async function splitDowngrade(
+  locks: LockManager,
+  grant: Grant,
+  windowMs: number,
+  options: AcquireOptions,
+): Promise<Grant> {
   await grant.release();
   await new Promise((r) => setTimeout(r, windowMs));
   return locks.acquireRead(grant.resourceId, options);

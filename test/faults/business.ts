@@ -32,7 +32,8 @@ export const BUSINESS_TABLES = [
 
 export async function createBusinessTables(db: Knex, resources: string[]): Promise<void> {
   for (const ddl of BUSINESS_TABLES) await db.raw(ddl);
-  for (const r of resources) await db.raw('INSERT INTO f_counter (resource_id, value) VALUES (?, 0) ON DUPLICATE KEY UPDATE value = value', [r]);
+  for (const r of resources)
+    await db.raw('INSERT INTO f_counter (resource_id, value) VALUES (?, 0) ON DUPLICATE KEY UPDATE value = value', [r]);
 }
 
 type Rows<T> = [T[], unknown];
@@ -42,14 +43,29 @@ type Rows<T> = [T[], unknown];
  * a blind write of prev + 1 and the effect row last, so `at` is as close to the commit as it gets.
  * Only the lock keeps two of these from reading the same prev: without it they lose an update.
  */
-export async function writeStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number | (() => number), onRead?: () => Promise<void>): Promise<{ prev: number; next: number }> {
-  const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
+export async function writeStep(
+  trx: Knex.Transaction,
+  op: string,
+  resource: string,
+  grantId: number,
+  pauseMs: number | (() => number),
+  onRead?: () => Promise<void>,
+): Promise<{ prev: number; next: number }> {
+  const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{
+    value: number;
+  }>;
   const prev = Number(rows[0]?.value);
   if (onRead) await onRead();
   const ms = typeof pauseMs === 'function' ? pauseMs() : pauseMs;
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   await trx.raw('UPDATE f_counter SET value = ? WHERE resource_id = ?', [prev + 1, resource]);
-  await trx.raw('INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, prev, prev + 1]);
+  await trx.raw('INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [
+    op,
+    resource,
+    grantId,
+    prev,
+    prev + 1,
+  ]);
   return { prev, next: prev + 1 };
 }
 
@@ -57,15 +73,28 @@ export async function writeStep(trx: Knex.Transaction, op: string, resource: str
  * A read: the counter twice with a pause between, at READ COMMITTED so a writer that committed in
  * between would show as a changed value, then a row recording both.
  */
-export async function readStep(trx: Knex.Transaction, op: string, resource: string, grantId: number, pauseMs: number, fenced: boolean, onRead?: () => Promise<void>): Promise<number> {
+export async function readStep(
+  trx: Knex.Transaction,
+  op: string,
+  resource: string,
+  grantId: number,
+  pauseMs: number,
+  fenced: boolean,
+  onRead?: () => Promise<void>,
+): Promise<number> {
   const read = async (): Promise<number> => {
-    const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{ value: number }>;
+    const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{
+      value: number;
+    }>;
     return Number(rows[0]?.value);
   };
   const seen = await read();
   if (onRead) await onRead();
   if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   const again = await read();
-  await trx.raw('INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, at) VALUES (?, ?, ?, ?, ?, ?, NOW(6))', [op, resource, grantId, seen, again, fenced ? 1 : 0]);
+  await trx.raw(
+    'INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, at) VALUES (?, ?, ?, ?, ?, ?, NOW(6))',
+    [op, resource, grantId, seen, again, fenced ? 1 : 0],
+  );
   return seen;
 }

@@ -76,7 +76,8 @@ export interface Liveness {
   boundMs: number;
 }
 
-export type CheckName = 'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'transition' | 'liveness';
+export type CheckName =
+  'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'transition' | 'liveness';
 
 export interface Violation {
   check: CheckName;
@@ -109,13 +110,18 @@ export function check(input: CheckInput): CheckResult {
   const { db } = input;
   // (1) invariants, at the end and at every sample
   for (const v of invariantViolations(db.locks, liveCounts(db.grants), 'end')) add(v);
-  for (const s of input.samples ?? []) for (const v of invariantViolations(s.locks, s.live, `sample@${Math.round(s.t)}`)) add(v);
+  for (const s of input.samples ?? [])
+    for (const v of invariantViolations(s.locks, s.live, `sample@${Math.round(s.t)}`)) add(v);
   // (2) no overlapping write grants, nor a write grant overlapping a read grant, on the database clock
   for (const v of overlapViolations(db.grants)) add(v);
   // (3) effect chains without lost updates; readers saw a stable value
   for (const v of chainViolations(db.effects, db.counters)) add(v);
   for (const r of db.reads) {
-    if (r.seen !== r.seenAgain) add({ check: 'read-stability', detail: `read ${r.op} under grant ${r.grant} saw ${r.resource}=${r.seen} then ${r.seenAgain}` });
+    if (r.seen !== r.seenAgain)
+      add({
+        check: 'read-stability',
+        detail: `read ${r.op} under grant ${r.grant} saw ${r.resource}=${r.seen} then ${r.seenAgain}`,
+      });
   }
   // (4) fencing: no business effect from a grant released by the reaper/an operator before it committed
   for (const v of fenceViolations(db)) add(v);
@@ -129,7 +135,10 @@ export function check(input: CheckInput): CheckResult {
   if (l) {
     if (l.freeAt === null) add({ check: 'liveness', detail: 'resources never became free after the faults stopped' });
     else if (l.freeAt - l.holdersGoneAt > l.boundMs) {
-      add({ check: 'liveness', detail: `resources free ${Math.round(l.freeAt - l.holdersGoneAt)} ms after the last holder exited; bound ${l.boundMs} ms` });
+      add({
+        check: 'liveness',
+        detail: `resources free ${Math.round(l.freeAt - l.holdersGoneAt)} ms after the last holder exited; bound ${l.boundMs} ms`,
+      });
     }
   }
   const releases = db.grants.filter((g) => g.status === 2).length;
@@ -170,7 +179,8 @@ export function invariantViolations(locks: LockRow[], live: Sample['live'], wher
     if (bad.length > 0) out.push({ check: 'invariant', detail: `${where} ${row.resource}: ${bad.join(', ')}` });
   }
   for (const [resource, e] of liveOf) {
-    if (!seen.has(resource) && (e.w > 0 || e.r > 0)) out.push({ check: 'invariant', detail: `${where} ${resource}: live grants w=${e.w} r=${e.r} but no lock row` });
+    if (!seen.has(resource) && (e.w > 0 || e.r > 0))
+      out.push({ check: 'invariant', detail: `${where} ${resource}: live grants w=${e.w} r=${e.r} but no lock row` });
   }
   return out;
 }
@@ -210,7 +220,8 @@ export function overlapViolations(grants: GrantRow[]): Violation[] {
   const out: Violation[] = [];
   const byResource = new Map<string, Phase[]>();
   for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), ...phasesOf(g)]);
-  const name = (p: Phase): string => `${p.type === LOCK_TYPE_WRITE ? 'write' : 'read'} ${p.grant.modeChangedMs != null ? `phase of grant ${p.grant.id} (${p.grant.type === LOCK_TYPE_WRITE ? 'upgraded' : 'downgraded'})` : `grant ${p.grant.id}`}`;
+  const name = (p: Phase): string =>
+    `${p.type === LOCK_TYPE_WRITE ? 'write' : 'read'} ${p.grant.modeChangedMs != null ? `phase of grant ${p.grant.id} (${p.grant.type === LOCK_TYPE_WRITE ? 'upgraded' : 'downgraded'})` : `grant ${p.grant.id}`}`;
   for (const [resource, list] of byResource) {
     const sorted = [...list].sort((a, b) => a.fromMs - b.fromMs);
     // Sweep: every phase against the phases of other grants still open when it starts.
@@ -219,9 +230,13 @@ export function overlapViolations(grants: GrantRow[]): Violation[] {
     for (const p of sorted) {
       openWrites = openWrites.filter((w) => w.toMs > p.fromMs);
       openReads = openReads.filter((r) => r.toMs > p.fromMs);
-      for (const w of openWrites) if (w.grant !== p.grant) out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(w)} was live` });
+      for (const w of openWrites)
+        if (w.grant !== p.grant)
+          out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(w)} was live` });
       if (p.type === LOCK_TYPE_WRITE) {
-        for (const r of openReads) if (r.grant !== p.grant) out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(r)} was live` });
+        for (const r of openReads)
+          if (r.grant !== p.grant)
+            out.push({ check: 'overlap', detail: `${resource}: ${name(p)} started while ${name(r)} was live` });
         openWrites.push(p);
       } else {
         openReads.push(p);
@@ -244,12 +259,18 @@ export function transitionViolations(events: OpEvent[], grants: GrantRow[]): Vio
     told.set(e.grant, (told.get(e.grant) ?? 0) + 1);
     const g = byId.get(e.grant);
     const want = e.ev === 'downgraded' ? LOCK_TYPE_READ : LOCK_TYPE_WRITE;
-    if (!g) out.push({ check: 'transition', detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log has no such grant` });
+    if (!g)
+      out.push({ check: 'transition', detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log has no such grant` });
     else if (g.type !== want || g.modeChangedMs === null || g.modeChangedMs === undefined) {
-      out.push({ check: 'transition', detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log shows a ${g.type === LOCK_TYPE_WRITE ? 'write' : 'read'} grant${g.modeChangedMs == null ? ' that never changed mode' : ''}` });
+      out.push({
+        check: 'transition',
+        detail: `${e.op}: grant ${e.grant} was ${e.ev}, but the log shows a ${g.type === LOCK_TYPE_WRITE ? 'write' : 'read'} grant${g.modeChangedMs == null ? ' that never changed mode' : ''}`,
+      });
     }
   }
-  for (const [id, n] of told) if (n > 1) out.push({ check: 'transition', detail: `grant ${id} changed mode ${n} times; the log keeps one change` });
+  for (const [id, n] of told)
+    if (n > 1)
+      out.push({ check: 'transition', detail: `grant ${id} changed mode ${n} times; the log keeps one change` });
   return out;
 }
 
@@ -261,24 +282,34 @@ export function chainViolations(effects: EffectRow[], counters: DbState['counter
   for (const [resource, list] of byResource) {
     const byPrev = new Map<number, EffectRow[]>();
     for (const e of list) {
-      if (e.next !== e.prev + 1) out.push({ check: 'lost-update', detail: `${resource}: effect of ${e.op} wrote ${e.prev} -> ${e.next}` });
+      if (e.next !== e.prev + 1)
+        out.push({ check: 'lost-update', detail: `${resource}: effect of ${e.op} wrote ${e.prev} -> ${e.next}` });
       byPrev.set(e.prev, [...(byPrev.get(e.prev) ?? []), e]);
     }
     for (const [prev, same] of byPrev) {
       if (same.length > 1) {
-        out.push({ check: 'lost-update', detail: `${resource}: ${same.length} effects read ${prev} (grants ${same.map((e) => e.grant).join(', ')}): an update was lost` });
+        out.push({
+          check: 'lost-update',
+          detail: `${resource}: ${same.length} effects read ${prev} (grants ${same.map((e) => e.grant).join(', ')}): an update was lost`,
+        });
       }
     }
     const n = byPrev.size;
     for (let k = 0; k < n; k++) {
       if (!byPrev.has(k)) {
-        out.push({ check: 'lost-update', detail: `${resource}: chain has no effect from ${k} although ${n} distinct steps exist` });
+        out.push({
+          check: 'lost-update',
+          detail: `${resource}: chain has no effect from ${k} although ${n} distinct steps exist`,
+        });
         break;
       }
     }
     const counter = counters.find((c) => c.resource === resource);
     if (counter && counter.value !== list.length) {
-      out.push({ check: 'lost-update', detail: `${resource}: counter is ${counter.value} after ${list.length} committed increments` });
+      out.push({
+        check: 'lost-update',
+        detail: `${resource}: counter is ${counter.value} after ${list.length} committed increments`,
+      });
     }
   }
   return out;
@@ -293,7 +324,11 @@ export function fenceViolations(db: DbState): Violation[] {
       out.push({ check: 'fence', detail: `${what} of ${op} names grant ${grantId}, which does not exist` });
       return;
     }
-    if (type === LOCK_TYPE_WRITE && typeAt(g, atMs) !== LOCK_TYPE_WRITE) out.push({ check: 'fence', detail: `${what} of ${op} under read grant ${grantId}${g.modeChangedMs != null ? ' (in its read phase)' : ''}` });
+    if (type === LOCK_TYPE_WRITE && typeAt(g, atMs) !== LOCK_TYPE_WRITE)
+      out.push({
+        check: 'fence',
+        detail: `${what} of ${op} under read grant ${grantId}${g.modeChangedMs != null ? ' (in its read phase)' : ''}`,
+      });
     if (g.releasedBy !== null && g.releasedBy !== BY_HOLDER && g.releasedMs !== null && atMs >= g.releasedMs) {
       out.push({
         check: 'fence',
@@ -321,8 +356,17 @@ interface OpSummary {
 export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
   const ops = new Map<string, OpSummary>();
   for (const e of events) {
-    const o = ops.get(e.op) ?? { kind: e.kind, outcome: 'unknown' as Outcome, committed: false, grants: [], trail: [], from: e.t };
-    o.trail.push(`${e.ev}${e.grant !== undefined ? ` ${e.grant}` : ''}${e.err !== undefined ? ` (${e.err})` : ''} +${Math.round(e.t - o.from)}ms`);
+    const o = ops.get(e.op) ?? {
+      kind: e.kind,
+      outcome: 'unknown' as Outcome,
+      committed: false,
+      grants: [],
+      trail: [],
+      from: e.t,
+    };
+    o.trail.push(
+      `${e.ev}${e.grant !== undefined ? ` ${e.grant}` : ''}${e.err !== undefined ? ` (${e.err})` : ''} +${Math.round(e.t - o.from)}ms`,
+    );
     if (e.ev === 'granted' && e.grant !== undefined) o.grants.push(e.grant);
     if (e.ev === 'commit-ok') o.committed = true;
     if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') o.outcome = e.ev;
@@ -332,7 +376,10 @@ export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
   return ops;
 }
 
-export function ackViolations(events: OpEvent[], db: DbState): { violations: Violation[]; ops: Record<string, number> } {
+export function ackViolations(
+  events: OpEvent[],
+  db: DbState,
+): { violations: Violation[]; ops: Record<string, number> } {
   const out: Violation[] = [];
   const counts: Record<string, number> = {};
   const rowsByOp = new Map<string, Array<{ grant: number }>>();
@@ -345,12 +392,21 @@ export function ackViolations(events: OpEvent[], db: DbState): { violations: Vio
     counts[`${s.kind}.${outcome}`] = (counts[`${s.kind}.${outcome}`] ?? 0) + 1;
     const rows = rowsByOp.get(op) ?? [];
     if (rows.length > 1) out.push({ check: 'ack', detail: `${op}: ${rows.length} business rows for one operation` });
-    if (outcome === 'ok' && rows.length === 0) out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
-    if (outcome === 'fail' && rows.length > 0) out.push({ check: 'ack', detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed; its events: ${s.trail.join(', ')}` });
+    if (outcome === 'ok' && rows.length === 0)
+      out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
+    if (outcome === 'fail' && rows.length > 0)
+      out.push({
+        check: 'ack',
+        detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed; its events: ${s.trail.join(', ')}`,
+      });
     if (rows.length === 1 && s.grants.length > 0 && !s.grants.includes(rows[0]!.grant)) {
-      out.push({ check: 'ack', detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}` });
+      out.push({
+        check: 'ack',
+        detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}`,
+      });
     }
   }
-  for (const op of rowsByOp.keys()) if (!ops.has(op)) out.push({ check: 'ack', detail: `business row of ${op}, which no worker invoked` });
+  for (const op of rowsByOp.keys())
+    if (!ops.has(op)) out.push({ check: 'ack', detail: `business row of ${op}, which no worker invoked` });
   return { violations: out, ops: counts };
 }

@@ -6,7 +6,15 @@
 // lost instead of as a violation when, and only when, it was acknowledged inside the loss window:
 // after the last primary position the replica was seen to apply, and before the replica could
 // take a write. Everything else the checker decides stays as it is. Pure functions over plain data.
-import { ackViolations, BY_HOLDER, summarizeOps, transitionViolations, type CheckResult, type DbState, type Violation } from './checker.js';
+import {
+  ackViolations,
+  BY_HOLDER,
+  summarizeOps,
+  transitionViolations,
+  type CheckResult,
+  type DbState,
+  type Violation,
+} from './checker.js';
 import type { OpEvent } from './history.js';
 
 /**
@@ -41,7 +49,8 @@ export interface FailoverLosses {
 const MAX_PER_CHECK = 20;
 
 /** The ack check's wording for a missing acknowledged row (checker.ts's ackViolations). */
-const missingRow = (kind: string, op: string): string => `${kind} ${op} was acknowledged but its business row is missing`;
+const missingRow = (kind: string, op: string): string =>
+  `${kind} ${op} was acknowledged but its business row is missing`;
 
 /** When each operation was acknowledged: its business commit (a manual read's commit-ok) or its ok. */
 export function ackTimes(events: OpEvent[]): Map<string, number> {
@@ -70,7 +79,10 @@ export function foreignGrantViolations(events: OpEvent[], db: DbState): Violatio
     const w = workerOf.get(op);
     if (!g || w === undefined) return; // a missing grant is the fence check's, an uninvoked op the ack check's
     if (g.owner !== w || g.resource !== resource) {
-      out.push({ check: 'fence', detail: `${what} of ${op} (${w}, ${resource}) names grant ${grantId}, which this database holds as ${g.owner}'s on ${g.resource}` });
+      out.push({
+        check: 'fence',
+        detail: `${what} of ${op} (${w}, ${resource}) names grant ${grantId}, which this database holds as ${g.owner}'s on ${g.resource}`,
+      });
     }
   };
   for (const e of db.effects) checkOne('effect', e.op, e.resource, e.grant);
@@ -83,7 +95,12 @@ export function foreignGrantViolations(events: OpEvent[], db: DbState): Violatio
  * counts what the failover lost. The ack check is run again here uncapped, so a loss can never
  * push a real ack violation out of the checker's per-check limit.
  */
-export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbState, window: LossWindow): { result: CheckResult; losses: FailoverLosses } {
+export function judgeFailover(
+  result: CheckResult,
+  events: OpEvent[],
+  db: DbState,
+  window: LossWindow,
+): { result: CheckResult; losses: FailoverLosses } {
   const ops = summarizeOps(events);
   const acked = ackTimes(events);
   const withRow = new Set([...db.effects.map((e) => e.op), ...db.reads.map((r) => r.op)]);
@@ -113,9 +130,13 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
   // A mode change is a commit of its own: one the old primary acknowledged inside the window, or
   // on a grant the new primary does not hold as the worker's, was lost with it, as acquires were.
   const changes = (e: OpEvent): boolean => e.ev === 'downgraded' || e.ev === 'upgraded';
-  const changeLost = (e: OpEvent): boolean => changes(e) && ((e.t >= window.from && e.t <= window.to) || (e.grant !== undefined && grantsLost.has(e.grant)));
+  const changeLost = (e: OpEvent): boolean =>
+    changes(e) && ((e.t >= window.from && e.t <= window.to) || (e.grant !== undefined && grantsLost.has(e.grant)));
   const modeChangesLost = events.filter(changeLost).length;
-  const transitions = transitionViolations(events.filter((e) => !changeLost(e)), db.grants);
+  const transitions = transitionViolations(
+    events.filter((e) => !changeLost(e)),
+    db.grants,
+  );
   const ack = ackViolations(events, db).violations.filter((v) => !lost.has(v.detail));
   const foreign = foreignGrantViolations(events, db);
   const violations = [
@@ -132,11 +153,18 @@ export function judgeFailover(result: CheckResult, events: OpEvent[], db: DbStat
     const dispossessed = (e.ev === 'fail' && e.err === 'ERR_RWLOCK_LOST') || (e.ev === 'ok' && e.released === false);
     const id = opGrant.get(e.op);
     const g = id === undefined ? undefined : rows.get(id);
-    if (dispossessed && g && g.owner === e.w && !grantsLost.has(g.id) && g.releasedBy === BY_HOLDER) releasedByOthers.add(g.id);
+    if (dispossessed && g && g.owner === e.w && !grantsLost.has(g.id) && g.releasedBy === BY_HOLDER)
+      releasedByOthers.add(g.id);
   }
   const sorted = (s: Set<number>): number[] => [...s].sort((a, b) => a - b);
   return {
     result: { ...result, violations },
-    losses: { acknowledgedLost, modeChangesLost, grantsLost: sorted(grantsLost), idsReissued: sorted(idsReissued), releasedByOthers: sorted(releasedByOthers) },
+    losses: {
+      acknowledgedLost,
+      modeChangesLost,
+      grantsLost: sorted(grantsLost),
+      idsReissued: sorted(idsReissued),
+      releasedByOthers: sorted(releasedByOthers),
+    },
   };
 }

@@ -30,7 +30,11 @@ async function isolate(port: number, on: boolean): Promise<void> {
 }
 
 async function logRows(resourceId: string): Promise<number> {
-  const [rows] = (await galera.node(0).raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await galera
+    .node(0)
+    .raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ?', [Buffer.from(resourceId)])) as unknown as [
+    Array<{ n: number }>,
+  ];
   return Number(rows[0]!.n);
 }
 
@@ -49,11 +53,14 @@ describe('a Galera node outside the primary component', () => {
     // A grant made before the cut, replicated to every node: the isolated node cannot release it.
     const held: Grant = (await onPrimary.tryAcquireWrite('np-held'))!;
     expect(held).not.toBeNull();
-    await expect.poll(() => status(cluster.nodes[2]!.port, 'wsrep_last_committed'), { timeout: 30_000 })
+    await expect
+      .poll(() => status(cluster.nodes[2]!.port, 'wsrep_last_committed'), { timeout: 30_000 })
       .toBe(await status(cluster.nodes[0]!.port, 'wsrep_last_committed'));
 
     await isolate(cluster.nodes[2]!.port, true);
-    await expect.poll(() => status(cluster.nodes[2]!.port, 'wsrep_cluster_status'), { timeout: 60_000 }).toBe('non-Primary');
+    await expect
+      .poll(() => status(cluster.nodes[2]!.port, 'wsrep_cluster_status'), { timeout: 60_000 })
+      .toBe('non-Primary');
     await expect.poll(() => cluster.clusterSize(0), { timeout: 60_000 }).toBe(2);
 
     expectNotReady(await throughIsolated.tryAcquireWrite('np-1').catch((e: unknown) => e));
@@ -68,7 +75,9 @@ describe('a Galera node outside the primary component', () => {
     expect((await onPrimary.inspect('np-held')).holders.map((h) => h.id)).toEqual([held.id]);
 
     await isolate(cluster.nodes[2]!.port, false);
-    await expect.poll(() => status(cluster.nodes[2]!.port, 'wsrep_local_state_comment'), { timeout: 120_000 }).toBe('Synced');
+    await expect
+      .poll(() => status(cluster.nodes[2]!.port, 'wsrep_local_state_comment'), { timeout: 120_000 })
+      .toBe('Synced');
     await expect.poll(() => cluster.clusterSize(0), { timeout: 60_000 }).toBe(3);
     const again = await throughIsolated.acquireWrite('np-1', { waitMs: 30_000 });
     expect((await onPrimary.inspect('np-1')).holders.map((h) => h.id)).toEqual([again.id]);

@@ -15,13 +15,18 @@ const galera = useGaleraDatabase('rwlock_recount', 'galera-recount');
 
 /** True once node 1 has applied the grant row with this token. */
 async function appliedOnNode1(token: string): Promise<boolean> {
-  const [rows] = (await galera.node(0).raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE token = UNHEX(?)', [token])) as unknown as [Array<{ n: number }>];
+  const [rows] = (await galera
+    .node(0)
+    .raw('SELECT COUNT(*) AS n FROM t_lock_log WHERE token = UNHEX(?)', [token])) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n) === 1;
 }
 
 describe('repairing counts on Galera while another node grants', () => {
   it.each([
-    ['locks, then counts: applying the other node\'s grant aborts the repair, and a repair after it counts the grant', false],
+    [
+      "locks, then counts: applying the other node's grant aborts the repair, and a repair after it counts the grant",
+      false,
+    ],
     ['negative control: counts, then locks: the stale count commits and a writer gets in beside the reader', true],
   ])('%s', async (_name, broken) => {
     const [node1, node3] = [galera.node(0), galera.node(2)];
@@ -31,7 +36,9 @@ describe('repairing counts on Galera while another node grants', () => {
     const onNode3 = createLockManager({ knex: node3 });
     await (await onNode1.tryAcquireRead(id))!.release();
     await node1.raw('UPDATE t_read_write_lock SET r_count = 5 WHERE resource_id = ?', [resource]); // five readers counted, none live
-    await expect.poll(async () => (await checkLockCounts(node3)).disagreements.map((d) => d.resourceId), { timeout: 30_000 }).toEqual([id]);
+    await expect
+      .poll(async () => (await checkLockCounts(node3)).disagreements.map((d) => d.resourceId), { timeout: 30_000 })
+      .toEqual([id]);
 
     const got: { reader: Grant | null } = { reader: null };
     // Once node 1 has counted, a reader is granted on node 3, and node 1 applies that grant.
@@ -44,7 +51,10 @@ describe('repairing counts on Galera while another node grants', () => {
     const outcome = await withConnection(node1, async (conn) => {
       const racing = afterCount(conn, readerOnNode3);
       return broken ? countThenLock(racing, resource) : recountResource(racing, resource);
-    }).then(() => 'committed', (err: unknown) => (isConflict(err) ? 'aborted' : err));
+    }).then(
+      () => 'committed',
+      (err: unknown) => (isConflict(err) ? 'aborted' : err),
+    );
     const reader = got.reader!;
     expect(reader).not.toBeNull();
     const check = await checkLockCounts(node1);
@@ -52,7 +62,9 @@ describe('repairing counts on Galera while another node grants', () => {
 
     if (broken) {
       expect(outcome).toBe('committed');
-      expect(check.disagreements).toEqual([{ resourceId: id, wCount: 0, rCount: 0, liveWrites: 0, liveReads: 1, rowMissing: false }]);
+      expect(check.disagreements).toEqual([
+        { resourceId: id, wCount: 0, rCount: 0, liveWrites: 0, liveReads: 1, rowMissing: false },
+      ]);
       expect(writer).not.toBeNull(); // a writer beside the live reader
       await writer!.release();
       await node1.raw('UPDATE t_read_write_lock SET r_count = 1 WHERE resource_id = ?', [resource]); // so the reader's release can give its count back
@@ -60,7 +72,9 @@ describe('repairing counts on Galera while another node grants', () => {
       expect(outcome).toBe('aborted');
       expect(writer).toBeNull();
       // The abort wrote nothing: the phantom readers are still counted, beside the real one.
-      expect(check.disagreements).toEqual([{ resourceId: id, wCount: 0, rCount: 6, liveWrites: 0, liveReads: 1, rowMissing: false }]);
+      expect(check.disagreements).toEqual([
+        { resourceId: id, wCount: 0, rCount: 6, liveWrites: 0, liveReads: 1, rowMissing: false },
+      ]);
       expect((await repairLockCounts(node1)).repaired.map((d) => d.resourceId)).toEqual([id]);
       expect(await onNode3.tryAcquireWrite(id)).toBeNull();
     }

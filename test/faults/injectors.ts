@@ -12,7 +12,13 @@ import { isRunning, send, waitMessage, type Slot } from './processes.js';
 import { grantStatus, isLive } from './state.js';
 import type { FromWorker, Phase } from './worker.js';
 
-export type ProcessFault = 'sigkill-before' | 'sigkill-during' | 'sigkill-after' | 'sigstop-past-cutoff' | 'kill-connection' | 'commit-reply-lost';
+export type ProcessFault =
+  | 'sigkill-before'
+  | 'sigkill-during'
+  | 'sigkill-after'
+  | 'sigstop-past-cutoff'
+  | 'kill-connection'
+  | 'commit-reply-lost';
 
 const PHASE: Record<ProcessFault, Phase> = {
   'sigkill-before': 'before',
@@ -55,7 +61,11 @@ interface Struck {
 
 /** Lets the worker go on and waits for its operation to end: what the holder saw, as a fault detail. */
 async function letGo(hit: Hit, timeoutMs: number): Promise<string> {
-  const ended = waitMessage(hit.slot, (m): m is Extract<FromWorker, { type: 'done' }> => m.type === 'done' && m.token === hit.token, timeoutMs);
+  const ended = waitMessage(
+    hit.slot,
+    (m): m is Extract<FromWorker, { type: 'done' }> => m.type === 'done' && m.token === hit.token,
+    timeoutMs,
+  );
   send(hit.slot, { type: 'go', token: hit.token });
   const end = await ended;
   return end ? `${end.outcome}${end.err ? ` ${end.err}` : ''}` : 'no end';
@@ -75,14 +85,22 @@ async function sigkill(env: InjectorEnv, hit: Hit): Promise<Struck> {
  * overlap check then sees the writer beside the witness. Best effort: undefined when it cannot hold.
  */
 async function holdWitness(env: InjectorEnv, hit: Hit): Promise<(() => Promise<void>) | undefined> {
-  const [row] = await env.q<{ resource: string; lock_type: number }>(
-    hit.target, 'SELECT CAST(resource_id AS CHAR) AS resource, lock_type FROM t_lock_log WHERE id = ?', [hit.grant],
-  ).catch(() => []);
+  const [row] = await env
+    .q<{ resource: string; lock_type: number }>(
+      hit.target,
+      'SELECT CAST(resource_id AS CHAR) AS resource, lock_type FROM t_lock_log WHERE id = ?',
+      [hit.grant],
+    )
+    .catch(() => []);
   if (!row) return undefined;
   const knex = connectKnex(hit.target.adminUrl, env.database, { poolMax: 2 });
   const locks = createLockManager({ knex, owner: 'witness' });
   const mode = Number(row.lock_type) === 0 ? 'write' : 'read';
-  const held = await (mode === 'write' ? locks.acquireWrite(row.resource, { waitMs: 10_000 }) : locks.acquireRead(row.resource, { waitMs: 10_000 })).catch(() => undefined);
+  const held = await (
+    mode === 'write'
+      ? locks.acquireWrite(row.resource, { waitMs: 10_000 })
+      : locks.acquireRead(row.resource, { waitMs: 10_000 })
+  ).catch(() => undefined);
   if (!held) {
     await knex.destroy();
     return undefined;
@@ -168,7 +186,11 @@ export async function injectOne(env: InjectorEnv, slots: Slot[], kind: ProcessFa
   slot.busy = true;
   try {
     const token = ++tokens;
-    const at = waitMessage(slot, (m): m is Extract<FromWorker, { type: 'at' }> => m.type === 'at' && m.token === token, 8000);
+    const at = waitMessage(
+      slot,
+      (m): m is Extract<FromWorker, { type: 'at' }> => m.type === 'at' && m.token === token,
+      8000,
+    );
     send(slot, { type: 'arm', token, phase: PHASE[kind] });
     const reached = await at;
     if (!reached) {
@@ -180,7 +202,11 @@ export async function injectOne(env: InjectorEnv, slots: Slot[], kind: ProcessFa
     const hit: Hit = { slot, token, grant: reached.grant, connectionId: reached.connectionId, target, live };
     const struck = await INJECTORS[kind](env, hit);
     env.record({
-      t: now(), kind, proven: live && struck.damaged, grant: hit.grant, worker: slot.id,
+      t: now(),
+      kind,
+      proven: live && struck.damaged,
+      grant: hit.grant,
+      worker: slot.id,
       ...(struck.detail !== undefined ? { detail: struck.detail } : {}),
     });
   } finally {

@@ -25,17 +25,30 @@ export interface Slot {
 function spawnChild(dir: string, id: string, script: string, config: unknown, ipc: boolean): ChildProcess {
   const errFile = openSync(join(dir, `${id}.stderr`), 'a');
   const child = spawn(process.execPath, ['--import', 'tsx', join(HERE, script), JSON.stringify(config)], {
-    cwd: ROOT, stdio: ['ignore', errFile, errFile, ...(ipc ? ['ipc' as const] : [])],
+    cwd: ROOT,
+    stdio: ['ignore', errFile, errFile, ...(ipc ? ['ipc' as const] : [])],
   });
   closeSync(errFile);
   return child;
 }
 
-export function spawnWorker(dir: string, index: number, gen: number, target: Target, config: (id: string) => WorkerConfig): Slot {
+export function spawnWorker(
+  dir: string,
+  index: number,
+  gen: number,
+  target: Target,
+  config: (id: string) => WorkerConfig,
+): Slot {
   const id = `w${index}.${gen}`;
   const child = spawnChild(dir, id, 'worker.ts', config(id), true);
   const slot: Slot = {
-    index, gen, id, child, busy: false, target, listeners: new Set(),
+    index,
+    gen,
+    id,
+    child,
+    busy: false,
+    target,
+    listeners: new Set(),
     exited: new Promise((resolve) => child.once('exit', () => resolve())),
   };
   child.on('message', (m: FromWorker) => {
@@ -56,7 +69,11 @@ export function send(slot: Slot, m: ToWorker): void {
 }
 
 /** The first message from `slot` that `pred` accepts, or undefined after `timeoutMs` or when the worker exits. */
-export function waitMessage<M extends FromWorker>(slot: Slot, pred: (m: FromWorker) => m is M, timeoutMs: number): Promise<M | undefined> {
+export function waitMessage<M extends FromWorker>(
+  slot: Slot,
+  pred: (m: FromWorker) => m is M,
+  timeoutMs: number,
+): Promise<M | undefined> {
   return new Promise((resolve) => {
     const finish = (m: M | undefined): void => {
       clearTimeout(timer);

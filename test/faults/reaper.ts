@@ -25,7 +25,9 @@ export interface ReaperConfig {
 
 const config = JSON.parse(process.argv[2] ?? '{}') as ReaperConfig;
 function connect(): Knex {
-  return config.followPrimary ? connectFollowingPrimary(config.followPrimary, config.database, 2) : connectKnex(config.serverUrl, config.database, { poolMax: 2 });
+  return config.followPrimary
+    ? connectFollowingPrimary(config.followPrimary, config.database, 2)
+    : connectKnex(config.serverUrl, config.database, { poolMax: 2 });
 }
 let db = connect();
 let stopping = false;

@@ -23,7 +23,14 @@ import { createBusinessTables } from './business.js';
 import type { CheckName } from './checker.js';
 import { judgeFailover, type FailoverLosses, type LossWindow } from './failover.js';
 import { now, type FaultKind } from './history.js';
-import { closeAdminPools, runScenario, type FaultContext, type ScenarioOptions, type ScenarioResult, type Target } from './scenario.js';
+import {
+  closeAdminPools,
+  runScenario,
+  type FaultContext,
+  type ScenarioOptions,
+  type ScenarioResult,
+  type Target,
+} from './scenario.js';
 import { writeSummary, type NegativeControl } from './summary.js';
 
 const MIN_PER_KIND = 20;
@@ -40,7 +47,13 @@ let serverUrl = '';
 let proxy: FaultProxy | undefined;
 const runs: ScenarioResult[] = [];
 const negatives: NegativeControl[] = [];
-let floor = { lockOps: 0, minLockOps: MIN_LOCK_OPS, minPerKind: MIN_PER_KIND, kinds: {} as Record<string, number>, ok: false };
+let floor = {
+  lockOps: 0,
+  minLockOps: MIN_LOCK_OPS,
+  minPerKind: MIN_PER_KIND,
+  kinds: {} as Record<string, number>,
+  ok: false,
+};
 
 async function database(name: string, url: string, resources: string[]): Promise<void> {
   await createDatabase(url, name);
@@ -66,11 +79,28 @@ async function whenGrantsLive(ctx: FaultContext, i: number, timeoutMs: number): 
   }
 }
 
-function base(name: string, t: Target): Omit<ScenarioOptions, 'processFaults' | 'required' | 'minDurationMs' | 'maxDurationMs'> {
+function base(
+  name: string,
+  t: Target,
+): Omit<ScenarioOptions, 'processFaults' | 'required' | 'minDurationMs' | 'maxDurationMs'> {
   return {
-    name, database: `faults_${name.replace(/[^a-z0-9]/gi, '_')}`, dir: work, workerTargets: [t], reaperTargets: [t], main: t,
-    workers: 6, reapers: 3, staleAfterMs: STALE_MS, reaperPeriodMs: REAPER_MS, resources: ['loan-1', 'loan-2', 'loan-3', 'loan-4', 'loan-5', 'loan-6', 'loan-7', 'loan-8'],
-    slowResources: ['slow-1', 'slow-2', 'slow-3', 'slow-4'], slowFraction: 0.1, readFraction: 0.3, transitionFraction: 0.15, faultLoops: 2, livenessSlackMs: 1500,
+    name,
+    database: `faults_${name.replace(/[^a-z0-9]/gi, '_')}`,
+    dir: work,
+    workerTargets: [t],
+    reaperTargets: [t],
+    main: t,
+    workers: 6,
+    reapers: 3,
+    staleAfterMs: STALE_MS,
+    reaperPeriodMs: REAPER_MS,
+    resources: ['loan-1', 'loan-2', 'loan-3', 'loan-4', 'loan-5', 'loan-6', 'loan-7', 'loan-8'],
+    slowResources: ['slow-1', 'slow-2', 'slow-3', 'slow-4'],
+    slowFraction: 0.1,
+    readFraction: 0.3,
+    transitionFraction: 0.15,
+    faultLoops: 2,
+    livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
   };
 }
@@ -91,8 +121,12 @@ afterAll(async () => {
   if (server) await stopProcess(server.process, 'SIGKILL');
   // Run results go to the ignored .tmp/ so a run leaves the tree clean; docs quote a chosen run.
   const text = writeSummary(join(import.meta.dirname, '..', '..', '.tmp', 'faults-summary.md'), {
-    when: new Date().toISOString(), durationMs: now() - suiteStarted,
-    server: `${binary ?? '?'} (throwaway, single node), a 3-node MariaDB Galera cluster and 3-node MySQL 9.7 Group Replication clusters (single- and multi-primary) and a MariaDB primary with an asynchronous replica`, runs, negatives, floor,
+    when: new Date().toISOString(),
+    durationMs: now() - suiteStarted,
+    server: `${binary ?? '?'} (throwaway, single node), a 3-node MariaDB Galera cluster and 3-node MySQL 9.7 Group Replication clusters (single- and multi-primary) and a MariaDB primary with an asynchronous replica`,
+    runs,
+    negatives,
+    floor,
   });
   console.log(`\n${text}`);
   if (process.env.FAULTS_KEEP) console.log(`[faults] histories kept in ${work}`);
@@ -117,25 +151,51 @@ describe('reliability under faults', () => {
       }
     };
     const r = await runScenario({
-      ...o, reaperTargets: [direct], main: direct, proxy,
-      processFaults: ['sigkill-before', 'sigkill-during', 'sigkill-after', 'sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost'],
+      ...o,
+      reaperTargets: [direct],
+      main: direct,
+      proxy,
+      processFaults: [
+        'sigkill-before',
+        'sigkill-during',
+        'sigkill-after',
+        'sigstop-past-cutoff',
+        'kill-connection',
+        'commit-reply-lost',
+      ],
       extraFaults: [serverKills],
       required: {
-        'sigkill-before': TARGET, 'sigkill-during': TARGET, 'sigkill-after': TARGET, 'sigstop-past-cutoff': TARGET,
-        'kill-connection': TARGET, 'commit-reply-lost': TARGET, 'server-sigkill': TARGET,
-        'concurrent-reapers': TARGET, 'reaper-vs-commit': TARGET,
+        'sigkill-before': TARGET,
+        'sigkill-during': TARGET,
+        'sigkill-after': TARGET,
+        'sigstop-past-cutoff': TARGET,
+        'kill-connection': TARGET,
+        'commit-reply-lost': TARGET,
+        'server-sigkill': TARGET,
+        'concurrent-reapers': TARGET,
+        'reaper-vs-commit': TARGET,
       },
-      minDurationMs: TARGET >= MIN_PER_KIND ? 60_000 : 10_000, maxDurationMs: 330_000,
+      minDurationMs: TARGET >= MIN_PER_KIND ? 60_000 : 10_000,
+      maxDurationMs: 330_000,
     });
     runs.push(r);
     const kinds: Record<string, number> = {};
     for (const [k, f] of Object.entries(r.faults)) kinds[k] = f.proven;
     const expected: FaultKind[] = [
-      'sigkill-before', 'sigkill-during', 'sigkill-after', 'sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost',
-      'server-sigkill', 'concurrent-reapers', 'reaper-vs-commit',
+      'sigkill-before',
+      'sigkill-during',
+      'sigkill-after',
+      'sigstop-past-cutoff',
+      'kill-connection',
+      'commit-reply-lost',
+      'server-sigkill',
+      'concurrent-reapers',
+      'reaper-vs-commit',
     ];
     floor = {
-      ...floor, lockOps: r.check.lockOps, kinds,
+      ...floor,
+      lockOps: r.check.lockOps,
+      kinds,
       ok: r.check.lockOps >= MIN_LOCK_OPS && expected.every((k) => (kinds[k] ?? 0) >= MIN_PER_KIND),
     };
     expect(r.check.violations).toEqual([]);
@@ -148,7 +208,11 @@ describe('reliability under faults', () => {
     {
       name: 'fence-off',
       defect: 'business commits without the guarded log-row UPDATE; release separately',
-      tweak: { workerVariant: 'nofence', processFaults: ['sigstop-past-cutoff'], required: { 'sigstop-past-cutoff': 6 } },
+      tweak: {
+        workerVariant: 'nofence',
+        processFaults: ['sigstop-past-cutoff'],
+        required: { 'sigstop-past-cutoff': 6 },
+      },
       expect: ['fence', 'lost-update'],
     },
     {
@@ -160,13 +224,23 @@ describe('reliability under faults', () => {
     {
       name: 'release-unguarded',
       defect: 'reference defect 5: release decrements even if the grant was already reaped',
-      tweak: { workerVariant: 'release-unguarded', processFaults: ['sigstop-past-cutoff'], required: { 'sigstop-past-cutoff': 6 } },
+      tweak: {
+        workerVariant: 'release-unguarded',
+        processFaults: ['sigstop-past-cutoff'],
+        required: { 'sigstop-past-cutoff': 6 },
+      },
       expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
     },
     {
       name: 'downgrade-split',
       defect: 'a downgrade done as release-then-acquire-read: a waiting writer gets in between',
-      tweak: { workerVariant: 'downgrade-split', transitionFraction: 0.5, slowFraction: 0, processFaults: [], required: {} },
+      tweak: {
+        workerVariant: 'downgrade-split',
+        transitionFraction: 0.5,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
       expect: ['read-stability'],
     },
   ];
@@ -175,13 +249,25 @@ describe('reliability under faults', () => {
       const t: Target = { serverUrl, adminUrl: serverUrl };
       const o = { ...base(`negative-${c.name}`, t), workers: 4, resources: ['loan-1', 'loan-2'], faultLoops: 1 };
       await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
-      const r = await runScenario({ ...o, minDurationMs: 25_000, maxDurationMs: 60_000, ...c.tweak } as ScenarioOptions);
+      const r = await runScenario({
+        ...o,
+        minDurationMs: 25_000,
+        maxDurationMs: 60_000,
+        ...c.tweak,
+      } as ScenarioOptions);
       const checks = [...new Set(r.check.violations.map((v) => v.check))];
       negatives.push({
-        name: c.name, defect: c.defect, caught: checks.some((k) => c.expect.includes(k)), checks,
-        example: r.check.violations.find((v) => c.expect.includes(v.check))?.detail ?? '-', faults: r.faults,
+        name: c.name,
+        defect: c.defect,
+        caught: checks.some((k) => c.expect.includes(k)),
+        checks,
+        example: r.check.violations.find((v) => c.expect.includes(v.check))?.detail ?? '-',
+        faults: r.faults,
       });
-      expect(checks.filter((k) => c.expect.includes(k)), `violations: ${JSON.stringify(r.check.violations.slice(0, 5))}`).not.toEqual([]);
+      expect(
+        checks.filter((k) => c.expect.includes(k)),
+        `violations: ${JSON.stringify(r.check.violations.slice(0, 5))}`,
+      ).not.toEqual([]);
     });
   }
 
@@ -203,12 +289,21 @@ describe('reliability under faults', () => {
         const killedAt = Date.now();
         await sleep(5_000);
         await c.restart(2);
-        ctx.record({ t: now(), kind: 'galera-node-sigkill', proven: live > 0, detail: `node 3 had ${live} live grants; back Synced after ${Date.now() - killedAt} ms` });
+        ctx.record({
+          t: now(),
+          kind: 'galera-node-sigkill',
+          proven: live > 0,
+          detail: `node 3 had ${live} live grants; back Synced after ${Date.now() - killedAt} ms`,
+        });
       };
       const r = await runScenario({
-        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [nodeKill],
+        ...o,
+        processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'],
+        faultLoops: 1,
+        extraFaults: [nodeKill],
         required: { 'galera-node-sigkill': 1, 'sigkill-during': 5, 'sigstop-past-cutoff': 5, 'kill-connection': 5 },
-        minDurationMs: 45_000, maxDurationMs: 150_000,
+        minDurationMs: 45_000,
+        maxDurationMs: 150_000,
       });
       r.notes.push(`cluster size after the run: ${await c.clusterSize(0)}`);
       // Certification conflicts the nodes saw (the library retries a 1213 at COMMIT); node 3's counters restarted with it.
@@ -216,14 +311,18 @@ describe('reliability under faults', () => {
       let bf = 0;
       for (const n of c.nodes) {
         const conn = await mysql.createConnection({ host: '127.0.0.1', port: n.port, user: 'root' });
-        const [rows] = await conn.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')");
+        const [rows] = await conn.query(
+          "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')",
+        );
         await conn.end();
         for (const row of rows as Array<{ Variable_name: string; Value: string }>) {
           if (row.Variable_name === 'wsrep_local_cert_failures') cert += Number(row.Value);
           else bf += Number(row.Value);
         }
       }
-      r.notes.push(`wsrep_local_cert_failures ${cert}, wsrep_local_bf_aborts ${bf} (summed over the nodes): transactions Galera aborted as conflicts, with zero violations`);
+      r.notes.push(
+        `wsrep_local_cert_failures ${cert}, wsrep_local_bf_aborts ${bf} (summed over the nodes): transactions Galera aborted as conflicts, with zero violations`,
+      );
       runs.push(r);
       expect(r.faults['galera-node-sigkill']?.proven).toBe(1);
       expect(r.check.violations).toEqual([]);
@@ -245,9 +344,15 @@ describe('reliability under faults', () => {
     for (const n of c.nodes) {
       const conn = await mysql.createConnection({ host: '127.0.0.1', port: n.port, user: 'root' });
       try {
-        const [cert] = await conn.query('SELECT COUNT_CONFLICTS_DETECTED AS n FROM performance_schema.replication_group_member_stats WHERE MEMBER_ID = @@server_uuid');
-        const [dl] = await conn.query("SELECT COUNT AS n FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_deadlocks'");
-        per.push(`node ${n.index + 1}: ${Number((cert as Array<{ n: number }>)[0]?.n ?? 0)} certification conflicts, ${Number((dl as Array<{ n: number }>)[0]?.n ?? 0)} deadlocks`);
+        const [cert] = await conn.query(
+          'SELECT COUNT_CONFLICTS_DETECTED AS n FROM performance_schema.replication_group_member_stats WHERE MEMBER_ID = @@server_uuid',
+        );
+        const [dl] = await conn.query(
+          "SELECT COUNT AS n FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_deadlocks'",
+        );
+        per.push(
+          `node ${n.index + 1}: ${Number((cert as Array<{ n: number }>)[0]?.n ?? 0)} certification conflicts, ${Number((dl as Array<{ n: number }>)[0]?.n ?? 0)} deadlocks`,
+        );
       } finally {
         await conn.end();
       }
@@ -270,11 +375,22 @@ describe('reliability under faults', () => {
   }
 
   /** Waits until `url`'s node has `want` grants made after `afterId` and released by their holders: the workers reached it. */
-  async function grantsCompletedOn(url: string, database: string, afterId: number, want: number, timeoutMs: number): Promise<number> {
+  async function grantsCompletedOn(
+    url: string,
+    database: string,
+    afterId: number,
+    want: number,
+    timeoutMs: number,
+  ): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     let n = 0;
     while (Date.now() < deadline) {
-      n = await scalar(url, database, `SELECT COUNT(*) AS n FROM t_lock_log WHERE id > ? AND released_by = ${RELEASED_BY.holder}`, [afterId]).catch(() => n);
+      n = await scalar(
+        url,
+        database,
+        `SELECT COUNT(*) AS n FROM t_lock_log WHERE id > ? AND released_by = ${RELEASED_BY.holder}`,
+        [afterId],
+      ).catch(() => n);
       if (n >= want) return n;
       await sleep(200);
     }
@@ -289,9 +405,13 @@ describe('reliability under faults', () => {
       const targets: Target[] = c.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
       const first = await c.primary();
       const o = {
-        ...base('gr-single-primary', targets[first]!), workerTargets: targets, reaperTargets: targets,
+        ...base('gr-single-primary', targets[first]!),
+        workerTargets: targets,
+        reaperTargets: targets,
         // Samples and the record are read on a secondary that stays up; the aftermath on whichever node is primary then.
-        main: targets[(first + 1) % 3]!, followPrimary: c.nodes.map((n) => n.url), settle: async () => targets[await c.primary()]!,
+        main: targets[(first + 1) % 3]!,
+        followPrimary: c.nodes.map((n) => n.url),
+        settle: async () => targets[await c.primary()]!,
       };
       await database(o.database, targets[first]!.serverUrl, [...o.resources, ...o.slowResources]);
       const primaryKill = async (ctx: FaultContext): Promise<void> => {
@@ -304,26 +424,41 @@ describe('reliability under faults', () => {
         const elected = await c.primary(60_000);
         const electedAfter = Date.now() - killedAt;
         // Workers moved: grants made on the new primary after its election, and released by their holders.
-        const since = await scalar(c.nodes[elected]!.url, o.database, 'SELECT COALESCE(MAX(id), 0) AS n FROM t_lock_log');
+        const since = await scalar(
+          c.nodes[elected]!.url,
+          o.database,
+          'SELECT COALESCE(MAX(id), 0) AS n FROM t_lock_log',
+        );
         const moved = await grantsCompletedOn(c.nodes[elected]!.url, o.database, since, o.workers, 30_000);
         const movedAfter = Date.now() - killedAt;
         await c.restart(old);
         const member = (await c.members(old))?.find((m) => m.port === c.nodes[old]!.port);
         ctx.record({
-          t: now(), kind: 'gr-primary-sigkill', proven: live > 0 && elected !== old && moved >= o.workers && member?.role === 'SECONDARY',
-          detail: `node ${old + 1} (primary, ${live} live grants) killed; node ${elected + 1} elected after ${electedAfter} ms; ` +
+          t: now(),
+          kind: 'gr-primary-sigkill',
+          proven: live > 0 && elected !== old && moved >= o.workers && member?.role === 'SECONDARY',
+          detail:
+            `node ${old + 1} (primary, ${live} live grants) killed; node ${elected + 1} elected after ${electedAfter} ms; ` +
             `${moved} grants completed on it by ${movedAfter} ms; node ${old + 1} back ONLINE as ${member?.role ?? '?'} after ${Date.now() - killedAt} ms`,
         });
       };
       const r = await runScenario({
-        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [primaryKill],
-        required: { 'gr-primary-sigkill': 1, ...grFloor }, minDurationMs: 45_000, maxDurationMs: 150_000,
+        ...o,
+        processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'],
+        faultLoops: 1,
+        extraFaults: [primaryKill],
+        required: { 'gr-primary-sigkill': 1, ...grFloor },
+        minDurationMs: 45_000,
+        maxDurationMs: 150_000,
       });
       r.notes.push(`members after the run: ${JSON.stringify(await c.members((first + 1) % 3))}`);
-      r.notes.push(`conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`);
+      r.notes.push(
+        `conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`,
+      );
       runs.push(r);
       expect(r.faults['gr-primary-sigkill']?.proven, r.notes.join('\n')).toBe(1);
-      for (const [k, n] of Object.entries(grFloor)) expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
+      for (const [k, n] of Object.entries(grFloor))
+        expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
       expect(r.check.violations).toEqual([]);
       expect(rawConflicts(r)).toBe(0);
       expect(r.liveAgain).toBe(true);
@@ -347,17 +482,30 @@ describe('reliability under faults', () => {
         await c.kill(2);
         const killedAt = Date.now();
         await c.restart(2);
-        ctx.record({ t: now(), kind: 'gr-node-sigkill', proven: live > 0, detail: `node 3 had ${live} live grants; back ONLINE after ${Date.now() - killedAt} ms` });
+        ctx.record({
+          t: now(),
+          kind: 'gr-node-sigkill',
+          proven: live > 0,
+          detail: `node 3 had ${live} live grants; back ONLINE after ${Date.now() - killedAt} ms`,
+        });
       };
       const r = await runScenario({
-        ...o, processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'], faultLoops: 1, extraFaults: [nodeKill],
-        required: { 'gr-node-sigkill': 1, ...grFloor }, minDurationMs: 45_000, maxDurationMs: 150_000,
+        ...o,
+        processFaults: ['sigkill-during', 'sigstop-past-cutoff', 'kill-connection'],
+        faultLoops: 1,
+        extraFaults: [nodeKill],
+        required: { 'gr-node-sigkill': 1, ...grFloor },
+        minDurationMs: 45_000,
+        maxDurationMs: 150_000,
       });
       r.notes.push(`members after the run: ${JSON.stringify(await c.members(0))}`);
-      r.notes.push(`conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`);
+      r.notes.push(
+        `conflicts: ${await groupConflicts(c)}; raw conflict errors seen by callers: ${rawConflicts(r)}; typed ERR_RWLOCK_CONFLICT: ${r.errors.ERR_RWLOCK_CONFLICT ?? 0}`,
+      );
       runs.push(r);
       expect(r.faults['gr-node-sigkill']?.proven).toBe(1);
-      for (const [k, n] of Object.entries(grFloor)) expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
+      for (const [k, n] of Object.entries(grFloor))
+        expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
       expect(r.check.violations).toEqual([]);
       expect(rawConflicts(r)).toBe(0);
       expect(r.liveAgain).toBe(true);
@@ -392,7 +540,9 @@ describe('reliability under faults', () => {
       const o = {
         ...base('async-failover', primary),
         // Samples and the record are read on the replica, which stays up; the aftermath on it, promoted.
-        main: replica, followPrimary: [p.primaryClientUrl, p.replicaClientUrl], settle: async () => replica,
+        main: replica,
+        followPrimary: [p.primaryClientUrl, p.replicaClientUrl],
+        settle: async () => replica,
       };
       await database(o.database, p.primaryUrl, [...o.resources, ...o.slowResources]);
       await p.waitApplied((await p.primaryPosition()) ?? '', 30_000);
@@ -427,18 +577,33 @@ describe('reliability under faults', () => {
             `the replica had received ${received || '-'} and applied ${promotion.applied}: at least ${behind} transactions committed on the primary never reached it`,
         );
         ctx.record({
-          t: now(), kind: 'async-primary-sigkill', proven: live > 0 && moved >= o.workers,
-          detail: `primary (${live} live grants) killed; replica promoted ${Math.round(promotion.writableFrom - killedAt)} ms after the kill ` +
+          t: now(),
+          kind: 'async-primary-sigkill',
+          proven: live > 0 && moved >= o.workers,
+          detail:
+            `primary (${live} live grants) killed; replica promoted ${Math.round(promotion.writableFrom - killedAt)} ms after the kill ` +
             `(writable ${promotion.ms} ms after promotion began); ${moved} grants completed on it by ${Math.round(movedAfter)} ms`,
         });
       };
       let losses: FailoverLosses | undefined;
       let plainAck = 0;
       const r = await runScenario({
-        ...o, processFaults: [], faultLoops: 0, extraFaults: [primaryKill],
-        required: { 'async-primary-sigkill': 1 }, minDurationMs: 30_000, maxDurationMs: 90_000,
+        ...o,
+        processFaults: [],
+        faultLoops: 0,
+        extraFaults: [primaryKill],
+        required: { 'async-primary-sigkill': 1 },
+        minDurationMs: 30_000,
+        maxDurationMs: 90_000,
         judge: (checked, events, db) => {
-          if (!window) return { ...checked, violations: [...checked.violations, { check: 'ack', detail: 'the failover did not happen: no loss window' }] };
+          if (!window)
+            return {
+              ...checked,
+              violations: [
+                ...checked.violations,
+                { check: 'ack', detail: 'the failover did not happen: no loss window' },
+              ],
+            };
           const judged = judgeFailover(checked, events, db, window);
           losses = judged.losses;
           plainAck = checked.violations.filter((v) => v.check === 'ack').length;

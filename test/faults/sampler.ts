@@ -21,15 +21,25 @@ export function startSampler(adminUrl: string, database: string): Sampler {
       try {
         conn ??= await mysql.createConnection({ ...parseMysqlUrl(adminUrl), database, connectTimeout: 3000 });
         await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
-        const [locks] = await conn.query('SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock');
+        const [locks] = await conn.query(
+          'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock',
+        );
         const [live] = await conn.query(
           'SELECT CAST(resource_id AS CHAR) AS resource, lock_type AS type, COUNT(*) AS n FROM t_lock_log WHERE status IN (0, 1) GROUP BY resource_id, lock_type',
         );
         await conn.query('COMMIT');
         samples.push({
           t: now(),
-          locks: (locks as Array<{ resource: string; w: number; r: number }>).map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
-          live: (live as Array<{ resource: string; type: number; n: number }>).map((l) => ({ resource: l.resource, type: Number(l.type) as 0 | 1, n: Number(l.n) })),
+          locks: (locks as Array<{ resource: string; w: number; r: number }>).map((l) => ({
+            resource: l.resource,
+            w: Number(l.w),
+            r: Number(l.r),
+          })),
+          live: (live as Array<{ resource: string; type: number; n: number }>).map((l) => ({
+            resource: l.resource,
+            type: Number(l.type) as 0 | 1,
+            n: Number(l.n),
+          })),
         });
       } catch {
         await conn?.destroy();

@@ -9,7 +9,15 @@ import { createLockManager } from '../../src/index.js';
 import { RELEASED_BY } from '../../src/types.js';
 import { queryOn, retrying, type Target } from './admin.js';
 import { check, type CheckResult, type DbState } from './checker.js';
-import { appendJsonl, now, readJsonl, type FaultEvent, type FaultKind, type OpEvent, type ReaperRun } from './history.js';
+import {
+  appendJsonl,
+  now,
+  readJsonl,
+  type FaultEvent,
+  type FaultKind,
+  type OpEvent,
+  type ReaperRun,
+} from './history.js';
 import { injectOne, type InjectorEnv, type ProcessFault } from './injectors.js';
 import { spawnReaper, spawnWorker, stopReapers, stopWorkers, type Slot } from './processes.js';
 import type { ReaperConfig } from './reaper.js';
@@ -113,20 +121,40 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const history = join(dir, `${id}.jsonl`);
       histories.push(history);
       return {
-        id, serverUrl: target.serverUrl, ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}), database: o.database, history,
-        resources: o.resources, slowResources: o.slowResources, slowFraction: o.slowFraction, readFraction: o.readFraction, transitionFraction: o.transitionFraction,
-        staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, resolveTimeoutMs: 15_000, waitMs: 1000, variant: o.workerVariant ?? 'correct',
+        id,
+        serverUrl: target.serverUrl,
+        ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}),
+        database: o.database,
+        history,
+        resources: o.resources,
+        slowResources: o.slowResources,
+        slowFraction: o.slowFraction,
+        readFraction: o.readFraction,
+        transitionFraction: o.transitionFraction,
+        staleAfterMs: o.staleAfterMs,
+        reaperPeriodMs: o.reaperPeriodMs,
+        resolveTimeoutMs: 15_000,
+        waitMs: 1000,
+        variant: o.workerVariant ?? 'correct',
       };
     });
   };
   const slots: Slot[] = [];
   for (let i = 0; i < o.workers; i++) slots.push(newWorker(i, 0));
   const reaperLogs = Array.from({ length: o.reapers }, (_, k) => join(dir, `reaper${k}.jsonl`));
-  const reapers = reaperLogs.map((file, k) => spawnReaper(dir, {
-    id: `reaper${k}`, serverUrl: o.reaperTargets[k % o.reaperTargets.length]!.serverUrl, ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}),
-    database: o.database, log: file, periodMs: o.reaperPeriodMs, staleAfterMs: o.staleAfterMs,
-    variant: o.reaperVariant ?? 'library', referenceDelayMs: o.referenceDelayMs ?? 0,
-  }));
+  const reapers = reaperLogs.map((file, k) =>
+    spawnReaper(dir, {
+      id: `reaper${k}`,
+      serverUrl: o.reaperTargets[k % o.reaperTargets.length]!.serverUrl,
+      ...(o.followPrimary ? { followPrimary: o.followPrimary } : {}),
+      database: o.database,
+      log: file,
+      periodMs: o.reaperPeriodMs,
+      staleAfterMs: o.staleAfterMs,
+      variant: o.reaperVariant ?? 'library',
+      referenceDelayMs: o.referenceDelayMs ?? 0,
+    }),
+  );
   const sampler = startSampler(o.main.adminUrl, o.database);
 
   // --- faults --------------------------------------------------------------------------------
@@ -146,7 +174,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     log,
   };
   const env: InjectorEnv = {
-    q, database: o.database, staleAfterMs: o.staleAfterMs, reaperPeriodMs: o.reaperPeriodMs, record,
+    q,
+    database: o.database,
+    staleAfterMs: o.staleAfterMs,
+    reaperPeriodMs: o.reaperPeriodMs,
+    record,
     ...(o.proxy ? { proxy: o.proxy } : {}),
     respawn: (slot) => {
       if (!stopping) slots[slots.indexOf(slot)] = newWorker(slot.index, slot.gen + 1);
@@ -178,14 +210,20 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await sleep(500);
     const elapsed = now() - started;
     const proven = (k: FaultKind): number => (fromRecord.includes(k) ? (recordCounts[k] ?? 0) : provenOf(k));
-    const processSatisfied = Object.entries(o.required).every(([k, n]) => fromRecord.includes(k as FaultKind) || provenOf(k as FaultKind) >= n);
+    const processSatisfied = Object.entries(o.required).every(
+      ([k, n]) => fromRecord.includes(k as FaultKind) || provenOf(k as FaultKind) >= n,
+    );
     if (processSatisfied && elapsed >= o.minDurationMs && now() - lastRecordRead > 5000) {
       lastRecordRead = now();
       const grants = await loadGrants(q, o.main).catch(() => undefined);
       if (grants) {
         recordCounts = {};
-        const evidence = reaperEvidence({ grants, locks: [], effects: [], reads: [], counters: [] },
-          reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f)), histories.flatMap((h) => readJsonl<OpEvent>(h)), o.staleAfterMs);
+        const evidence = reaperEvidence(
+          { grants, locks: [], effects: [], reads: [], counters: [] },
+          reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f)),
+          histories.flatMap((h) => readJsonl<OpEvent>(h)),
+          o.staleAfterMs,
+        );
         for (const f of evidence) recordCounts[f.kind] = (recordCounts[f.kind] ?? 0) + 1;
       }
     }
@@ -211,7 +249,10 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   try {
     const locks = createLockManager({ knex, staleAfterMs: o.staleAfterMs, owner: PROBE_OWNER });
     for (const r of [...o.resources, ...o.slowResources]) {
-      const g = await retrying(() => locks.acquireWrite(r, { waitMs: o.staleAfterMs + o.reaperPeriodMs * 2 }), 10_000).catch(() => null);
+      const g = await retrying(
+        () => locks.acquireWrite(r, { waitMs: o.staleAfterMs + o.reaperPeriodMs * 2 }),
+        10_000,
+      ).catch(() => null);
       if (!g || !(await g.release())) liveAgain = false;
     }
   } finally {
@@ -224,29 +265,54 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const state: DbState = await readFinalState(q, settled, PROBE_OWNER);
   const events = histories.flatMap((h) => readJsonl<OpEvent>(h));
   const runs = reaperLogs.flatMap((f) => readJsonl<ReaperRun>(f));
-  const checked = check({ events, db: state, samples: sampler.samples, liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs } });
+  const checked = check({
+    events,
+    db: state,
+    samples: sampler.samples,
+    liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs },
+  });
   const result = o.judge ? o.judge(checked, events, state, notes) : checked;
-  if (!liveAgain) result.violations.push({ check: 'liveness', detail: 'a resource could not be write-locked after the faults stopped' });
+  if (!liveAgain)
+    result.violations.push({
+      check: 'liveness',
+      detail: 'a resource could not be write-locked after the faults stopped',
+    });
 
   // --- evidence from the record: reapers contending, and reapers racing a holder's final commit ---
   for (const f of reaperEvidence(state, runs, events, o.staleAfterMs)) record(f);
   const reaperErrors = runs.filter((r) => r.error).length;
   const changed = (ev: 'downgraded' | 'upgraded'): number => events.filter((e) => e.ev === ev).length;
-  const reapedChanged = state.grants.filter((g) => g.modeChangedMs != null && g.releasedBy === RELEASED_BY.reaper).length;
-  notes.push(`mode changes: ${changed('downgraded')} downgrades, ${changed('upgraded')} upgrades; ${reapedChanged} changed grants reaped`);
-  notes.push(`reaper rounds: ${runs.length} (${reaperErrors} failed, e.g. while the server was down), skipped rows: ${runs.reduce((n, r) => n + r.skipped, 0)}`);
+  const reapedChanged = state.grants.filter(
+    (g) => g.modeChangedMs != null && g.releasedBy === RELEASED_BY.reaper,
+  ).length;
+  notes.push(
+    `mode changes: ${changed('downgraded')} downgrades, ${changed('upgraded')} upgrades; ${reapedChanged} changed grants reaped`,
+  );
+  notes.push(
+    `reaper rounds: ${runs.length} (${reaperErrors} failed, e.g. while the server was down), skipped rows: ${runs.reduce((n, r) => n + r.skipped, 0)}`,
+  );
   const byDetail = (kind: FaultKind): string => {
     const m = new Map<string, number>();
     for (const f of faults) if (f.kind === kind && f.proven) m.set(f.detail ?? '', (m.get(f.detail ?? '') ?? 0) + 1);
     return [...m].map(([d, n]) => `${d || '-'}: ${n}`).join(', ');
   };
-  for (const f of faults) if (NODE_KILLS.includes(f.kind) || (f.kind === 'server-sigkill' && !f.proven)) notes.push(`${f.kind}${f.proven ? '' : ' (not proven)'}: ${f.detail ?? ''}`);
+  for (const f of faults)
+    if (NODE_KILLS.includes(f.kind) || (f.kind === 'server-sigkill' && !f.proven))
+      notes.push(`${f.kind}${f.proven ? '' : ' (not proven)'}: ${f.detail ?? ''}`);
   for (const k of ['sigstop-past-cutoff', 'kill-connection', 'commit-reply-lost'] as const) {
     if (provenOf(k) > 0) notes.push(`${k} → holder saw ${byDetail(k)}`);
   }
   const errors: Record<string, number> = {};
-  for (const e of events) if ((e.ev === 'fail' || e.ev === 'unknown') && e.err) errors[e.err] = (errors[e.err] ?? 0) + 1;
-  notes.push(`failed or unknown operations ended with: ${Object.entries(errors).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || '-'}`);
+  for (const e of events)
+    if ((e.ev === 'fail' || e.ev === 'unknown') && e.err) errors[e.err] = (errors[e.err] ?? 0) + 1;
+  notes.push(
+    `failed or unknown operations ended with: ${
+      Object.entries(errors)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || '-'
+    }`,
+  );
   const summary: ScenarioResult['faults'] = {};
   for (const f of faults) {
     const e = summary[f.kind] ?? { injected: 0, proven: 0 };
@@ -255,13 +321,26 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     summary[f.kind] = e;
   }
   return {
-    name: o.name, check: result, faults: summary, notes, durationMs: now() - started,
-    freeAfterMs: freeAt === null ? null : freeAt - holdersGoneAt, holdersGoneAfterMs: holdersGoneAt - faultsStoppedAt, livenessBoundMs, liveAgain, errors,
+    name: o.name,
+    check: result,
+    faults: summary,
+    notes,
+    durationMs: now() - started,
+    freeAfterMs: freeAt === null ? null : freeAt - holdersGoneAt,
+    holdersGoneAfterMs: holdersGoneAt - faultsStoppedAt,
+    livenessBoundMs,
+    liveAgain,
+    errors,
   };
 }
 
 /** Cluster node kills, whose details (how long the rejoin took) go into the notes. */
-const NODE_KILLS: FaultKind[] = ['galera-node-sigkill', 'gr-primary-sigkill', 'gr-node-sigkill', 'async-primary-sigkill'];
+const NODE_KILLS: FaultKind[] = [
+  'galera-node-sigkill',
+  'gr-primary-sigkill',
+  'gr-node-sigkill',
+  'async-primary-sigkill',
+];
 
 /**
  * - concurrent-reapers: a grant reaped by one reaper during a round that overlapped another
@@ -270,7 +349,12 @@ const NODE_KILLS: FaultKind[] = ['galera-node-sigkill', 'gr-primary-sigkill', 'g
  *   went stale and a reaper round ran: either the reaper won (grant reaped after work-done; the
  *   holder must then fail) or the holder's fenced commit won during that reaper round.
  */
-export function reaperEvidence(state: DbState, runs: ReaperRun[], events: OpEvent[], staleAfterMs: number): FaultEvent[] {
+export function reaperEvidence(
+  state: DbState,
+  runs: ReaperRun[],
+  events: OpEvent[],
+  staleAfterMs: number,
+): FaultEvent[] {
   const out: FaultEvent[] = [];
   const reapedBy = new Map<number, ReaperRun>();
   for (const r of runs) for (const id of r.reaped) reapedBy.set(id, r);
@@ -280,15 +364,25 @@ export function reaperEvidence(state: DbState, runs: ReaperRun[], events: OpEven
     const staleAt = g.createdMs + staleAfterMs;
     const run = reapedBy.get(g.id);
     if (run && g.releasedBy === 2) {
-      const other = runs.find((r) => r.reaper !== run.reaper && r.start >= staleAt && r.start < run.end && r.end > run.start);
-      if (other) out.push({ t: run.end, kind: 'concurrent-reapers', proven: true, grant: g.id, detail: `${run.reaper} won over ${other.reaper}` });
+      const other = runs.find(
+        (r) => r.reaper !== run.reaper && r.start >= staleAt && r.start < run.end && r.end > run.start,
+      );
+      if (other)
+        out.push({
+          t: run.end,
+          kind: 'concurrent-reapers',
+          proven: true,
+          grant: g.id,
+          detail: `${run.reaper} won over ${other.reaper}`,
+        });
       const done = workDone.get(g.id);
       if (done !== undefined && g.releasedMs !== null && done < g.releasedMs) {
         out.push({ t: run.end, kind: 'reaper-vs-commit', proven: true, grant: g.id, detail: 'reaper won' });
       }
     } else if (g.releasedBy === 1 && g.releasedMs !== null && g.releasedMs > staleAt && workDone.has(g.id)) {
       const racing = runs.find((r) => r.start >= staleAt && r.start <= g.releasedMs! && r.end >= g.releasedMs!);
-      if (racing) out.push({ t: g.releasedMs, kind: 'reaper-vs-commit', proven: true, grant: g.id, detail: 'holder won' });
+      if (racing)
+        out.push({ t: g.releasedMs, kind: 'reaper-vs-commit', proven: true, grant: g.id, detail: 'holder won' });
     }
   }
   return out;

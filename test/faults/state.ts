@@ -9,21 +9,46 @@ import { now } from './history.js';
 const ms = (v: unknown): number => Number(v) * 1000;
 
 export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']> {
-  const rows = await q<{ id: number; resource: string; t: number; status: number; c: string; r: string | null; m: string | null; by: number | null; owner: string }>(
+  const rows = await q<{
+    id: number;
+    resource: string;
+    t: number;
+    status: number;
+    c: string;
+    r: string | null;
+    m: string | null;
+    by: number | null;
+    owner: string;
+  }>(
     t,
     `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
             UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner FROM t_lock_log
       WHERE released_by IS NULL OR released_by <> ${RELEASED_BY.withdrawn}`, // a withdrawn acquire's row was never a grant
   );
   return rows.map((g) => ({
-    id: Number(g.id), resource: g.resource, type: Number(g.t) as 0 | 1, status: Number(g.status), createdMs: ms(g.c),
-    releasedMs: g.r === null ? null : ms(g.r), modeChangedMs: g.m === null ? null : ms(g.m), releasedBy: g.by === null ? null : Number(g.by), owner: g.owner,
+    id: Number(g.id),
+    resource: g.resource,
+    type: Number(g.t) as 0 | 1,
+    status: Number(g.status),
+    createdMs: ms(g.c),
+    releasedMs: g.r === null ? null : ms(g.r),
+    modeChangedMs: g.m === null ? null : ms(g.m),
+    releasedBy: g.by === null ? null : Number(g.by),
+    owner: g.owner,
   }));
 }
 
-export async function grantStatus(q: Query, t: Target, grant: number): Promise<{ status: number; by: number | null } | undefined> {
+export async function grantStatus(
+  q: Query,
+  t: Target,
+  grant: number,
+): Promise<{ status: number; by: number | null } | undefined> {
   try {
-    const rows = await q<{ status: number; released_by: number | null }>(t, 'SELECT status, released_by FROM t_lock_log WHERE id = ?', [grant]);
+    const rows = await q<{ status: number; released_by: number | null }>(
+      t,
+      'SELECT status, released_by FROM t_lock_log WHERE id = ?',
+      [grant],
+    );
     return rows[0] ? { status: Number(rows[0].status), by: rows[0].released_by } : undefined;
   } catch {
     return undefined;
@@ -67,19 +92,50 @@ export async function waitFree(q: Query, t: Target, deadline: number): Promise<n
 export function readFinalState(q: Query, t: Target, probeOwner: string): Promise<DbState> {
   return retrying(async () => {
     const grants = await loadGrants(q, t);
-    const locks = await q<{ resource: string; w: number; r: number }>(t, 'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock');
+    const locks = await q<{ resource: string; w: number; r: number }>(
+      t,
+      'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock',
+    );
     const effects = await q<{ op: string; resource: string; grant_id: number; prev: number; next: number; at: string }>(
-      t, 'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, UNIX_TIMESTAMP(at) AS at FROM f_effect',
+      t,
+      'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, UNIX_TIMESTAMP(at) AS at FROM f_effect',
     );
-    const reads = await q<{ op: string; resource: string; grant_id: number; seen: number; seen_again: number; fenced: number; at: string }>(
-      t, 'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, fenced, UNIX_TIMESTAMP(at) AS at FROM f_read',
+    const reads = await q<{
+      op: string;
+      resource: string;
+      grant_id: number;
+      seen: number;
+      seen_again: number;
+      fenced: number;
+      at: string;
+    }>(
+      t,
+      'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, fenced, UNIX_TIMESTAMP(at) AS at FROM f_read',
     );
-    const counters = await q<{ resource: string; value: number }>(t, 'SELECT resource_id AS resource, value FROM f_counter');
+    const counters = await q<{ resource: string; value: number }>(
+      t,
+      'SELECT resource_id AS resource, value FROM f_counter',
+    );
     return {
       grants: grants.filter((g) => g.owner !== probeOwner),
       locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
-      effects: effects.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), prev: Number(e.prev), next: Number(e.next), atMs: ms(e.at) })),
-      reads: reads.map((e) => ({ op: e.op, resource: e.resource, grant: Number(e.grant_id), seen: Number(e.seen), seenAgain: Number(e.seen_again), fenced: Number(e.fenced) === 1, atMs: ms(e.at) })),
+      effects: effects.map((e) => ({
+        op: e.op,
+        resource: e.resource,
+        grant: Number(e.grant_id),
+        prev: Number(e.prev),
+        next: Number(e.next),
+        atMs: ms(e.at),
+      })),
+      reads: reads.map((e) => ({
+        op: e.op,
+        resource: e.resource,
+        grant: Number(e.grant_id),
+        seen: Number(e.seen),
+        seenAgain: Number(e.seen_again),
+        fenced: Number(e.fenced) === 1,
+        atMs: ms(e.at),
+      })),
       counters: counters.map((c) => ({ resource: c.resource, value: Number(c.value) })),
     };
   }, 30_000);

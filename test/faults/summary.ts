@@ -25,14 +25,22 @@ export function formatSummary(s: SuiteSummary): string {
   const lines: string[] = [];
   lines.push('# Reliability suite — last summary', '');
   lines.push(`- When: ${s.when}; duration ${(s.durationMs / 1000).toFixed(0)} s; server: ${s.server}`);
-  lines.push(`- Validity floor: ${s.floor.ok ? 'MET' : 'NOT MET'} — ${s.floor.lockOps} lock operations checked (≥ ${s.floor.minLockOps}); every fault kind proven ≥ ${s.floor.minPerKind} times`);
+  lines.push(
+    `- Validity floor: ${s.floor.ok ? 'MET' : 'NOT MET'} — ${s.floor.lockOps} lock operations checked (≥ ${s.floor.minLockOps}); every fault kind proven ≥ ${s.floor.minPerKind} times`,
+  );
   const violations = s.runs.reduce((n, r) => n + r.check.violations.length, 0);
   lines.push(`- Violations: **${violations}**`);
-  lines.push(`- Negative controls caught: **${s.negatives.filter((n) => n.caught).length} of ${s.negatives.length}**`, '');
+  lines.push(
+    `- Negative controls caught: **${s.negatives.filter((n) => n.caught).length} of ${s.negatives.length}**`,
+    '',
+  );
   for (const r of s.runs) {
     lines.push(`## ${r.name}`, '');
-    lines.push(`Duration ${(r.durationMs / 1000).toFixed(0)} s; lock operations checked ${r.check.lockOps}; invariant samples ${r.check.samples}; ` +
-      `last holder exited ${Math.round(r.holdersGoneAfterMs)} ms after the faults stopped; resources free ${r.freeAfterMs === null ? 'never' : `${Math.round(r.freeAfterMs)} ms`} after that (bound ${r.livenessBoundMs} ms); lock live again: ${r.liveAgain ? 'yes' : 'NO'}.`, '');
+    lines.push(
+      `Duration ${(r.durationMs / 1000).toFixed(0)} s; lock operations checked ${r.check.lockOps}; invariant samples ${r.check.samples}; ` +
+        `last holder exited ${Math.round(r.holdersGoneAfterMs)} ms after the faults stopped; resources free ${r.freeAfterMs === null ? 'never' : `${Math.round(r.freeAfterMs)} ms`} after that (bound ${r.livenessBoundMs} ms); lock live again: ${r.liveAgain ? 'yes' : 'NO'}.`,
+      '',
+    );
     lines.push('| business operations | count |', '|---|---|');
     for (const [k, n] of Object.entries(r.check.ops).sort()) lines.push(`| ${k} | ${n} |`);
     lines.push('', '| fault | injected | proven |', '|---|---|---|');
@@ -42,8 +50,16 @@ export function formatSummary(s: SuiteSummary): string {
     for (const n of r.notes) lines.push(`- ${n}`);
     lines.push('');
   }
-  lines.push('## Negative controls (deliberately broken variants in test code)', '', '| variant | defect | caught | checks that fired | example |', '|---|---|---|---|---|');
-  for (const n of s.negatives) lines.push(`| ${n.name} | ${n.defect} | ${n.caught ? 'yes' : 'NO'} | ${n.checks.join(', ')} | ${n.example.replace(/\|/g, '/')} |`);
+  lines.push(
+    '## Negative controls (deliberately broken variants in test code)',
+    '',
+    '| variant | defect | caught | checks that fired | example |',
+    '|---|---|---|---|---|',
+  );
+  for (const n of s.negatives)
+    lines.push(
+      `| ${n.name} | ${n.defect} | ${n.caught ? 'yes' : 'NO'} | ${n.checks.join(', ')} | ${n.example.replace(/\|/g, '/')} |`,
+    );
   lines.push('');
   return lines.join('\n');
 }

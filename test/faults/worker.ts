@@ -9,7 +9,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { connectKnex } from '../../harness/database.js';
-import { createLockManager, LockOutcomeUnknownError, LockLostError, type Grant, type LockManager } from '../../src/index.js';
+import {
+  createLockManager,
+  LockOutcomeUnknownError,
+  LockLostError,
+  type Grant,
+  type LockManager,
+} from '../../src/index.js';
 import { knexExecutor } from '../../src/lock/fenced.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
@@ -41,7 +47,8 @@ export interface WorkerConfig {
   variant: WorkerVariant;
 }
 
-export type ToWorker = { type: 'arm'; token: number; phase: Phase } | { type: 'go'; token: number } | { type: 'disarm' } | { type: 'stop' };
+export type ToWorker =
+  { type: 'arm'; token: number; phase: Phase } | { type: 'go'; token: number } | { type: 'disarm' } | { type: 'stop' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'at'; token: number; phase: Phase; grant: number; connectionId: number; node?: string }
@@ -67,9 +74,17 @@ process.on('message', (m: ToWorker) => {
 process.on('disconnect', () => stopper.abort(new Error('orchestrator gone')));
 
 const connect = (): Knex =>
-  config.followPrimary ? connectFollowingPrimary(config.followPrimary, config.database, 4) : connectKnex(config.serverUrl, config.database, { poolMax: 4 });
+  config.followPrimary
+    ? connectFollowingPrimary(config.followPrimary, config.database, 4)
+    : connectKnex(config.serverUrl, config.database, { poolMax: 4 });
 const lockManager = (knex: Knex): LockManager =>
-  createLockManager({ knex, owner: config.id, staleAfterMs: config.staleAfterMs, resolveTimeoutMs: config.resolveTimeoutMs, deadlockRetries: 20 });
+  createLockManager({
+    knex,
+    owner: config.id,
+    staleAfterMs: config.staleAfterMs,
+    resolveTimeoutMs: config.resolveTimeoutMs,
+    deadlockRetries: 20,
+  });
 /** Scoped calls (withWriteLock/withReadLock) as the library runs them; the split-downgrade variant breaks only the downgrade. */
 const scoped = config.variant === 'correct' || config.variant === 'downgrade-split';
 let db = connect();
@@ -88,7 +103,12 @@ function log(e: Omit<OpEvent, 't' | 'w'>): void {
 }
 
 /** At an armed phase: report where we are and with which grant, then wait for the orchestrator. */
-async function checkpoint(phase: Phase, grant: Grant, conn: () => Promise<{ id: number; port: number }>, active: { token?: number }): Promise<void> {
+async function checkpoint(
+  phase: Phase,
+  grant: Grant,
+  conn: () => Promise<{ id: number; port: number }>,
+  active: { token?: number },
+): Promise<void> {
   if (!armed || armed.phase !== phase || active.token === undefined || armed.token !== active.token) return;
   const { token } = armed;
   armed = undefined;
@@ -102,7 +122,9 @@ async function checkpoint(phase: Phase, grant: Grant, conn: () => Promise<{ id: 
 
 /** The server thread of the connection, and the port of the server it is on (which node, in a cluster). */
 async function connectionIdOf(trx: Knex.Transaction | Knex): Promise<{ id: number; port: number }> {
-  const [rows] = (await trx.raw('SELECT CONNECTION_ID() AS id, @@port AS port')) as unknown as [Array<{ id: number; port: number }>];
+  const [rows] = (await trx.raw('SELECT CONNECTION_ID() AS id, @@port AS port')) as unknown as [
+    Array<{ id: number; port: number }>,
+  ];
   return { id: Number(rows[0]?.id), port: Number(rows[0]?.port) };
 }
 
@@ -119,7 +141,10 @@ function classify(err: unknown): { outcome: Outcome; err: string } {
   // knex prefixes the failing SQL ("UPDATE ... - reason"): group by the reason alone.
   const reason = (e?.message ?? String(err)).split(' - ').pop()!.slice(0, 60);
   const name = e?.code ?? (e?.name && e.name !== 'Error' ? e.name : `${e?.fatal ? 'fatal ' : ''}Error(${reason})`);
-  return { outcome: err instanceof LockOutcomeUnknownError || err instanceof OwnCommitUnknown ? 'unknown' : 'fail', err: name };
+  return {
+    outcome: err instanceof LockOutcomeUnknownError || err instanceof OwnCommitUnknown ? 'unknown' : 'fail',
+    err: name,
+  };
 }
 
 async function writeOp(op: string, resource: string, slow: boolean, active: { token?: number }): Promise<void> {
@@ -134,13 +159,19 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
     : rand(2, 25);
   const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
   if (scoped) {
-    await locks.withWriteLock(resource, async (trx, grant) => {
-      grantedAt = now();
-      log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
-      await checkpoint('before', grant, () => connectionIdOf(trx), active);
-      await writeStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
-      log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
-    }, opts);
+    await locks.withWriteLock(
+      resource,
+      async (trx, grant) => {
+        grantedAt = now();
+        log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+        await checkpoint('before', grant, () => connectionIdOf(trx), active);
+        await writeStep(trx, op, resource, grant.id, pause, () =>
+          checkpoint('during', grant, () => connectionIdOf(trx), active),
+        );
+        log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
+      },
+      opts,
+    );
     return;
   }
   // Broken variants: a separate acquire, a business transaction, a separate release.
@@ -150,10 +181,13 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
   try {
     await db.transaction(async (trx) => {
       await checkpoint('before', grant, () => connectionIdOf(trx), active);
-      await writeStep(trx, op, resource, grant.id, pause, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
+      await writeStep(trx, op, resource, grant.id, pause, () =>
+        checkpoint('during', grant, () => connectionIdOf(trx), active),
+      );
       log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
       // 'nofence': commit whatever happened to the grant meanwhile.
-      if (config.variant === 'release-unguarded' && !(await referenceFence(trx, grant))) throw new LockLostError(grant.id);
+      if (config.variant === 'release-unguarded' && !(await referenceFence(trx, grant)))
+        throw new LockLostError(grant.id);
     });
     log({ op, kind: 'write', resource, ev: 'commit-ok', grant: grant.id });
   } finally {
@@ -172,57 +206,81 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
  */
 async function downgradeOp(op: string, resource: string, slow: boolean): Promise<number> {
   let grantedAt = now();
-  const pause = (): number => (slow ? Math.ceil((grantedAt + config.staleAfterMs) / config.reaperPeriodMs) * config.reaperPeriodMs + rand(-6, 4) - now() : rand(2, 20));
+  const pause = (): number =>
+    slow
+      ? Math.ceil((grantedAt + config.staleAfterMs) / config.reaperPeriodMs) * config.reaperPeriodMs +
+        rand(-6, 4) -
+        now()
+      : rand(2, 20);
   const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
   if (config.variant === 'downgrade-split') {
     const grant = await locks.acquireWrite(resource, opts);
     log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
     let held = grant;
     try {
-      return await db.transaction(async (trx) => {
-        const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
-          held = await splitDowngrade(locks, grant, 30, opts);
-          await sleep(pause());
-        });
-        log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
-        await held.fence(knexExecutor(trx));
-        return seen;
-      }, { isolationLevel: 'read committed' });
+      return await db.transaction(
+        async (trx) => {
+          const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
+            held = await splitDowngrade(locks, grant, 30, opts);
+            await sleep(pause());
+          });
+          log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
+          await held.fence(knexExecutor(trx));
+          return seen;
+        },
+        { isolationLevel: 'read committed' },
+      );
     } finally {
       await held.release();
     }
   }
-  return locks.withWriteLock(resource, async (trx, grant) => {
-    grantedAt = now();
-    log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
-    const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
-      await grant.downgrade();
-      log({ op, kind: 'write', resource, ev: 'downgraded', grant: grant.id });
-      await sleep(pause());
-    });
-    log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id, seen });
-    return seen;
-  }, { ...opts, isolationLevel: 'read committed' });
+  return locks.withWriteLock(
+    resource,
+    async (trx, grant) => {
+      grantedAt = now();
+      log({ op, kind: 'write', resource, ev: 'granted', grant: grant.id });
+      const seen = await readStep(trx, op, resource, grant.id, 0, true, async () => {
+        await grant.downgrade();
+        log({ op, kind: 'write', resource, ev: 'downgraded', grant: grant.id });
+        await sleep(pause());
+      });
+      log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id, seen });
+      return seen;
+    },
+    { ...opts, isolationLevel: 'read committed' },
+  );
 }
 
-async function readOp(op: string, resource: string, manual: boolean, upgrade: boolean, active: { token?: number }): Promise<number | undefined> {
+async function readOp(
+  op: string,
+  resource: string,
+  manual: boolean,
+  upgrade: boolean,
+  active: { token?: number },
+): Promise<number | undefined> {
   const pause = rand(2, 20);
   const opts = { waitMs: config.waitMs, signal: stopper.signal };
   if (!manual && scoped) {
-    return locks.withReadLock(resource, async (trx, grant): Promise<number | undefined> => {
-      log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
-      await checkpoint('before', grant, () => connectionIdOf(trx), active);
-      // A read that turns into a write when it is the only holder, and writes under the same grant.
-      if (upgrade && (await grant.tryUpgrade())) {
-        log({ op, kind: 'read', resource, ev: 'upgraded', grant: grant.id });
-        await writeStep(trx, op, resource, grant.id, pause);
-        log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id });
-        return undefined;
-      }
-      const seen = await readStep(trx, op, resource, grant.id, pause, true, () => checkpoint('during', grant, () => connectionIdOf(trx), active));
-      log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
-      return seen;
-    }, { ...opts, isolationLevel: 'read committed' });
+    return locks.withReadLock(
+      resource,
+      async (trx, grant): Promise<number | undefined> => {
+        log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
+        await checkpoint('before', grant, () => connectionIdOf(trx), active);
+        // A read that turns into a write when it is the only holder, and writes under the same grant.
+        if (upgrade && (await grant.tryUpgrade())) {
+          log({ op, kind: 'read', resource, ev: 'upgraded', grant: grant.id });
+          await writeStep(trx, op, resource, grant.id, pause);
+          log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id });
+          return undefined;
+        }
+        const seen = await readStep(trx, op, resource, grant.id, pause, true, () =>
+          checkpoint('during', grant, () => connectionIdOf(trx), active),
+        );
+        log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
+        return seen;
+      },
+      { ...opts, isolationLevel: 'read committed' },
+    );
   }
   // The unfenced path: acquire, business transaction, then release.
   const grant = await locks.acquireRead(resource, opts);
@@ -231,17 +289,28 @@ async function readOp(op: string, resource: string, manual: boolean, upgrade: bo
   try {
     await checkpoint('before', grant, () => connectionIdOf(db), active);
     let stepDone = false;
-    await db.transaction(async (trx) => {
-      seen = await readStep(trx, op, resource, grant.id, pause, false);
-      stepDone = true;
-    }, { isolationLevel: 'read committed' }).catch((err: unknown) => {
-      if (stepDone && isConnectionLost(err)) throw new OwnCommitUnknown(err);
-      // The worker's own transaction, not the library's: its driver errors reach it raw by design, and
-      // are named here so the summary does not count them against the library.
-      if (isConflict(err)) throw Object.assign(new Error('own business transaction rolled back by a conflict', { cause: err }), { name: 'OwnConflict' });
-      if (isConnectionLost(err)) throw Object.assign(new Error('own business transaction lost its connection before COMMIT', { cause: err }), { name: 'OwnConnectionLost' });
-      throw err;
-    });
+    await db
+      .transaction(
+        async (trx) => {
+          seen = await readStep(trx, op, resource, grant.id, pause, false);
+          stepDone = true;
+        },
+        { isolationLevel: 'read committed' },
+      )
+      .catch((err: unknown) => {
+        if (stepDone && isConnectionLost(err)) throw new OwnCommitUnknown(err);
+        // The worker's own transaction, not the library's: its driver errors reach it raw by design, and
+        // are named here so the summary does not count them against the library.
+        if (isConflict(err))
+          throw Object.assign(new Error('own business transaction rolled back by a conflict', { cause: err }), {
+            name: 'OwnConflict',
+          });
+        if (isConnectionLost(err))
+          throw Object.assign(new Error('own business transaction lost its connection before COMMIT', { cause: err }), {
+            name: 'OwnConnectionLost',
+          });
+        throw err;
+      });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
   } finally {
@@ -278,9 +347,11 @@ async function main(): Promise<void> {
     log({ op, kind, resource, ev: 'invoke' });
     try {
       const seen =
-        kind === 'read' ? await readOp(op, resource, manual, transition, active)
-        : transition ? await downgradeOp(op, resource, slow)
-        : (await writeOp(op, resource, slow, active), undefined);
+        kind === 'read'
+          ? await readOp(op, resource, manual, transition, active)
+          : transition
+            ? await downgradeOp(op, resource, slow)
+            : (await writeOp(op, resource, slow, active), undefined);
       log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
     } catch (err) {

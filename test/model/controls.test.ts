@@ -19,10 +19,32 @@ const controls: Control[] = [
   { defect: 'an unversioned reaper', define: 'UNVERSIONED_REAPER', defines: SMALL, breaks: 'db.g[id].stale' },
   { defect: 'release after reap gives the count back', define: 'RELEASE_AFTER_REAP', defines: SMALL, breaks: 'gb<=1' },
   { defect: 'client-clock reaping', define: 'CLIENT_CLOCK', defines: SMALL, breaks: 'db.g[id].stale' },
-  { defect: 'a statement naming a grant by id alone (failover reissues the id)', define: 'ID_ONLY', defines: TWO_CLIENTS_FAILOVER, breaks: 'db.g[g].tok==' },
-  { defect: 'a lost acquire settled by a token look-up', define: 'LOOKUP_SETTLE', defines: TWO_CLIENTS_LOST_REPLIES, breaks: 'nogrant' },
-  { defect: 'a writer-intent mark that never expires', define: 'INTENT_NO_EXPIRY', defines: THREE_CLIENTS, breaks: 'acceptance cycle', ltl: 'free_granted' },
-  { defect: 'a lease that, once set, keeps the reaper away for good', define: 'LEASE_FOREVER', defines: SMALL, breaks: 'acceptance cycle', ltl: 'stale_released' },
+  {
+    defect: 'a statement naming a grant by id alone (failover reissues the id)',
+    define: 'ID_ONLY',
+    defines: TWO_CLIENTS_FAILOVER,
+    breaks: 'db.g[g].tok==',
+  },
+  {
+    defect: 'a lost acquire settled by a token look-up',
+    define: 'LOOKUP_SETTLE',
+    defines: TWO_CLIENTS_LOST_REPLIES,
+    breaks: 'nogrant',
+  },
+  {
+    defect: 'a writer-intent mark that never expires',
+    define: 'INTENT_NO_EXPIRY',
+    defines: THREE_CLIENTS,
+    breaks: 'acceptance cycle',
+    ltl: 'free_granted',
+  },
+  {
+    defect: 'a lease that, once set, keeps the reaper away for good',
+    define: 'LEASE_FOREVER',
+    defines: SMALL,
+    breaks: 'acceptance cycle',
+    ltl: 'stale_released',
+  },
 ];
 
 describe.concurrent('negative controls: each defect gives a counterexample', () => {

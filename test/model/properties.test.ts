@@ -7,7 +7,10 @@ import { SMALL, THREE_CLIENTS, TWO_CLIENTS_FAILOVER, TWO_CLIENTS_LOST_REPLIES } 
 // twice, lost acquires settled right, lost commits reported right and reaping only of stale grants.
 describe.concurrent('the lock protocol model, checked by Spin', () => {
   const safety: Array<[string, string[]]> = [
-    ['safety, 2 clients, a lost reply (acquire, commit or release), crashes, reaper, operator', TWO_CLIENTS_LOST_REPLIES],
+    [
+      'safety, 2 clients, a lost reply (acquire, commit or release), crashes, reaper, operator',
+      TWO_CLIENTS_LOST_REPLIES,
+    ],
     ['safety, 2 clients, an asynchronous failover, crashes, reaper, operator', TWO_CLIENTS_FAILOVER],
     ['safety, 3 clients, crashes, reaper, operator', THREE_CLIENTS],
   ];

@@ -48,7 +48,10 @@ export async function verify(check: Check): Promise<Outcome> {
     const { stdout } = await run('./pan', panArgs, { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
     const outcome = parsePan(stdout);
     if (outcome.errors > 0) {
-      const { stdout: replay } = await run('spin', ['-t', '-p', ...defines, 'rwlock.pml'], { cwd: dir, maxBuffer: 64 * 1024 * 1024 });
+      const { stdout: replay } = await run('spin', ['-t', '-p', ...defines, 'rwlock.pml'], {
+        cwd: dir,
+        maxBuffer: 64 * 1024 * 1024,
+      });
       outcome.trail = condenseTrail(replay);
     }
     return outcome;
@@ -64,7 +67,8 @@ function num(text: string, re: RegExp): number {
 }
 
 export function parsePan(out: string): Outcome {
-  if (/Search not completed/.test(out) && !/errors: [1-9]/.test(out)) throw new Error(`pan did not complete its search:\n${out}`);
+  if (/Search not completed/.test(out) && !/errors: [1-9]/.test(out))
+    throw new Error(`pan did not complete its search:\n${out}`);
   return {
     errors: num(out, /errors: (\d+)/),
     statesStored: num(out, /([\d.e+]+) states, stored/),
@@ -123,7 +127,8 @@ export function condenseTrail(replay: string): string[] {
       out.push(`${String(step).padStart(4)}  ${action}`);
       continue;
     }
-    const err = /^spin: (.*(assertion violated|text of failed assertion).*)$/.exec(l) ?? /^\s*<<<<<(START OF CYCLE)>>>>>/.exec(l);
+    const err =
+      /^spin: (.*(assertion violated|text of failed assertion).*)$/.exec(l) ?? /^\s*<<<<<(START OF CYCLE)>>>>>/.exec(l);
     if (err) out.push(`      ${err[1]}`);
   }
   return out;

@@ -16,7 +16,10 @@ export function tableRows(design: string): Array<[file: string, name: string]> {
     }
     if (!inTable || /^\|---/.test(line)) continue;
     if (!line.startsWith('|')) break;
-    const cells = line.split('|').slice(1, -1).map((c) => c.trim().replace(/^`|`$/g, ''));
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim().replace(/^`|`$/g, ''));
     rows.push([cells[2]!, cells[3]!]);
   }
   return rows;
@@ -27,11 +30,14 @@ export function staleRow(file: string, name: string): string | null {
   const path = ROOT + file;
   if (!existsSync(path)) return `${file} does not exist`;
   const source = readFileSync(path, 'utf8');
-  const declared = new RegExp(`(\\bfunction\\s+${name}\\b|\\b(const|let|var|class)\\s+${name}\\b|^\\s*(async\\s+)?#?${name}\\s*\\()`, 'm');
+  const declared = new RegExp(
+    `(\\bfunction\\s+${name}\\b|\\b(const|let|var|class)\\s+${name}\\b|^\\s*(async\\s+)?#?${name}\\s*\\()`,
+    'm',
+  );
   return declared.test(source) ? null : `${file} declares no ${name}`;
 }
 
-describe('docs/design.md: the model\'s action-to-statement table', () => {
+describe("docs/design.md: the model's action-to-statement table", () => {
   const rows = tableRows(readFileSync(ROOT + 'docs/design.md', 'utf8'));
 
   it('names statements that exist', () => {
@@ -44,7 +50,10 @@ describe('docs/design.md: the model\'s action-to-statement table', () => {
     expect(staleRow('src/sql/gone.ts', 'releaseGrant')).toBe('src/sql/gone.ts does not exist');
     // A name that appears only in a call or a comment is not a declaration.
     expect(staleRow('src/lock/grant.ts', 'releaseGrant')).toBe('src/lock/grant.ts declares no releaseGrant');
-    const fake = '## The model\n| model step | what it abstracts | file | function |\n|---|---|---|---|\n| x | y | `src/sql/release.ts` | `releaseEverything` |\n';
-    expect(tableRows(fake).map(([f, n]) => staleRow(f, n))).toEqual(['src/sql/release.ts declares no releaseEverything']);
+    const fake =
+      '## The model\n| model step | what it abstracts | file | function |\n|---|---|---|---|\n| x | y | `src/sql/release.ts` | `releaseEverything` |\n';
+    expect(tableRows(fake).map(([f, n]) => staleRow(f, n))).toEqual([
+      'src/sql/release.ts declares no releaseEverything',
+    ]);
   });
 });

@@ -3,7 +3,12 @@
 // joins the pieces with sql.param() values, which Drizzle hands to mysql2 as the query's values.
 import { sql } from 'drizzle-orm';
 import { int, mysqlTable, varchar, type MySqlTransaction } from 'drizzle-orm/mysql-core';
-import { drizzle, type MySql2Database, type MySql2PreparedQueryHKT, type MySql2QueryResultHKT } from 'drizzle-orm/mysql2';
+import {
+  drizzle,
+  type MySql2Database,
+  type MySql2PreparedQueryHKT,
+  type MySql2QueryResultHKT,
+} from 'drizzle-orm/mysql2';
 import mysql from 'mysql2/promise';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
@@ -14,7 +19,11 @@ const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
 const loans = mysqlTable('loans', { id: varchar('id', { length: 32 }).primaryKey(), repaid: int('repaid').notNull() });
-const payments = mysqlTable('payments', { id: int('id').autoincrement().primaryKey(), loanId: varchar('loan_id', { length: 32 }).notNull(), amount: int('amount').notNull() });
+const payments = mysqlTable('payments', {
+  id: int('id').autoincrement().primaryKey(),
+  loanId: varchar('loan_id', { length: 32 }).notNull(),
+  amount: int('amount').notNull(),
+});
 
 /** A Drizzle mysql2 transaction, whatever the schema. */
 type DrizzleTransaction = MySqlTransaction<MySql2QueryResultHKT, MySql2PreparedQueryHKT, any, any>;
@@ -23,7 +32,9 @@ type DrizzleTransaction = MySqlTransaction<MySql2QueryResultHKT, MySql2PreparedQ
 function drizzleExecutor(tx: DrizzleTransaction): FenceExecutor {
   return async (text, params) => {
     const pieces = text.split('?');
-    const statement = sql.join(pieces.flatMap((piece, i) => (i === 0 ? [sql.raw(piece)] : [sql.param(params[i - 1]), sql.raw(piece)])));
+    const statement = sql.join(
+      pieces.flatMap((piece, i) => (i === 0 ? [sql.raw(piece)] : [sql.param(params[i - 1]), sql.raw(piece)])),
+    );
     const [header] = await tx.execute(statement);
     return header.affectedRows;
   };
@@ -32,7 +43,10 @@ function drizzleExecutor(tx: DrizzleTransaction): FenceExecutor {
 async function repay(orm: MySql2Database, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await orm.transaction(async (tx) => {
-      await tx.insert(loans).values({ id: loanId, repaid: amount }).onDuplicateKeyUpdate({ set: { repaid: sql`${loans.repaid} + ${amount}` } });
+      await tx
+        .insert(loans)
+        .values({ id: loanId, repaid: amount })
+        .onDuplicateKeyUpdate({ set: { repaid: sql`${loans.repaid} + ${amount}` } });
       await tx.insert(payments).values({ loanId, amount });
       await grant.fence(drizzleExecutor(tx)); // last statement: LockLostError (and a rollback) if the grant was lost
     });
@@ -43,14 +57,18 @@ async function repay(orm: MySql2Database, grant: Grant, loanId: string, amount: 
 }
 // docs/orms.md recipe: end
 
-
 fenceSuite({
   name: 'Drizzle',
   db,
   recipes: [import.meta.filename],
   packages: ['drizzle-orm', 'mysql2'],
   async connect({ foundRows }) {
-    const pool = mysql.createPool({ ...parseMysqlUrl(db.url), database: db.name, connectionLimit: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+    const pool = mysql.createPool({
+      ...parseMysqlUrl(db.url),
+      database: db.name,
+      connectionLimit: 2,
+      flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
+    });
     const orm = drizzle({ client: pool });
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),

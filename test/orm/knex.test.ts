@@ -17,7 +17,10 @@ function knexExecutor(trx: Knex.Transaction): FenceExecutor {
 async function repay(knex: Knex, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await knex.transaction(async (trx) => {
-      await trx('loans').insert({ id: loanId, repaid: amount }).onConflict('id').merge({ repaid: trx.raw('repaid + ?', [amount]) });
+      await trx('loans')
+        .insert({ id: loanId, repaid: amount })
+        .onConflict('id')
+        .merge({ repaid: trx.raw('repaid + ?', [amount]) });
       await trx('payments').insert({ loan_id: loanId, amount });
       await grant.fence(knexExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
     });

@@ -24,7 +24,11 @@ function kyselyExecutor<DB>(trx: Transaction<DB>): FenceExecutor {
 async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await kysely.transaction().execute(async (trx) => {
-      await trx.insertInto('loans').values({ id: loanId, repaid: amount }).onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` }).execute();
+      await trx
+        .insertInto('loans')
+        .values({ id: loanId, repaid: amount })
+        .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
+        .execute();
       await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
       await grant.fence(kyselyExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
     });
@@ -36,7 +40,12 @@ async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amo
 // docs/orms.md recipe: end
 
 function connect(foundRows: boolean): Kysely<Database> {
-  const pool = createPool({ ...parseMysqlUrl(db.url), database: db.name, connectionLimit: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+  const pool = createPool({
+    ...parseMysqlUrl(db.url),
+    database: db.name,
+    connectionLimit: 2,
+    flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
+  });
   return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
 }
 
@@ -71,8 +80,15 @@ describe('an executor that does not resolve to the affected-row count', () => {
     const grant = await locks.acquireWrite('bigint-executor');
     // The easy mistake with Kysely: handing on numAffectedRows, a bigint (2n), as it is.
     const bigintExecutor = (trx: Transaction<Database>) =>
-      (async (text: string, params: Parameters<FenceExecutor>[1]) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows) as unknown as FenceExecutor;
-    const err = await kysely.transaction().execute((trx) => grant.fence(bigintExecutor(trx))).then(() => undefined, (e: unknown) => e);
+      (async (text: string, params: Parameters<FenceExecutor>[1]) =>
+        (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows) as unknown as FenceExecutor;
+    const err = await kysely
+      .transaction()
+      .execute((trx) => grant.fence(bigintExecutor(trx)))
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(LockInvariantError);
     expect(String((err as Error).message)).toMatch(/resolved to 2 \(a bigint\)/);
     // The fence's UPDATE did run; the rejected transaction rolled it back.

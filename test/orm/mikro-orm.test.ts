@@ -17,7 +17,11 @@ function mikroOrmExecutor(em: EntityManager): FenceExecutor {
 async function repay(orm: MikroORM, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await orm.em.transactional(async (em) => {
-      await em.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [loanId, amount, amount], 'run');
+      await em.execute(
+        'INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?',
+        [loanId, amount, amount],
+        'run',
+      );
       await em.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount], 'run');
       await em.flush(); // persisted entities go out now, so the fence is the last statement
       await grant.fence(mikroOrmExecutor(em)); // last statement: LockLostError (and a rollback) if the grant was lost
@@ -37,8 +41,14 @@ fenceSuite({
   async connect({ foundRows }) {
     const { host, port, user, password } = parseMysqlUrl(db.url);
     const orm = await MikroORM.init({
-      dbName: db.name, host, port, user, password, pool: { min: 0, max: 2 },
-      entities: [], discovery: { warnWhenNoEntities: false },
+      dbName: db.name,
+      host,
+      port,
+      user,
+      password,
+      pool: { min: 0, max: 2 },
+      entities: [],
+      discovery: { warnWhenNoEntities: false },
       driverOptions: { connection: { flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] } },
     });
     return {

@@ -18,7 +18,11 @@ async function repay(conn: Connection, grant: Grant, loanId: string, amount: num
   try {
     await conn.beginTransaction();
     try {
-      await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [loanId, amount, amount]);
+      await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+        loanId,
+        amount,
+        amount,
+      ]);
       await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
       await grant.fence(mysql2Executor(conn)); // last statement: LockLostError if the grant was lost
       await conn.commit();
@@ -39,7 +43,11 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['mysql2'],
   async connect({ foundRows }) {
-    const conn = await mysql.createConnection({ ...parseMysqlUrl(db.url), database: db.name, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+    const conn = await mysql.createConnection({
+      ...parseMysqlUrl(db.url),
+      database: db.name,
+      flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
+    });
     return {
       repay: (grant, loanId, amount) => repay(conn, grant, loanId, amount),
       async inTransaction(body) {

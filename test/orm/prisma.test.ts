@@ -22,7 +22,13 @@ const SCHEMA = join(import.meta.dirname, 'prisma', 'schema.prisma');
 // eslint-disable-next-line @typescript-eslint/no-namespace -- the generated client's own name, as the recipe writes it
 declare namespace Prisma {
   interface TransactionClient {
-    loan: { upsert(args: { where: { id: string }; create: { id: string; repaid: number }; update: { repaid: { increment: number } } }): Promise<unknown> };
+    loan: {
+      upsert(args: {
+        where: { id: string };
+        create: { id: string; repaid: number };
+        update: { repaid: { increment: number } };
+      }): Promise<unknown>;
+    };
     payment: { create(args: { data: { loanId: string; amount: number } }): Promise<unknown> };
     $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
   }
@@ -42,7 +48,11 @@ function prismaExecutor(tx: Prisma.TransactionClient): FenceExecutor {
 async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await prisma.$transaction(async (tx) => {
-      await tx.loan.upsert({ where: { id: loanId }, create: { id: loanId, repaid: amount }, update: { repaid: { increment: amount } } });
+      await tx.loan.upsert({
+        where: { id: loanId },
+        create: { id: loanId, repaid: amount },
+        update: { repaid: { increment: amount } },
+      });
       await tx.payment.create({ data: { loanId, amount } });
       await grant.fence(prismaExecutor(tx)); // last statement: LockLostError (and a rollback) if the grant was lost
     });
@@ -53,7 +63,6 @@ async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount:
 }
 // docs/orms.md recipe: end
 
-
 let workDir: string;
 let PrismaClientOf: PrismaClientClass;
 
@@ -61,19 +70,25 @@ beforeAll(async () => {
   mkdirSync(join(ROOT, '.tmp'), { recursive: true });
   workDir = mkdtempSync(join(ROOT, '.tmp', 'prisma-'));
   copyFileSync(SCHEMA, join(workDir, 'schema.prisma'));
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'prisma', 'build', 'index.js'), 'generate', '--schema', join(workDir, 'schema.prisma')], {
-    cwd: workDir,
-    env: {
-      ...process.env,
-      // Every prisma command first makes sure the native schema engine is installed, and downloads it
-      // when it is not (npm did not run install scripts here, and the machine may be offline).
-      // `generate` never runs it: any existing file satisfies the check.
-      PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? SCHEMA,
-      CHECKPOINT_DISABLE: '1',
-      PRISMA_HIDE_UPDATE_MESSAGE: '1',
+  await promisify(execFile)(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'prisma', 'build', 'index.js'), 'generate', '--schema', join(workDir, 'schema.prisma')],
+    {
+      cwd: workDir,
+      env: {
+        ...process.env,
+        // Every prisma command first makes sure the native schema engine is installed, and downloads it
+        // when it is not (npm did not run install scripts here, and the machine may be offline).
+        // `generate` never runs it: any existing file satisfies the check.
+        PRISMA_SCHEMA_ENGINE_BINARY: process.env.PRISMA_SCHEMA_ENGINE_BINARY ?? SCHEMA,
+        CHECKPOINT_DISABLE: '1',
+        PRISMA_HIDE_UPDATE_MESSAGE: '1',
+      },
     },
+  );
+  ({ PrismaClient: PrismaClientOf } = (await import(pathToFileURL(join(workDir, 'generated', 'client.ts')).href)) as {
+    PrismaClient: PrismaClientClass;
   });
-  ({ PrismaClient: PrismaClientOf } = (await import(pathToFileURL(join(workDir, 'generated', 'client.ts')).href)) as { PrismaClient: PrismaClientClass });
 }, 120_000);
 
 afterAll(() => {
@@ -87,7 +102,9 @@ fenceSuite({
   packages: ['prisma', '@prisma/client', '@prisma/adapter-mariadb', 'mariadb'],
   async connect({ foundRows }) {
     const { host, port, user, password } = parseMysqlUrl(db.url);
-    const prisma = new PrismaClientOf({ adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }) });
+    const prisma = new PrismaClientOf({
+      adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }),
+    });
     return {
       repay: (grant, loanId, amount) => repay(prisma, grant, loanId, amount),
       inTransaction: (body) => prisma.$transaction((tx) => body(prismaExecutor(tx))),

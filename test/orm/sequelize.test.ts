@@ -13,14 +13,21 @@ const db = useTestDatabase(import.meta.filename);
  * Replacements are escaped into the statement by Sequelize: safe here, the fence's values are numbers and hex digits.
  */
 function sequelizeExecutor(sequelize: Sequelize, transaction: Transaction): FenceExecutor {
-  return async (sql, params) => (await sequelize.query(sql, { replacements: params, transaction, type: QueryTypes.UPDATE }))[1];
+  return async (sql, params) =>
+    (await sequelize.query(sql, { replacements: params, transaction, type: QueryTypes.UPDATE }))[1];
 }
 
 async function repay(sequelize: Sequelize, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await sequelize.transaction(async (transaction) => {
-      await sequelize.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', { replacements: [loanId, amount, amount], transaction });
-      await sequelize.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', { replacements: [loanId, amount], transaction });
+      await sequelize.query(
+        'INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?',
+        { replacements: [loanId, amount, amount], transaction },
+      );
+      await sequelize.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', {
+        replacements: [loanId, amount],
+        transaction,
+      });
       await grant.fence(sequelizeExecutor(sequelize, transaction)); // last statement: LockLostError (and a rollback) if the grant was lost
     });
     grant.committed(); // that commit released the grant
@@ -30,7 +37,6 @@ async function repay(sequelize: Sequelize, grant: Grant, loanId: string, amount:
 }
 // docs/orms.md recipe: end
 
-
 fenceSuite({
   name: 'Sequelize',
   db,
@@ -39,7 +45,11 @@ fenceSuite({
   async connect({ foundRows }) {
     const { host, port, user, password } = parseMysqlUrl(db.url);
     const sequelize = new Sequelize(db.name, user, password, {
-      dialect: 'mysql', host, port, logging: false, pool: { max: 2 },
+      dialect: 'mysql',
+      host,
+      port,
+      logging: false,
+      pool: { max: 2 },
       // Sequelize's own default is -FOUND_ROWS: both are set explicitly here.
       dialectOptions: { flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] },
     });

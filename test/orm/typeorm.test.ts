@@ -18,7 +18,11 @@ function typeormExecutor(manager: EntityManager): FenceExecutor {
 async function repay(dataSource: DataSource, grant: Grant, loanId: string, amount: number): Promise<void> {
   try {
     await dataSource.transaction(async (manager) => {
-      await manager.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [loanId, amount, amount]);
+      await manager.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+        loanId,
+        amount,
+        amount,
+      ]);
       await manager.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
       await grant.fence(typeormExecutor(manager)); // last statement: LockLostError (and a rollback) if the grant was lost
     });
@@ -37,7 +41,13 @@ fenceSuite({
   async connect({ foundRows }) {
     const { host, port, user, password } = parseMysqlUrl(db.url);
     const dataSource = new DataSource({
-      type: 'mysql', host, port, username: user, password, database: db.name, poolSize: 2,
+      type: 'mysql',
+      host,
+      port,
+      username: user,
+      password,
+      database: db.name,
+      poolSize: 2,
       flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
     });
     await dataSource.initialize();

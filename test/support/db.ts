@@ -27,7 +27,10 @@ export function serverUrl(): string {
 
 /** `procedures` overrides the lane's choice, for tests of the procedure itself. */
 export function useTestDatabase(file: string, options: { migrate?: boolean; procedures?: boolean } = {}): TestDatabase {
-  const name = `rwl_${basename(file).replace(/\.test\.ts$/, '').replace(/[^A-Za-z0-9]/g, '_').slice(0, 40)}_${randomBytes(3).toString('hex')}`;
+  const name = `rwl_${basename(file)
+    .replace(/\.test\.ts$/, '')
+    .replace(/[^A-Za-z0-9]/g, '_')
+    .slice(0, 40)}_${randomBytes(3).toString('hex')}`;
   const extra: Knex[] = [];
   let main: Knex | undefined;
   const url = serverUrl();

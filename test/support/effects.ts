@@ -4,7 +4,9 @@ import type { Knex } from 'knex';
 
 export async function createEffectTables(db: Knex, resources: string[]): Promise<void> {
   await db.raw('CREATE TABLE counters (id VARCHAR(64) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB');
-  await db.raw('CREATE TABLE effects (id INT AUTO_INCREMENT PRIMARY KEY, resource VARCHAR(64), grant_id BIGINT, prev INT, next INT) ENGINE=InnoDB');
+  await db.raw(
+    'CREATE TABLE effects (id INT AUTO_INCREMENT PRIMARY KEY, resource VARCHAR(64), grant_id BIGINT, prev INT, next INT) ENGINE=InnoDB',
+  );
   for (const r of resources) await db.raw('INSERT INTO counters VALUES (?, 0)', [r]);
 }
 
@@ -22,7 +24,9 @@ export async function judgeEffects(db: Knex, resources: string[]): Promise<Effec
   let effects = 0;
   for (const r of resources) {
     const [[counter]] = (await db.raw('SELECT n FROM counters WHERE id = ?', [r])) as unknown as [[{ n: number }]];
-    const [rows] = (await db.raw('SELECT prev FROM effects WHERE resource = ?', [r])) as unknown as [Array<{ prev: number }>];
+    const [rows] = (await db.raw('SELECT prev FROM effects WHERE resource = ?', [r])) as unknown as [
+      Array<{ prev: number }>,
+    ];
     effects += rows.length;
     const distinctPrev = new Set(rows.map((x) => x.prev)).size;
     lostUpdates += rows.length - distinctPrev + Math.abs(counter.n - distinctPrev);

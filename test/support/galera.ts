@@ -73,13 +73,34 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
   const installer = findBinary(['mariadb-install-db'])!;
   const dir = mkdtempSync(join(tmpdir(), 'rwlock-galera-'));
   chmodSync(dir, 0o755);
-  const ports = await Promise.all([0, 1, 2].map(async () => ({ sql: await freePort(), gcomm: await freePort(), ist: await freePort(), sst: await freePort() })));
+  const ports = await Promise.all(
+    [0, 1, 2].map(async () => ({
+      sql: await freePort(),
+      gcomm: await freePort(),
+      ist: await freePort(),
+      sst: await freePort(),
+    })),
+  );
   const gcomm = `gcomm://${ports.map((p) => `127.0.0.1:${p.gcomm}`).join(',')}`;
   const nodes: GaleraNode[] = ports.map((p, index) => ({
-    index, port: p.sql, url: `mysql://root@127.0.0.1:${p.sql}/`, datadir: join(dir, `d${index + 1}`), process: undefined,
+    index,
+    port: p.sql,
+    url: `mysql://root@127.0.0.1:${p.sql}/`,
+    datadir: join(dir, `d${index + 1}`),
+    process: undefined,
   }));
 
-  const install = spawnSync(installer, ['--no-defaults', `--datadir=${nodes[0]!.datadir}`, '--user=mysql', '--auth-root-authentication-method=normal', '--skip-test-db'], { encoding: 'utf8' });
+  const install = spawnSync(
+    installer,
+    [
+      '--no-defaults',
+      `--datadir=${nodes[0]!.datadir}`,
+      '--user=mysql',
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+    ],
+    { encoding: 'utf8' },
+  );
   if (install.status !== 0) throw new Error(`mariadb-install-db failed:\n${install.stdout}\n${install.stderr}`);
   for (const node of nodes) mkdirSync(node.datadir, { recursive: true });
   spawnSync('chown', ['-R', 'mysql:mysql', dir]);
@@ -88,13 +109,30 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
     const node = nodes[i]!;
     const p = ports[i]!;
     const args = [
-      '--no-defaults', `--datadir=${node.datadir}`, '--user=mysql', `--port=${p.sql}`, '--bind-address=127.0.0.1',
-      `--socket=${join(node.datadir, 'sock')}`, `--pid-file=${join(node.datadir, 'pid')}`, '--skip-log-bin', '--binlog_format=ROW',
-      '--default-storage-engine=InnoDB', '--innodb_autoinc_lock_mode=2', '--innodb-buffer-pool-size=128M', '--max-connections=500',
-      '--skip-name-resolve', '--wsrep_on=ON', `--wsrep_provider=${GALERA_PROVIDER}`, '--wsrep_cluster_name=rwlock',
-      `--wsrep_cluster_address=${gcomm}`, `--wsrep_node_address=127.0.0.1:${p.gcomm}`, `--wsrep_node_name=n${i + 1}`,
-      '--wsrep_sst_method=rsync', `--wsrep_provider_options=gmcast.listen_addr=tcp://127.0.0.1:${p.gcomm};ist.recv_addr=127.0.0.1:${p.ist}`,
-      `--wsrep_sst_receive_address=127.0.0.1:${p.sst}`, ...(bootstrap ? ['--wsrep-new-cluster'] : []),
+      '--no-defaults',
+      `--datadir=${node.datadir}`,
+      '--user=mysql',
+      `--port=${p.sql}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${join(node.datadir, 'sock')}`,
+      `--pid-file=${join(node.datadir, 'pid')}`,
+      '--skip-log-bin',
+      '--binlog_format=ROW',
+      '--default-storage-engine=InnoDB',
+      '--innodb_autoinc_lock_mode=2',
+      '--innodb-buffer-pool-size=128M',
+      '--max-connections=500',
+      '--skip-name-resolve',
+      '--wsrep_on=ON',
+      `--wsrep_provider=${GALERA_PROVIDER}`,
+      '--wsrep_cluster_name=rwlock',
+      `--wsrep_cluster_address=${gcomm}`,
+      `--wsrep_node_address=127.0.0.1:${p.gcomm}`,
+      `--wsrep_node_name=n${i + 1}`,
+      '--wsrep_sst_method=rsync',
+      `--wsrep_provider_options=gmcast.listen_addr=tcp://127.0.0.1:${p.gcomm};ist.recv_addr=127.0.0.1:${p.ist}`,
+      `--wsrep_sst_receive_address=127.0.0.1:${p.sst}`,
+      ...(bootstrap ? ['--wsrep-new-cluster'] : []),
     ];
     const out = openSync(join(dir, `log${i + 1}`), 'a');
     node.process = spawn(mariadbd, args, { stdio: ['ignore', out, out] });
@@ -107,9 +145,12 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
       if ((await wsrepState(node.port)) === 'Synced') return;
       const child = node.process;
       if (child && (child.exitCode !== null || child.signalCode !== null)) {
-        throw new Error(`galera node ${i + 1} exited (${child.exitCode ?? child.signalCode}); see ${join(dir, `log${i + 1}`)}`);
+        throw new Error(
+          `galera node ${i + 1} exited (${child.exitCode ?? child.signalCode}); see ${join(dir, `log${i + 1}`)}`,
+        );
       }
-      if (Date.now() > deadline) throw new Error(`galera node ${i + 1} not Synced within ${timeoutMs} ms; see ${join(dir, `log${i + 1}`)}`);
+      if (Date.now() > deadline)
+        throw new Error(`galera node ${i + 1} not Synced within ${timeoutMs} ms; see ${join(dir, `log${i + 1}`)}`);
       await sleep(250);
     }
   };

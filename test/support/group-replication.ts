@@ -119,12 +119,19 @@ export async function findPrimary(urls: readonly string[]): Promise<string | und
  * primary fails writes with 1290 (super_read_only); the caller then makes a new knex.
  */
 export function connectFollowingPrimary(urls: readonly string[], database: string, poolMax: number): Knex {
-  const knex = knexFactory({ client: 'mysql2', connection: { ...parseMysqlUrl(urls[0]!), database }, pool: { min: 0, max: poolMax } });
+  const knex = knexFactory({
+    client: 'mysql2',
+    connection: { ...parseMysqlUrl(urls[0]!), database },
+    pool: { min: 0, max: poolMax },
+  });
   const client = knex.client as unknown as { connectionSettings: object; acquireRawConnection(): Promise<unknown> };
   const acquire = client.acquireRawConnection.bind(client);
   client.acquireRawConnection = async () => {
     const url = await findPrimary(urls);
-    if (!url) throw Object.assign(new Error(`no writable PRIMARY among ${urls.join(', ')} (an election is going on)`), { code: 'NO_PRIMARY' });
+    if (!url)
+      throw Object.assign(new Error(`no writable PRIMARY among ${urls.join(', ')} (an election is going on)`), {
+        code: 'NO_PRIMARY',
+      });
     client.connectionSettings = { ...parseMysqlUrl(url), database, connectTimeout: 3000 };
     return acquire();
   };
@@ -134,11 +141,17 @@ export function connectFollowingPrimary(urls: readonly string[], database: strin
 /** `mysqld --initialize-insecure` in the chroot, as a child process (the event loop keeps running). */
 function initialise(root: string, server: string, datadir: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('chroot', [root, server, '--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, '--user=root'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      'chroot',
+      [root, server, '--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, '--user=root'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-3000)));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initialising ${datadir} failed (${code}):\n${stderr}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`initialising ${datadir} failed (${code}):\n${stderr}`)),
+    );
   });
 }
 
@@ -149,7 +162,10 @@ export function refusedAsReadOnly(err: unknown): boolean {
   return err instanceof ServerReadOnlyError || errnoOf(err) === ER_OPTION_PREVENTS_STATEMENT;
 }
 
-export async function startGroupReplication(options: { mode: GroupMode; log?: (line: string) => void }): Promise<GroupCluster> {
+export async function startGroupReplication(options: {
+  mode: GroupMode;
+  log?: (line: string) => void;
+}): Promise<GroupCluster> {
   const log = options.log ?? (() => undefined);
   const flavour = CHROOTS.mysql;
   const root = await ensureChroot(flavour, log);
@@ -159,19 +175,34 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
   const ports = await Promise.all([0, 1, 2].map(async () => ({ sql: await freePort(), gcs: await freePort() })));
   const seeds = ports.map((p) => `127.0.0.1:${p.gcs}`).join(',');
   const multi = options.mode === 'multi-primary';
-  const nodes: GrNode[] = ports.map((p, index) => ({ index, port: p.sql, url: `mysql://root@127.0.0.1:${p.sql}/`, process: undefined }));
+  const nodes: GrNode[] = ports.map((p, index) => ({
+    index,
+    port: p.sql,
+    url: `mysql://root@127.0.0.1:${p.sql}/`,
+    process: undefined,
+  }));
   const datadir = (i: number): string => `${inside}/n${i + 1}`;
   const args = (i: number): string[] => [
-    `--server-id=${i + 1}`, '--gtid-mode=ON', '--enforce-gtid-consistency=ON', '--binlog-checksum=NONE',
-    '--innodb-buffer-pool-size=128M', '--max-connections=500', `--log-error=${datadir(i)}/error.log`,
-    '--plugin-load-add=group_replication.so', `--group-replication-group-name=${GROUP_NAME}`, '--group-replication-start-on-boot=OFF',
-    `--group-replication-local-address=127.0.0.1:${ports[i]!.gcs}`, `--group-replication-group-seeds=${seeds}`,
-    '--group-replication-bootstrap-group=OFF', `--group-replication-single-primary-mode=${multi ? 'OFF' : 'ON'}`,
+    `--server-id=${i + 1}`,
+    '--gtid-mode=ON',
+    '--enforce-gtid-consistency=ON',
+    '--binlog-checksum=NONE',
+    '--innodb-buffer-pool-size=128M',
+    '--max-connections=500',
+    `--log-error=${datadir(i)}/error.log`,
+    '--plugin-load-add=group_replication.so',
+    `--group-replication-group-name=${GROUP_NAME}`,
+    '--group-replication-start-on-boot=OFF',
+    `--group-replication-local-address=127.0.0.1:${ports[i]!.gcs}`,
+    `--group-replication-group-seeds=${seeds}`,
+    '--group-replication-bootstrap-group=OFF',
+    `--group-replication-single-primary-mode=${multi ? 'OFF' : 'ON'}`,
     `--group-replication-enforce-update-everywhere-checks=${multi ? 'ON' : 'OFF'}`,
     // A SIGKILLed member is expelled as soon as it is suspected, so the survivors elect and the
     // node can rejoin without waiting for the default 5 s grace.
     '--group-replication-member-expel-timeout=0',
-    '--report-host=127.0.0.1', `--report-port=${ports[i]!.sql}`,
+    '--report-host=127.0.0.1',
+    `--report-port=${ports[i]!.sql}`,
   ];
   const sql = async (i: number, statements: string[]): Promise<void> => {
     const conn = await mysql.createConnection({ ...parseMysqlUrl(nodes[i]!.url) });
@@ -187,7 +218,8 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
   };
   const members = async (i: number): Promise<Member[] | undefined> => {
     const rows = await ask<{ port: number; state: string; role: string }>(
-      nodes[i]!.url, 'SELECT MEMBER_PORT AS port, MEMBER_STATE AS state, MEMBER_ROLE AS role FROM performance_schema.replication_group_members',
+      nodes[i]!.url,
+      'SELECT MEMBER_PORT AS port, MEMBER_STATE AS state, MEMBER_ROLE AS role FROM performance_schema.replication_group_members',
     );
     return rows?.map((r) => ({ port: Number(r.port), state: r.state, role: r.role }));
   };
@@ -196,22 +228,39 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
     const key = [...want].sort((a, b) => a - b).join(',');
     for (;;) {
       const seen = await members(i);
-      const online = seen?.filter((m) => m.state === 'ONLINE').map((m) => m.port).sort((a, b) => a - b).join(',');
+      const online = seen
+        ?.filter((m) => m.state === 'ONLINE')
+        .map((m) => m.port)
+        .sort((a, b) => a - b)
+        .join(',');
       if (seen && online === key && seen.length === want.length) return;
       if (Date.now() > deadline) {
-        throw new Error(`node ${i + 1} sees ${JSON.stringify(seen)}, not ${key} ONLINE, after ${timeoutMs} ms; see ${hostDir}/n${i + 1}/error.log`);
+        throw new Error(
+          `node ${i + 1} sees ${JSON.stringify(seen)}, not ${key} ONLINE, after ${timeoutMs} ms; see ${hostDir}/n${i + 1}/error.log`,
+        );
       }
       await sleep(200);
     }
   };
   const joinGroup = async (i: number, bootstrap: boolean): Promise<void> => {
-    await sql(i, bootstrap
-      ? ['SET GLOBAL group_replication_bootstrap_group = ON', 'START GROUP_REPLICATION', 'SET GLOBAL group_replication_bootstrap_group = OFF']
-      : ['START GROUP_REPLICATION']);
+    await sql(
+      i,
+      bootstrap
+        ? [
+            'SET GLOBAL group_replication_bootstrap_group = ON',
+            'START GROUP_REPLICATION',
+            'SET GLOBAL group_replication_bootstrap_group = OFF',
+          ]
+        : ['START GROUP_REPLICATION'],
+    );
   };
   const errorLogTail = (i: number): string => {
     try {
-      return readFileSync(join(hostDir, `n${i + 1}`, 'error.log'), 'utf8').split('\n').filter((l) => /\[(ERROR|Warning)\]/.test(l)).slice(-12).join('\n');
+      return readFileSync(join(hostDir, `n${i + 1}`, 'error.log'), 'utf8')
+        .split('\n')
+        .filter((l) => /\[(ERROR|Warning)\]/.test(l))
+        .slice(-12)
+        .join('\n');
     } catch {
       return '(no error log)';
     }
@@ -278,8 +327,10 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
     // recovery does not replay it.
     for (let i = 0; i < 3; i++) {
       await sql(i, [
-        'SET SQL_LOG_BIN = 0', "CREATE USER IF NOT EXISTS rpl@'%' IDENTIFIED BY 'rpl'",
-        "GRANT REPLICATION SLAVE, CONNECTION_ADMIN, BACKUP_ADMIN, GROUP_REPLICATION_STREAM ON *.* TO rpl@'%'", 'SET SQL_LOG_BIN = 1',
+        'SET SQL_LOG_BIN = 0',
+        "CREATE USER IF NOT EXISTS rpl@'%' IDENTIFIED BY 'rpl'",
+        "GRANT REPLICATION SLAVE, CONNECTION_ADMIN, BACKUP_ADMIN, GROUP_REPLICATION_STREAM ON *.* TO rpl@'%'",
+        'SET SQL_LOG_BIN = 1',
         "CHANGE REPLICATION SOURCE TO SOURCE_USER = 'rpl', SOURCE_PASSWORD = 'rpl' FOR CHANNEL 'group_replication_recovery'",
       ]);
     }
@@ -287,9 +338,15 @@ export async function startGroupReplication(options: { mode: GroupMode; log?: (l
     await waitMembers(0, [nodes[0]!.port], 60_000);
     for (const i of [1, 2]) {
       await joinGroup(i, false);
-      await waitMembers(i, nodes.slice(0, i + 1).map((n) => n.port), 120_000);
+      await waitMembers(
+        i,
+        nodes.slice(0, i + 1).map((n) => n.port),
+        120_000,
+      );
     }
-    log(`group replication (${options.mode}): data directories in ${ready - started} ms, 3 nodes ONLINE in ${Date.now() - started} ms on ports ${nodes.map((n) => n.port).join(', ')}`);
+    log(
+      `group replication (${options.mode}): data directories in ${ready - started} ms, 3 nodes ONLINE in ${Date.now() - started} ms on ports ${nodes.map((n) => n.port).join(', ')}`,
+    );
     return cluster;
   } catch (err) {
     // Keep the directory: its error logs say why.

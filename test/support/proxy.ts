@@ -62,7 +62,10 @@ function queryText(payload: Buffer, queryAttributes: boolean): string | undefine
 
 /** A COM_QUERY packet whose SQL text `sql` (at its end) is replaced by `text`: same prefix, same sequence number. */
 function withQueryText(packet: Buffer, sql: string, text: string): Buffer {
-  const payload = Buffer.concat([packet.subarray(4, packet.length - Buffer.byteLength(sql, 'utf8')), Buffer.from(text, 'utf8')]);
+  const payload = Buffer.concat([
+    packet.subarray(4, packet.length - Buffer.byteLength(sql, 'utf8')),
+    Buffer.from(text, 'utf8'),
+  ]);
   const header = Buffer.alloc(4);
   header.writeUIntLE(payload.length, 0, 3);
   header[3] = packet[3]!;
@@ -71,7 +74,10 @@ function withQueryText(packet: Buffer, sql: string, text: string): Buffer {
 
 /** An ERR packet (protocol 4.1): 0xff, the error number, '#', the SQL state, the message. */
 function errorPacket(error: ReplyError, sequence: number): Buffer {
-  const payload = Buffer.concat([Buffer.from([0xff, error.errno & 0xff, error.errno >> 8]), Buffer.from(`#${error.sqlState}${error.message}`, 'utf8')]);
+  const payload = Buffer.concat([
+    Buffer.from([0xff, error.errno & 0xff, error.errno >> 8]),
+    Buffer.from(`#${error.sqlState}${error.message}`, 'utf8'),
+  ]);
   const header = Buffer.alloc(4);
   header.writeUIntLE(payload.length, 0, 3);
   header[3] = sequence;
@@ -108,7 +114,9 @@ export class FaultProxy {
    * Resolves with the SQL the client sent.
    */
   armErrorReply(pattern: RegExp, error: ReplyError, sendInstead?: string): Promise<string> {
-    return new Promise((resolve) => this.#arms.push({ pattern, mode: 'error-reply', error, sendInstead, fired: resolve }));
+    return new Promise((resolve) =>
+      this.#arms.push({ pattern, mode: 'error-reply', error, sendInstead, fired: resolve }),
+    );
   }
 
   /**
@@ -189,9 +197,12 @@ export class FaultProxy {
         if (pending.length < 4 + length) break;
         const packet = pending.subarray(0, 4 + length);
         pending = pending.subarray(4 + length);
-        if (capabilities === undefined && packet.length >= 8) capabilities = packet.readUInt32LE(4) & serverCapabilities;
+        if (capabilities === undefined && packet.length >= 8)
+          capabilities = packet.readUInt32LE(4) & serverCapabilities;
         const arm = this.#match(packet, threadId, ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0);
-        const sql = arm ? queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '' : '';
+        const sql = arm
+          ? (queryText(packet.subarray(5), ((capabilities ?? 0) & CLIENT_QUERY_ATTRIBUTES) !== 0) ?? '')
+          : '';
         if (arm?.mode === 'before-forward') {
           cut();
           arm.fired(sql);
@@ -209,7 +220,9 @@ export class FaultProxy {
     if (packet.length < 5 || packet[4] !== COM_QUERY) return undefined;
     const sql = queryText(packet.subarray(5), queryAttributes);
     if (sql === undefined) return undefined;
-    const index = this.#arms.findIndex((a) => (a.threadId === undefined || a.threadId === threadId) && a.pattern.test(sql));
+    const index = this.#arms.findIndex(
+      (a) => (a.threadId === undefined || a.threadId === threadId) && a.pattern.test(sql),
+    );
     if (index < 0) return undefined;
     const [arm] = this.#arms.splice(index, 1);
     return arm;
@@ -230,7 +243,10 @@ export async function proxyFor(serverUrl: string): Promise<{ proxy: FaultProxy; 
  * For a test file or a describe block: a proxy in front of `db`'s server and a knex pool of
  * `poolMax` connections through it, opened before the block's tests and closed after them.
  */
-export function useProxiedKnex(db: { url: string; name: string }, poolMax = 4): { readonly proxy: FaultProxy; readonly knex: Knex } {
+export function useProxiedKnex(
+  db: { url: string; name: string },
+  poolMax = 4,
+): { readonly proxy: FaultProxy; readonly knex: Knex } {
   let proxy: FaultProxy | undefined;
   let knex: Knex | undefined;
   beforeAll(async () => {

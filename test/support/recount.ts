@@ -10,7 +10,10 @@ export function afterCount(conn: RawConnection, step: () => Promise<void>): RawC
     query(sql, values, cb) {
       conn.query(sql, values, (err, rows) => {
         if (err || sql !== COUNT_LIVE) return cb(err, rows);
-        step().then(() => cb(null, rows), (e: unknown) => cb(e as Error, null));
+        step().then(
+          () => cb(null, rows),
+          (e: unknown) => cb(e as Error, null),
+        );
       });
     },
   };

@@ -74,7 +74,12 @@ export function gtidSeq(list: string | undefined): number {
 
 async function withConn<T>(url: string, fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
   const u = new URL(url);
-  const conn = await mysql.createConnection({ host: u.hostname, port: Number(u.port), user: decodeURIComponent(u.username || 'root'), connectTimeout: 3000 });
+  const conn = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port),
+    user: decodeURIComponent(u.username || 'root'),
+    connectTimeout: 3000,
+  });
   try {
     return await fn(conn);
   } finally {
@@ -92,7 +97,12 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
   if (!binary) throw new Error('the async replication lane needs mariadbd (apt-get install mariadb-server)');
   const dir = mkdtempSync(join(tmpdir(), 'rwlock-async-'));
   const started = Date.now();
-  const common = ['--innodb-buffer-pool-size=128M', '--log-bin=node-bin', '--binlog-format=ROW', '--log-slave-updates=ON'];
+  const common = [
+    '--innodb-buffer-pool-size=128M',
+    '--log-bin=node-bin',
+    '--binlog-format=ROW',
+    '--log-slave-updates=ON',
+  ];
   // One data directory is initialised and copied: both servers start from the same empty state, so
   // the replica follows from the primary's first GTID.
   initDataDir(binary, join(dir, 'primary'));
@@ -103,23 +113,33 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
   const primaryUrl = `mysql://root@127.0.0.1:${primaryPort}/`;
   const replicaUrl = `mysql://root@127.0.0.1:${replicaPort}/`;
   const clientUrl = (port: number): string => `mysql://${CLIENT_USER}@127.0.0.1:${port}/`;
-  const exec = (url: string, statements: string[]): Promise<void> => withConn(url, async (c) => {
-    for (const s of statements) await c.query(s);
-  });
+  const exec = (url: string, statements: string[]): Promise<void> =>
+    withConn(url, async (c) => {
+      for (const s of statements) await c.query(s);
+    });
 
-  const replicaStatus = async (): Promise<ReplicaStatus> => withConn(replicaUrl, async (c) => {
-    const [rows] = await c.query('SHOW SLAVE STATUS');
-    const s = (rows as Array<Record<string, string>>)[0];
-    const [pos] = await c.query('SELECT @@GLOBAL.gtid_slave_pos AS p');
-    const applied = String((pos as Array<{ p: string }>)[0]?.p ?? '');
-    return {
-      io: s?.Slave_IO_Running ?? 'none', sql: s?.Slave_SQL_Running ?? 'none', ioPos: s?.Gtid_IO_Pos ?? '', applied,
-      lastError: [s?.Last_IO_Error, s?.Last_SQL_Error].filter(Boolean).join('; '),
-    };
-  });
+  const replicaStatus = async (): Promise<ReplicaStatus> =>
+    withConn(replicaUrl, async (c) => {
+      const [rows] = await c.query('SHOW SLAVE STATUS');
+      const s = (rows as Array<Record<string, string>>)[0];
+      const [pos] = await c.query('SELECT @@GLOBAL.gtid_slave_pos AS p');
+      const applied = String((pos as Array<{ p: string }>)[0]?.p ?? '');
+      return {
+        io: s?.Slave_IO_Running ?? 'none',
+        sql: s?.Slave_SQL_Running ?? 'none',
+        ioPos: s?.Gtid_IO_Pos ?? '',
+        applied,
+        lastError: [s?.Last_IO_Error, s?.Last_SQL_Error].filter(Boolean).join('; '),
+      };
+    });
 
   const pair: AsyncPair = {
-    primaryUrl, replicaUrl, primaryClientUrl: clientUrl(primaryPort), replicaClientUrl: clientUrl(replicaPort), primaryPort, replicaPort,
+    primaryUrl,
+    replicaUrl,
+    primaryClientUrl: clientUrl(primaryPort),
+    replicaClientUrl: clientUrl(replicaPort),
+    primaryPort,
+    replicaPort,
     async primaryPosition() {
       try {
         return (await one<{ p: string }>(primaryUrl, 'SELECT @@GLOBAL.gtid_binlog_pos AS p'))?.p;
@@ -131,8 +151,14 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
     async waitApplied(position, timeoutMs) {
       const t0 = Date.now();
       // MASTER_GTID_WAIT: 0 once the SQL thread has applied `position`, -1 on timeout.
-      const r = await one<{ r: number }>(replicaUrl, 'SELECT MASTER_GTID_WAIT(?, ?) AS r', [position, timeoutMs / 1000]);
-      if (Number(r?.r) !== 0) throw new Error(`the replica did not apply ${position} within ${timeoutMs} ms: ${JSON.stringify(await replicaStatus())}`);
+      const r = await one<{ r: number }>(replicaUrl, 'SELECT MASTER_GTID_WAIT(?, ?) AS r', [
+        position,
+        timeoutMs / 1000,
+      ]);
+      if (Number(r?.r) !== 0)
+        throw new Error(
+          `the replica did not apply ${position} within ${timeoutMs} ms: ${JSON.stringify(await replicaStatus())}`,
+        );
       return Date.now() - t0;
     },
     async cutLink() {
@@ -148,7 +174,8 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
       // What the IO thread received must be applied first: the relay log is the only copy left.
       let s = await replicaStatus();
       while (!(s.ioPos === s.applied || gtidSeq(s.applied) >= gtidSeq(s.ioPos))) {
-        if (Date.now() > deadline) throw new Error(`the replica did not apply its relay log within ${timeoutMs} ms: ${JSON.stringify(s)}`);
+        if (Date.now() > deadline)
+          throw new Error(`the replica did not apply its relay log within ${timeoutMs} ms: ${JSON.stringify(s)}`);
         await sleep(20);
         s = await replicaStatus();
       }
@@ -174,8 +201,10 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
     for (const url of [primaryUrl, replicaUrl]) {
       await exec(url, [
         'SET SQL_LOG_BIN = 0',
-        "CREATE USER IF NOT EXISTS repl@'%' IDENTIFIED BY 'repl'", "GRANT REPLICATION SLAVE ON *.* TO repl@'%'",
-        `CREATE USER IF NOT EXISTS ${CLIENT_USER}@'%'`, `GRANT ALL PRIVILEGES ON \`faults\\_%\`.* TO ${CLIENT_USER}@'%'`,
+        "CREATE USER IF NOT EXISTS repl@'%' IDENTIFIED BY 'repl'",
+        "GRANT REPLICATION SLAVE ON *.* TO repl@'%'",
+        `CREATE USER IF NOT EXISTS ${CLIENT_USER}@'%'`,
+        `GRANT ALL PRIVILEGES ON \`faults\\_%\`.* TO ${CLIENT_USER}@'%'`,
         'SET SQL_LOG_BIN = 1',
       ]);
     }
@@ -191,7 +220,9 @@ export async function startAsyncReplication(options: { log?: (line: string) => v
       await sleep(100);
     }
     await pair.waitApplied((await pair.primaryPosition()) ?? '', 30_000);
-    log(`async replication: MariaDB primary on ${primaryPort}, replica on ${replicaPort}, replicating after ${Date.now() - started} ms`);
+    log(
+      `async replication: MariaDB primary on ${primaryPort}, replica on ${replicaPort}, replicating after ${Date.now() - started} ms`,
+    );
     return pair;
   } catch (err) {
     for (const s of [primary, replica]) if (s) await stopProcess(s.process, 'SIGKILL').catch(() => undefined);

@@ -9,10 +9,15 @@ export interface ResourceRow {
 }
 
 export async function resourceRows(db: Knex): Promise<ResourceRow[]> {
-  const [rows] = (await db.raw('SELECT resource_id, w_count, r_count, version FROM t_read_write_lock ORDER BY resource_id')) as unknown as [
-    Array<{ resource_id: Buffer; w_count: number; r_count: number; version: number }>,
-  ];
-  return rows.map((r) => ({ resource: r.resource_id.toString('utf8'), wCount: r.w_count, rCount: r.r_count, version: Number(r.version) }));
+  const [rows] = (await db.raw(
+    'SELECT resource_id, w_count, r_count, version FROM t_read_write_lock ORDER BY resource_id',
+  )) as unknown as [Array<{ resource_id: Buffer; w_count: number; r_count: number; version: number }>];
+  return rows.map((r) => ({
+    resource: r.resource_id.toString('utf8'),
+    wCount: r.w_count,
+    rCount: r.r_count,
+    version: Number(r.version),
+  }));
 }
 
 /** Everything in both tables, for "nothing changed" assertions. */
@@ -31,7 +36,9 @@ export async function invariantViolations(db: Knex): Promise<string[]> {
     SELECT l.resource_id, l.w_count, l.r_count,
            (SELECT COUNT(*) FROM t_lock_log g WHERE g.resource_id = l.resource_id AND g.status IN (0, 1) AND g.lock_type = 0) AS live_w,
            (SELECT COUNT(*) FROM t_lock_log g WHERE g.resource_id = l.resource_id AND g.status IN (0, 1) AND g.lock_type = 1) AS live_r
-      FROM t_read_write_lock l`)) as unknown as [Array<{ resource_id: Buffer; w_count: number; r_count: number; live_w: number; live_r: number }>];
+      FROM t_read_write_lock l`)) as unknown as [
+    Array<{ resource_id: Buffer; w_count: number; r_count: number; live_w: number; live_r: number }>,
+  ];
   const problems: string[] = [];
   for (const r of rows) {
     const id = r.resource_id.toString('utf8');
@@ -46,13 +53,19 @@ export async function invariantViolations(db: Knex): Promise<string[]> {
 
 /** Moves a grant's create_time back on the database clock, standing in for a long pause. */
 export async function backdate(db: Knex, grantId: number, ms: number): Promise<void> {
-  await db.raw('UPDATE t_lock_log SET create_time = create_time - INTERVAL ? MICROSECOND WHERE id = ?', [ms * 1000, grantId]);
+  await db.raw('UPDATE t_lock_log SET create_time = create_time - INTERVAL ? MICROSECOND WHERE id = ?', [
+    ms * 1000,
+    grantId,
+  ]);
 }
 
-export async function grantRow(db: Knex, id: number): Promise<{ status: number; released_by: number | null; version: number }> {
-  const [rows] = (await db.raw('SELECT status, released_by, version FROM t_lock_log WHERE id = ?', [id])) as unknown as [
-    Array<{ status: number; released_by: number | null; version: number }>,
-  ];
+export async function grantRow(
+  db: Knex,
+  id: number,
+): Promise<{ status: number; released_by: number | null; version: number }> {
+  const [rows] = (await db.raw('SELECT status, released_by, version FROM t_lock_log WHERE id = ?', [
+    id,
+  ])) as unknown as [Array<{ status: number; released_by: number | null; version: number }>];
   if (!rows[0]) throw new Error(`no grant ${id}`);
   return rows[0];
 }

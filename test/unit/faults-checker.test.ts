@@ -4,12 +4,34 @@ import { describe, expect, it } from 'vitest';
 import { check, type CheckName, type DbState, type GrantRow } from '../faults/checker.js';
 import type { OpEvent } from '../faults/history.js';
 
-const g = (id: number, type: 0 | 1, createdMs: number, releasedMs: number | null, releasedBy: number | null = releasedMs === null ? null : 1, resource = 'r1'): GrantRow => ({
-  id, resource, type, status: releasedMs === null ? 0 : 2, createdMs, releasedMs, releasedBy, owner: 'w',
+const g = (
+  id: number,
+  type: 0 | 1,
+  createdMs: number,
+  releasedMs: number | null,
+  releasedBy: number | null = releasedMs === null ? null : 1,
+  resource = 'r1',
+): GrantRow => ({
+  id,
+  resource,
+  type,
+  status: releasedMs === null ? 0 : 2,
+  createdMs,
+  releasedMs,
+  releasedBy,
+  owner: 'w',
 });
 
 function ev(op: string, kind: 'write' | 'read', list: Array<[OpEvent['ev'], number?]>): OpEvent[] {
-  return list.map(([e, grant], i) => ({ t: i, w: 'w1', op, kind, resource: 'r1', ev: e, ...(grant !== undefined ? { grant } : {}) }));
+  return list.map(([e, grant], i) => ({
+    t: i,
+    w: 'w1',
+    op,
+    kind,
+    resource: 'r1',
+    ev: e,
+    ...(grant !== undefined ? { grant } : {}),
+  }));
 }
 
 /** Two writes and a read, all clean. */
@@ -38,7 +60,11 @@ const checksOf = (r: ReturnType<typeof check>): CheckName[] => [...new Set(r.vio
 describe('checker', () => {
   it('passes a clean history and counts its operations', () => {
     const { events, db } = clean();
-    const r = check({ events, db, samples: [{ t: 1, locks: [{ resource: 'r1', w: 1, r: 0 }], live: [{ resource: 'r1', type: 0, n: 1 }] }] });
+    const r = check({
+      events,
+      db,
+      samples: [{ t: 1, locks: [{ resource: 'r1', w: 1, r: 0 }], live: [{ resource: 'r1', type: 0, n: 1 }] }],
+    });
     expect(r.violations).toEqual([]);
     expect(r.lockOps).toBe(6);
     expect(r.ops).toEqual({ 'write.ok': 2, 'read.ok': 1 });
@@ -49,7 +75,19 @@ describe('checker', () => {
     db.locks = [{ resource: 'r1', w: 1, r: 0 }];
     expect(checksOf(check({ events, db }))).toEqual(['invariant']);
     const ok = clean();
-    const sampled = check({ ...ok, samples: [{ t: 5, locks: [{ resource: 'r1', w: 1, r: 1 }], live: [{ resource: 'r1', type: 0, n: 1 }, { resource: 'r1', type: 1, n: 1 }] }] });
+    const sampled = check({
+      ...ok,
+      samples: [
+        {
+          t: 5,
+          locks: [{ resource: 'r1', w: 1, r: 1 }],
+          live: [
+            { resource: 'r1', type: 0, n: 1 },
+            { resource: 'r1', type: 1, n: 1 },
+          ],
+        },
+      ],
+    });
     expect(sampled.violations).toHaveLength(1);
     expect(sampled.violations[0]!.detail).toMatch(/writer and 1 readers/);
     const negative = check({ ...ok, samples: [{ t: 5, locks: [{ resource: 'r1', w: 0, r: -1 }], live: [] }] });
@@ -95,7 +133,11 @@ describe('checker', () => {
     expect(checksOf(check({ events, db }))).toEqual(['lost-update']);
     const gap = clean();
     gap.db.effects[1] = { op: 'b', resource: 'r1', grant: 2, prev: 2, next: 3, atMs: 119 };
-    expect(check(gap).violations.map((v) => v.detail).join('\n')).toMatch(/no effect from 1/);
+    expect(
+      check(gap)
+        .violations.map((v) => v.detail)
+        .join('\n'),
+    ).toMatch(/no effect from 1/);
   });
 
   it('fails a reader that saw the value change under its read grant', () => {
@@ -128,12 +170,18 @@ describe('checker', () => {
     const { events, db } = clean();
     db.effects.pop();
     db.counters = [{ resource: 'r1', value: 1 }];
-    expect(check({ events, db }).violations.map((v) => v.detail)).toContain('write b was acknowledged but its business row is missing');
+    expect(check({ events, db }).violations.map((v) => v.detail)).toContain(
+      'write b was acknowledged but its business row is missing',
+    );
     const failed = clean();
-    failed.events = failed.events.map((e) => (e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'fail' as const, err: 'NO_PRIMARY' } : e));
+    failed.events = failed.events.map((e) =>
+      e.op === 'b' && e.ev === 'ok' ? { ...e, ev: 'fail' as const, err: 'NO_PRIMARY' } : e,
+    );
     expect(checksOf(check(failed))).toEqual(['ack']);
     // the violation says how far the operation got, and when, so a rare one can be traced from the summary
-    expect(check(failed).violations[0]!.detail).toBe('write b failed (NO_PRIMARY) but its business row (grant 2) committed; its events: invoke +0ms, granted 2 +1ms, work-done +2ms, fail (NO_PRIMARY) +3ms');
+    expect(check(failed).violations[0]!.detail).toBe(
+      'write b failed (NO_PRIMARY) but its business row (grant 2) committed; its events: invoke +0ms, granted 2 +1ms, work-done +2ms, fail (NO_PRIMARY) +3ms',
+    );
   });
 
   it('accepts either outcome for unknown ops and for ops cut off by a kill', () => {
@@ -173,8 +221,12 @@ describe('checker', () => {
   it('fails liveness when resources stay held past the bound or never free up', () => {
     const { events, db } = clean();
     expect(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 2000, boundMs: 3000 } }).violations).toEqual([]);
-    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual(['liveness']);
-    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual(['liveness']);
+    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: 4000, boundMs: 3000 } }))).toEqual([
+      'liveness',
+    ]);
+    expect(checksOf(check({ events, db, liveness: { holdersGoneAt: 0, freeAt: null, boundMs: 3000 } }))).toEqual([
+      'liveness',
+    ]);
   });
 
   describe('grants that change mode in place', () => {
@@ -205,14 +257,16 @@ describe('checker', () => {
     it('fails a reader in the write phase, and a writer in the read phase, of a downgraded grant', () => {
       const early = downgraded();
       early.db.grants[1] = g(2, 1, 103, 115);
-      expect(check(early).violations.map((v) => v.detail)).toEqual(['r1: read grant 2 started while write phase of grant 1 (downgraded) was live']);
+      expect(check(early).violations.map((v) => v.detail)).toEqual([
+        'r1: read grant 2 started while write phase of grant 1 (downgraded) was live',
+      ]);
       const writer = downgraded();
       writer.db.grants[1] = g(2, 0, 110, 115);
       writer.events = writer.events.map((e) => (e.op === 'b' ? { ...e, kind: 'write' as const } : e));
       expect(checksOf(check(writer))).toEqual(['overlap']);
     });
 
-    it('fails an upgrade beside another reader, and a write effect in an upgraded grant\'s read phase', () => {
+    it("fails an upgrade beside another reader, and a write effect in an upgraded grant's read phase", () => {
       const ok = {
         events: [
           ...ev('a', 'read', [['invoke'], ['granted', 1], ['upgraded', 1], ['work-done', 1], ['ok']]),
@@ -229,19 +283,29 @@ describe('checker', () => {
       expect(check(ok).violations).toEqual([]);
       const beside = structuredClone(ok);
       beside.db.grants[1] = g(2, 1, 101, 112);
-      expect(check(beside).violations.map((v) => v.detail)).toEqual(['r1: write phase of grant 1 (upgraded) started while read grant 2 was live']);
+      expect(check(beside).violations.map((v) => v.detail)).toEqual([
+        'r1: write phase of grant 1 (upgraded) started while read grant 2 was live',
+      ]);
       const early = structuredClone(ok);
       early.db.effects[0]!.atMs = 105;
-      expect(check(early).violations.map((v) => v.detail)).toEqual(['effect of a under read grant 1 (in its read phase)']);
+      expect(check(early).violations.map((v) => v.detail)).toEqual([
+        'effect of a under read grant 1 (in its read phase)',
+      ]);
     });
 
     it('fails a mode change the worker was told of but the log does not show, and two changes of one grant', () => {
       const missing = downgraded();
       missing.db.grants[0] = g(1, 0, 100, 120);
-      expect(check(missing).violations.filter((v) => v.check === 'transition').map((v) => v.detail)).toEqual(['a: grant 1 was downgraded, but the log shows a write grant that never changed mode']);
+      expect(
+        check(missing)
+          .violations.filter((v) => v.check === 'transition')
+          .map((v) => v.detail),
+      ).toEqual(['a: grant 1 was downgraded, but the log shows a write grant that never changed mode']);
       const twice = downgraded();
       twice.events.push({ t: 9, w: 'w1', op: 'a', kind: 'write', resource: 'r1', ev: 'downgraded', grant: 1 });
-      expect(check(twice).violations.map((v) => v.detail)).toEqual(['grant 1 changed mode 2 times; the log keeps one change']);
+      expect(check(twice).violations.map((v) => v.detail)).toEqual([
+        'grant 1 changed mode 2 times; the log keeps one change',
+      ]);
     });
   });
 });

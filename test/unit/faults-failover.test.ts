@@ -7,13 +7,34 @@ import { judgeFailover } from '../faults/failover.js';
 import type { OpEvent } from '../faults/history.js';
 
 const g = (id: number, createdMs: number, releasedMs: number | null, owner = 'w1', resource = 'r1'): GrantRow => ({
-  id, resource, type: 0, status: releasedMs === null ? 0 : 2, createdMs, releasedMs, releasedBy: releasedMs === null ? null : 1, owner,
+  id,
+  resource,
+  type: 0,
+  status: releasedMs === null ? 0 : 2,
+  createdMs,
+  releasedMs,
+  releasedBy: releasedMs === null ? null : 1,
+  owner,
 });
 
 /** Events of one write op of worker `w`, at the times given (ok last). */
-function write(op: string, grant: number, times: [number, number, number, number], outcome: OpEvent['ev'] = 'ok', w = 'w1'): OpEvent[] {
+function write(
+  op: string,
+  grant: number,
+  times: [number, number, number, number],
+  outcome: OpEvent['ev'] = 'ok',
+  w = 'w1',
+): OpEvent[] {
   const evs: OpEvent['ev'][] = ['invoke', 'granted', 'work-done', outcome];
-  return evs.map((ev, i) => ({ t: times[i]!, w, op, kind: 'write', resource: 'r1', ev, ...(ev === 'granted' || ev === 'work-done' ? { grant } : {}) }));
+  return evs.map((ev, i) => ({
+    t: times[i]!,
+    w,
+    op,
+    kind: 'write',
+    resource: 'r1',
+    ev,
+    ...(ev === 'granted' || ev === 'work-done' ? { grant } : {}),
+  }));
 }
 
 /**
@@ -59,38 +80,56 @@ describe('failover verdict', () => {
   it('counts a downgrade acknowledged inside the window and missing on the new primary as lost; outside it, a violation', () => {
     const { events, db } = failover();
     // b downgraded grant 2 at 260 (inside the window); the new primary still shows it a write grant.
-    const inside = [...events, { t: 260, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 }];
+    const inside = [
+      ...events,
+      { t: 260, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 },
+    ];
     const plain = check({ events: inside, db });
     expect(plain.violations.map((v) => v.check)).toContain('transition');
     const judged = judgeFailover(plain, inside, db, { from: 250, to: 400 });
     expect(judged.result.violations).toEqual([]);
     expect(judged.losses.modeChangesLost).toBe(1);
     // The same downgrade acknowledged at 240, before the window: the replica had applied it, so its absence is a violation.
-    const before = [...events, { t: 240, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 }];
+    const before = [
+      ...events,
+      { t: 240, w: 'w1', op: 'b', kind: 'write' as const, resource: 'r1', ev: 'downgraded' as const, grant: 2 },
+    ];
     const r = judgeFailover(check({ events: before, db }), before, db, { from: 250, to: 400 });
-    expect(r.result.violations.map((v) => v.detail)).toEqual(['b: grant 2 was downgraded, but the log shows a write grant that never changed mode']);
+    expect(r.result.violations.map((v) => v.detail)).toEqual([
+      'b: grant 2 was downgraded, but the log shows a write grant that never changed mode',
+    ]);
     expect(r.losses.modeChangesLost).toBe(0);
   });
 
   it('counts a grant released as by its holder while its holder found it gone', () => {
     const { events, db } = failover();
     // e held grant 4 on the new primary; c's stale release (reissued id) released it; e's fence was refused.
-    events.push(...write('e', 4, [520, 521, 529, 530], 'fail', 'w3').map((x) => (x.ev === 'fail' ? { ...x, err: 'ERR_RWLOCK_LOST' } : x)));
+    events.push(
+      ...write('e', 4, [520, 521, 529, 530], 'fail', 'w3').map((x) =>
+        x.ev === 'fail' ? { ...x, err: 'ERR_RWLOCK_LOST' } : x,
+      ),
+    );
     db.grants.push(g(4, 521, 525, 'w3'));
-    expect(judgeFailover(check({ events, db }), events, db, { from: 250, to: 400 }).losses.releasedByOthers).toEqual([4]);
+    expect(judgeFailover(check({ events, db }), events, db, { from: 250, to: 400 }).losses.releasedByOthers).toEqual([
+      4,
+    ]);
   });
 
   it('still fails the same loss when it was acknowledged before the window or after the promotion', () => {
     const { events, db } = failover();
     const plain = check({ events, db });
     // The replica was seen to apply a position read at 320: c, acknowledged at 310, must be there.
-    expect(judgeFailover(plain, events, db, { from: 320, to: 400 }).result.violations.map((v) => v.check)).toEqual(['ack']);
+    expect(judgeFailover(plain, events, db, { from: 320, to: 400 }).result.violations.map((v) => v.check)).toEqual([
+      'ack',
+    ]);
     // An op acknowledged after the replica became writable committed on the new primary: missing is a violation.
     const late = failover();
     late.db.effects.pop();
     late.db.counters = [{ resource: 'r1', value: 2 }];
     const r = judgeFailover(check(late), late.events, late.db, { from: 250, to: 400 });
-    expect(r.result.violations.map((v) => v.detail)).toEqual(['write d was acknowledged but its business row is missing']);
+    expect(r.result.violations.map((v) => v.detail)).toEqual([
+      'write d was acknowledged but its business row is missing',
+    ]);
     expect(r.losses.acknowledgedLost).toEqual(['c']);
   });
 
@@ -102,7 +141,11 @@ describe('failover verdict', () => {
     expect(r.result.violations[0]!.detail).toMatch(/write b failed/);
     const overlap = failover();
     overlap.db.grants[1] = g(2, 105, 209); // created while grant 1 was live
-    expect(judgeFailover(check(overlap), overlap.events, overlap.db, { from: 250, to: 400 }).result.violations.map((v) => v.check)).toEqual(['overlap']);
+    expect(
+      judgeFailover(check(overlap), overlap.events, overlap.db, { from: 250, to: 400 }).result.violations.map(
+        (v) => v.check,
+      ),
+    ).toEqual(['overlap']);
   });
 
   it('fails a business row committed under a reissued id that belongs to another worker', () => {
@@ -124,7 +167,9 @@ describe('failover verdict', () => {
     const plain = check({ events, db });
     expect(plain.violations.filter((v) => v.check === 'ack')).toHaveLength(20);
     const r = judgeFailover(plain, events, db, { from: 250, to: 400 });
-    expect(r.result.violations.map((v) => v.detail)).toEqual(['write early was acknowledged but its business row is missing']);
+    expect(r.result.violations.map((v) => v.detail)).toEqual([
+      'write early was acknowledged but its business row is missing',
+    ]);
     expect(r.losses.acknowledgedLost).toHaveLength(26);
   });
 });

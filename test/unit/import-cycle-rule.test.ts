@@ -69,7 +69,8 @@ describe('no-import-cycle', () => {
   it('does not read the import lines of a code example inside a doc comment', async () => {
     const found = await lint({
       'index.ts': "export { run } from './run.js';\n",
-      'run.ts': "/**\n * @example\n * ```ts\n * import { run } from './index.js';\n * ```\n */\nexport function run(): void {}\n",
+      'run.ts':
+        "/**\n * @example\n * ```ts\n * import { run } from './index.js';\n * ```\n */\nexport function run(): void {}\n",
     });
     expect(found).toEqual([]);
   });

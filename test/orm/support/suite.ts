@@ -67,7 +67,8 @@ export function recipesOf(file: string): string[] {
 
 /** The version of `pkg` installed at the top of node_modules, where the tests import it from. */
 export function installedVersion(pkg: string): string {
-  return (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string })
+    .version;
 }
 
 /** Wraps an executor to record what it resolved to. */
@@ -89,8 +90,12 @@ function messages(err: unknown): string {
 }
 
 async function repaid(db: TestDatabase, loanId: string): Promise<{ repaid: number | undefined; payments: number }> {
-  const [loans] = (await db.knex.raw('SELECT repaid FROM loans WHERE id = ?', [loanId])) as unknown as [Array<{ repaid: number }>];
-  const [payments] = (await db.knex.raw('SELECT COUNT(*) AS n FROM payments WHERE loan_id = ?', [loanId])) as unknown as [Array<{ n: number }>];
+  const [loans] = (await db.knex.raw('SELECT repaid FROM loans WHERE id = ?', [loanId])) as unknown as [
+    Array<{ repaid: number }>,
+  ];
+  const [payments] = (await db.knex.raw('SELECT COUNT(*) AS n FROM payments WHERE loan_id = ?', [
+    loanId,
+  ])) as unknown as [Array<{ n: number }>];
   return { repaid: loans[0]?.repaid, payments: Number(payments[0]?.n) };
 }
 
@@ -104,7 +109,8 @@ export function fenceSuite(options: SuiteOptions): void {
   it(`docs/orms.md carries the ${name} recipe verbatim and the versions tested`, () => {
     const docs = readFileSync(DOCS, 'utf8');
     for (const file of options.recipes) {
-      for (const recipe of recipesOf(file)) expect(docs, `a recipe in ${file} differs from docs/orms.md`).toContain(recipe);
+      for (const recipe of recipesOf(file))
+        expect(docs, `a recipe in ${file} differs from docs/orms.md`).toContain(recipe);
     }
     for (const pkg of options.packages) {
       expect(docs, `docs/orms.md should say which ${pkg} was tested`).toContain(`\`${pkg}@${installedVersion(pkg)}\``);
@@ -152,7 +158,10 @@ export function fenceSuite(options: SuiteOptions): void {
       const locks = createLockManager({ knex: db.knex });
       const grant = await locks.acquireWrite(`${p}-lost`);
       expect(await locks.forceRelease(grant.id)).toBe(true);
-      const err = await orm.repay(grant, `${p}-lost`, 100).then(() => undefined, (e: unknown) => e);
+      const err = await orm.repay(grant, `${p}-lost`, 100).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(LockLostError);
       expect(grant.signal.aborted).toBe(true);
       // Both business statements ran before the fence; the ORM's rollback undid them.
@@ -164,7 +173,10 @@ export function fenceSuite(options: SuiteOptions): void {
     it('a business error rolls back, the grant is released and the lock is free again', async () => {
       const locks = createLockManager({ knex: db.knex });
       const grant = await locks.acquireWrite(`${p}-error`);
-      const err = await orm.repay(grant, `${p}-error`, -5).then(() => undefined, (e: unknown) => e);
+      const err = await orm.repay(grant, `${p}-error`, -5).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(Error);
       expect(err).not.toBeInstanceOf(LockLostError);
       // The server's refusal, perhaps wrapped by the ORM (Drizzle keeps it as the cause).
@@ -181,10 +193,15 @@ export function fenceSuite(options: SuiteOptions): void {
       const grant = await locks.acquireRead(`${p}-inside`);
       const seen: unknown[] = [];
       const rollback = new Rollback('roll back after the fence');
-      const err = await orm.inTransaction(async (execute) => {
-        await grant.fence(recording(execute, seen));
-        throw rollback;
-      }).then(() => undefined, (e: unknown) => e);
+      const err = await orm
+        .inTransaction(async (execute) => {
+          await grant.fence(recording(execute, seen));
+          throw rollback;
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBe(rollback);
       expect(seen).toEqual([2]);
       // Had the fence run on another connection (autocommit), the grant would be released now.
@@ -194,9 +211,14 @@ export function fenceSuite(options: SuiteOptions): void {
     });
 
     it('a conflict the server reports in the transaction reaches the caller where isConflict() finds it', async () => {
-      const err = await orm.inTransaction(async (execute) => {
-        await execute('CALL signal_deadlock()', []);
-      }).then(() => undefined, (e: unknown) => e);
+      const err = await orm
+        .inTransaction(async (execute) => {
+          await execute('CALL signal_deadlock()', []);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeDefined();
       // Also where the ORM wrapped the server's error (Drizzle, Sequelize, Prisma): isConflict() looks inside.
       expect(isConflict(err)).toBe(true);
@@ -207,7 +229,12 @@ export function fenceSuite(options: SuiteOptions): void {
       const grant = await locks.acquireRead(`${p}-gone`);
       await locks.forceRelease(grant.id);
       const seen: unknown[] = [];
-      const err = await orm.inTransaction((execute) => grant.fence(recording(execute, seen))).then(() => undefined, (e: unknown) => e);
+      const err = await orm
+        .inTransaction((execute) => grant.fence(recording(execute, seen)))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(LockLostError);
       expect(seen).toEqual([0]);
       expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 2, released_by: 3 });
