@@ -48,23 +48,31 @@ node --import tsx scripts/scratch-database.ts > "$work/db-url" 2> "$work/server.
 server_pid=$!
 
 step "exact versions from the registry"
-# The newest version a spec names: `npm view` lists every version in a range.
-newest() {
-  npm view "$1" version --json 2>/dev/null | node -e '
-    const v = [].concat(JSON.parse(require("fs").readFileSync(0, "utf8")));
+# One `npm view` per package (all three in parallel) lists its versions and dist-tags; each spec of
+# that package resolves to its newest release (no prerelease) under that prefix, `latest` to the tag.
+resolve() {
+  local name=$1; shift
+  npm view "$name" versions dist-tags --json 2>/dev/null | node -e '
+    const { versions, "dist-tags": tags } = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const key = (s) => s.split(".").map(Number);
-    v.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
-    if (!v.length) process.exit(1);
-    console.log(v.at(-1));' || fail "npm view $1 found no version"
+    const releases = [].concat(versions).filter((v) => /^\d+\.\d+\.\d+$/.test(v));
+    releases.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
+    for (const spec of process.argv.slice(1)) {
+      const found = spec === "latest" ? tags.latest : releases.filter((v) => v.startsWith(`${spec}.`)).at(-1);
+      if (!found) process.exit(1);
+      console.log(`${spec} ${found}`);
+    }' "$@" || fail "npm view $name found no version for one of: $*"
 }
+resolve typescript "${TYPESCRIPT[@]}" > "$work/versions-typescript" &
+resolve @types/node "${TYPES_NODE[@]}" > "$work/versions-types-node" &
+resolve node "${NODES[@]}" > "$work/versions-node" &
+await_jobs || fail "$? of the version look-ups failed"
 declare -A version
+while read -r spec v; do version[typescript@$spec]=$v; done < "$work/versions-typescript"
+while read -r spec v; do version[@types/node@$spec]=$v; done < "$work/versions-types-node"
+while read -r spec v; do version[node@$spec]=$v; done < "$work/versions-node"
 for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
-  newest "$spec" > "$work/version-${spec//\//+}" &
-done
-await_jobs
-for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
-  version[$spec]=$(cat "$work/version-${spec//\//+}")
-  [ -n "${version[$spec]}" ] || fail "no version for $spec"
+  [ -n "${version[$spec]:-}" ] || fail "no version for $spec"
   echo "$spec: ${version[$spec]}"
 done
 
