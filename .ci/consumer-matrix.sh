@@ -5,12 +5,14 @@
 # `"types": ["node"]`, under module/moduleResolution node16, nodenext and esnext/bundler: 18 checks.
 # The apps' sources are .ci/consumer/<entry>.ts, which import and use every export of each entry
 # point of the package (checked: an export no use file imports fails), and every ```ts block of the
-# packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted).
+# packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted;
+# docs/orms.md is skipped with its reason: test/orm/* checks its blocks against the real ORMs).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
 # server found as pack-check.sh finds one. Prints a table (check, result, seconds); exits 1 on any
 # failure. npm installs are cached under ~/.cache/mysql-rwlock/consumer, keyed by exact versions
-# (resolved from the registry on every run, so a new release is picked up).
+# (resolved from the registry on every run, so a new release is picked up), and the type-checks are
+# incremental, their .tsbuildinfo kept there too (CONSUMER_MATRIX_INCREMENTAL=0: from scratch).
 # Usage: bash .ci/consumer-matrix.sh [mysql-rwlock-x.y.z.tgz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
