@@ -6,7 +6,7 @@
 # The apps' sources are .ci/consumer/<entry>.ts, which import and use every export of each entry
 # point of the package (checked: an export no use file imports fails), and every ```ts block of the
 # packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted;
-# docs/orms.md is skipped with its reason: test/orm/* checks its blocks against the real ORMs).
+# docs/orms.md's blocks that import an ORM are skipped and named: test/orm/* checks them with the ORMs).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
 # server found as pack-check.sh finds one. Prints a table (check, result, seconds); exits 1 on any
