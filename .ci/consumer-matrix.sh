@@ -5,12 +5,14 @@
 # `"types": ["node"]`, under module/moduleResolution node16, nodenext and esnext/bundler: 18 checks.
 # The apps' sources are .ci/consumer/<entry>.ts, which import and use every export of each entry
 # point of the package (checked: an export no use file imports fails), and every ```ts block of the
-# packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted).
+# packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted;
+# docs/orms.md's blocks that import an ORM are skipped and named: test/orm/* checks them with the ORMs).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
 # server found as pack-check.sh finds one. Prints a table (check, result, seconds); exits 1 on any
 # failure. npm installs are cached under ~/.cache/mysql-rwlock/consumer, keyed by exact versions
-# (resolved from the registry on every run, so a new release is picked up).
+# (resolved from the registry on every run, so a new release is picked up), and the type-checks are
+# incremental, their .tsbuildinfo kept there too (CONSUMER_MATRIX_INCREMENTAL=0: from scratch).
 # Usage: bash .ci/consumer-matrix.sh [mysql-rwlock-x.y.z.tgz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,23 +50,31 @@ node --import tsx scripts/scratch-database.ts > "$work/db-url" 2> "$work/server.
 server_pid=$!
 
 step "exact versions from the registry"
-# The newest version a spec names: `npm view` lists every version in a range.
-newest() {
-  npm view "$1" version --json 2>/dev/null | node -e '
-    const v = [].concat(JSON.parse(require("fs").readFileSync(0, "utf8")));
+# One `npm view` per package (all three in parallel) lists its versions and dist-tags; each spec of
+# that package resolves to its newest release (no prerelease) under that prefix, `latest` to the tag.
+resolve() {
+  local name=$1; shift
+  npm view "$name" versions dist-tags --json 2>/dev/null | node -e '
+    const { versions, "dist-tags": tags } = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const key = (s) => s.split(".").map(Number);
-    v.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
-    if (!v.length) process.exit(1);
-    console.log(v.at(-1));' || fail "npm view $1 found no version"
+    const releases = [].concat(versions).filter((v) => /^\d+\.\d+\.\d+$/.test(v));
+    releases.sort((a, b) => { const x = key(a), y = key(b); return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
+    for (const spec of process.argv.slice(1)) {
+      const found = spec === "latest" ? tags.latest : releases.filter((v) => v.startsWith(`${spec}.`)).at(-1);
+      if (!found) process.exit(1);
+      console.log(`${spec} ${found}`);
+    }' "$@" || fail "npm view $name found no version for one of: $*"
 }
+resolve typescript "${TYPESCRIPT[@]}" > "$work/versions-typescript" &
+resolve @types/node "${TYPES_NODE[@]}" > "$work/versions-types-node" &
+resolve node "${NODES[@]}" > "$work/versions-node" &
+await_jobs || fail "$? of the version look-ups failed"
 declare -A version
+while read -r spec v; do version[typescript@$spec]=$v; done < "$work/versions-typescript"
+while read -r spec v; do version[@types/node@$spec]=$v; done < "$work/versions-types-node"
+while read -r spec v; do version[node@$spec]=$v; done < "$work/versions-node"
 for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
-  newest "$spec" > "$work/version-${spec//\//+}" &
-done
-await_jobs
-for spec in "${TYPESCRIPT[@]/#/typescript@}" "${TYPES_NODE[@]/#/@types/node@}" "${NODES[@]/#/node@}"; do
-  version[$spec]=$(cat "$work/version-${spec//\//+}")
-  [ -n "${version[$spec]}" ] || fail "no version for $spec"
+  [ -n "${version[$spec]:-}" ] || fail "no version for $spec"
   echo "$spec: ${version[$spec]}"
 done
 
@@ -151,6 +161,8 @@ for pair in "${pairs[@]}"; do
     "strict": true,
     "skipLibCheck": false,
     "noEmit": true,
+    "incremental": true,
+    "tsBuildInfoFile": ".tsbuildinfo/$2",
     "target": "es2022",
     "types": ["node"],
     "module": "$1",
@@ -169,39 +181,67 @@ check() {
   echo "$status $((SECONDS - t0))" > "$work/results/$name.result"
 }
 
+# A slot in the pool of $JOBS background checks (2: the CI machine has 2 cores).
+slot() { while [ "$(running)" -ge "$JOBS" ]; do wait -n $(jobs -rp | grep -vx "$server_pid") 2>/dev/null || true; done; }
+
 # TypeScript 7 has no JavaScript API: the coverage check needs an app with TypeScript 5.
 api_app=
 for app in "${apps[@]}"; do [[ $(basename "$app") != typescript@5.* ]] || { api_app=$app; break; }; done
 if [ -n "$api_app" ]; then
-  step "every export is imported and used (TypeScript API of $(basename "${api_app%%+*}"))"
-  check "exports-covered" node .ci/consumer/coverage.mjs "$api_app" tsconfig.nodenext.json < "$work/entries"
-  cat "$work/results/exports-covered.log"
+  step "every export is imported and used (TypeScript API of $(basename "${api_app%%+*}")), in the pool below"
+  check "exports-covered" node .ci/consumer/coverage.mjs "$api_app" tsconfig.nodenext.json < "$work/entries" &
 else
   step "every export is imported and used: NOT CHECKED, no TypeScript 5 in CONSUMER_MATRIX_TYPESCRIPT"
 fi
 
 # In the app, so that errors name src/examples/README-L12.ts, not a path into the temporary dir.
 typecheck() { cd "$1" && node node_modules/typescript/bin/tsc -p "$2"; }
-step "type-check: ${#apps[@]} toolchains x ${#MODES[@]} resolutions, $JOBS at a time"
-for app in "${apps[@]}"; do
-  for mode in "${MODES[@]}"; do
-    set -- $mode
-    while [ "$(running)" -ge "$JOBS" ]; do wait -n $(jobs -rp | grep -vx "$server_pid") 2>/dev/null || true; done
-    check "$(basename "$app")+$2" typecheck "$app" "tsconfig.$2.json" &
-  done
-done
-await_jobs || true
 
-step "the quick start from the installed tarball on Node ${NODES[*]}"
+# The quick start, compiled once (with emit, so not incremental) while the type-checks run; the
+# libraries it loads are type-checked by the checks above, so not again here (skipLibCheck).
 quickstart="${apps[0]}"
 cp examples/quickstart.ts "$quickstart/quickstart.ts"
 cat > "$quickstart/tsconfig.quickstart.json" <<'EOF'
 {
-  "compilerOptions": { "strict": true, "target": "es2022", "types": ["node"], "module": "nodenext", "moduleResolution": "nodenext", "outDir": "out" },
+  "compilerOptions": { "strict": true, "skipLibCheck": true, "target": "es2022", "types": ["node"], "module": "nodenext", "moduleResolution": "nodenext", "outDir": "out" },
   "files": ["quickstart.ts"]
 }
 EOF
-(cd "$quickstart" && node node_modules/typescript/bin/tsc -p tsconfig.quickstart.json) || fail "examples/quickstart.ts does not compile"
+slot
+check "quickstart-compiles" typecheck "$quickstart" tsconfig.quickstart.json &
+
+# Incremental: each (toolchain, resolution) keeps its .tsbuildinfo in the cache between runs, so a
+# warm run re-checks only the files whose content or resolved imports changed (the package's .d.ts,
+# the use files, the docs' blocks) and takes the diagnostics of the unchanged libraries (@types/node,
+# knex, mysql2, prom-client) from it. TypeScript compares every file's hash and the options, so a
+# change anywhere is checked anew. CONSUMER_MATRIX_INCREMENTAL=0 checks everything from scratch.
+incremental=${CONSUMER_MATRIX_INCREMENTAL:-1}
+mkdir -p "$cache/tsbuildinfo"
+typecheck_cached() {
+  local app=$1 resolution=$2 kept="$cache/tsbuildinfo/$(basename "$1")+$2" status=0
+  mkdir -p "$app/.tsbuildinfo"
+  [ "$incremental" = 0 ] || [ ! -e "$kept" ] || cp "$kept" "$app/.tsbuildinfo/$resolution"
+  typecheck "$app" "tsconfig.$resolution.json" || status=$?
+  # A failed run keeps its state too: TypeScript records the errors in it and reports them again.
+  if [ -e "$app/.tsbuildinfo/$resolution" ]; then
+    cp "$app/.tsbuildinfo/$resolution" "$kept.$BASHPID" && mv -f "$kept.$BASHPID" "$kept"
+  fi
+  return "$status"
+}
+step "type-check: ${#apps[@]} toolchains x ${#MODES[@]} resolutions, $JOBS at a time (incremental: $incremental)"
+for app in "${apps[@]}"; do
+  for mode in "${MODES[@]}"; do
+    set -- $mode
+    slot
+    check "$(basename "$app")+$2" typecheck_cached "$app" "$2" &
+  done
+done
+await_jobs || true
+[ -z "$api_app" ] || cat "$work/results/exports-covered.log"
+
+step "the quick start from the installed tarball on Node ${NODES[*]}"
+read -r compiled _ < "$work/results/quickstart-compiles.result"
+[ "$compiled" = pass ] || { cat "$work/results/quickstart-compiles.log" >&2; fail "examples/quickstart.ts does not compile"; }
 deadline=$((SECONDS + 300))
 until grep -q '^mysql://' "$work/db-url" 2>/dev/null; do
   kill -0 "$server_pid" 2>/dev/null && [ $SECONDS -lt $deadline ] || { cat "$work/server.log" >&2; fail "no database URL from scripts/scratch-database.ts"; }

@@ -4,6 +4,8 @@
 //   entry without a use file, or a use file for no entry, fails: a new subpath must get one.
 // - src/examples/: every ```ts block of the package's README.md and docs/*.md, each its own module
 //   (`export {}` appended) named after its file and line. ```ts nocheck blocks are counted, not copied.
+//   A block of docs/orms.md that imports a package the app does not install (an ORM) is skipped, with
+//   its reason printed.
 // Prints the entries (one `specifier file` line each) to stdout for coverage.mjs, the tally to stderr.
 // Usage: node prepare.mjs <installed package dir> <app dir>
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,6 +34,23 @@ for (const file of readdirSync(useDir).filter((f) => f.endsWith('.ts'))) {
     problems.push(`.ci/consumer/${file} is for no entry point in the package's exports`);
 }
 
+// docs/orms.md's recipes import the ORMs (Prisma, TypeORM, Sequelize, ...), which this app does not
+// install: test/orm/* type-checks and runs them against the real ORMs and checks that the page
+// carries them verbatim. Its blocks that import only what the app has (knex, mysql2) are checked here.
+const ORM_PAGE = 'docs/orms.md';
+const nodeModules = dirname(pkgDir);
+function notInstalled(body) {
+  const specifiers = [...body.matchAll(/\bfrom\s+'([^']+)'|\bimport\s+'([^']+)'/g)].map((m) => m[1] ?? m[2]);
+  const packages = specifiers
+    .filter((s) => !s.startsWith('.') && !s.startsWith('node:'))
+    .map((s) =>
+      s
+        .split('/')
+        .slice(0, s.startsWith('@') ? 2 : 1)
+        .join('/'),
+    );
+  return [...new Set(packages)].filter((name) => !existsSync(join(nodeModules, name, 'package.json')));
+}
 const docs = [
   'README.md',
   ...(existsSync(join(pkgDir, 'docs'))
@@ -44,6 +63,7 @@ const docs = [
 mkdirSync(join(appDir, 'src/examples'), { recursive: true });
 let checked = 0;
 const skipped = [];
+const ormBlocks = [];
 for (const doc of docs) {
   if (!existsSync(join(pkgDir, doc))) continue;
   const lines = readFileSync(join(pkgDir, doc), 'utf8').split('\n');
@@ -54,7 +74,9 @@ for (const doc of docs) {
     while (end < lines.length && !lines[end].startsWith(fence[1])) end++;
     const where = `${doc}:${i + 1}`;
     if (fence[2] === 'ts' || fence[2] === 'typescript') {
+      const missing = doc === ORM_PAGE ? notInstalled(lines.slice(i + 1, end).join('\n')) : [];
       if (fence[3].split(/\s+/).includes('nocheck')) skipped.push(where);
+      else if (missing.length) ormBlocks.push(`${where} (${missing.join(', ')})`);
       else {
         const name = `${doc.replace(/\.md$/, '').replaceAll('/', '-')}-L${i + 1}.ts`;
         writeFileSync(join(appDir, 'src/examples', name), `${lines.slice(i + 1, end).join('\n')}\nexport {};\n`);
@@ -65,6 +87,10 @@ for (const doc of docs) {
   }
 }
 console.error(`entries: ${entries.map((e) => `${e.specifier} (${e.file})`).join(', ')}`);
+if (ormBlocks.length)
+  console.error(
+    `examples: ${ormBlocks.length} blocks import an ORM this app does not install, checked against the real ORMs by test/orm/* instead: ${ormBlocks.join(', ')}`,
+  );
 console.error(
   `examples: ${checked} ts blocks from ${docs.filter((d) => existsSync(join(pkgDir, d))).join(', ')} to check; ${skipped.length} skipped as ts nocheck${skipped.length ? `: ${skipped.join(', ')}` : ''}`,
 );
