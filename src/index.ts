@@ -34,5 +34,5 @@ export {
   LockUpgradeError,
   PoolTooSmallError,
   ManagerClosedError,
+  PrivilegeError,
 } from './errors.js';
-export { PrivilegeError } from './errors.js';
