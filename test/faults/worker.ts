@@ -286,6 +286,7 @@ async function readOp(
   const grant = await locks.acquireRead(resource, opts);
   log({ op, kind: 'read', resource, ev: 'granted', grant: grant.id });
   let seen = -1;
+  let businessFailed = false;
   try {
     await checkpoint('before', grant, () => connectionIdOf(db), active);
     let stepDone = false;
@@ -313,9 +314,18 @@ async function readOp(
       });
     log({ op, kind: 'read', resource, ev: 'commit-ok', grant: grant.id, seen });
     await checkpoint('after', grant, () => connectionIdOf(db), active);
+  } catch (err) {
+    businessFailed = true;
+    throw err;
   } finally {
-    if (config.variant === 'release-unguarded') await unguardedRelease(db, grant);
-    else await grant.release();
+    // The operation reports its business transaction's outcome. When that failed or is unknown (a COMMIT
+    // whose reply was lost), a release that fails too (no primary to connect to, mid-election) must not
+    // replace it: a `finally` that throws would report "failed" for a commit that may have happened.
+    const release =
+      config.variant === 'release-unguarded' ? unguardedRelease(db, grant) : grant.release().then(() => undefined);
+    await release.catch((releaseErr: unknown) => {
+      if (!businessFailed) throw releaseErr;
+    });
   }
   return seen;
 }
