@@ -10,19 +10,11 @@ import {
 } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { snapshot } from './support/state.js';
+import { BAD_RESOURCE_IDS } from './support/bad-resource-ids.js';
 
 const db = useTestDatabase(import.meta.filename);
 
-const badIds: Array<[string, unknown, RegExp]> = [
-  ['empty', '', /empty/],
-  ['over 255 UTF-8 bytes', 'x'.repeat(256), /256 bytes/],
-  ['over 255 bytes though under 255 characters', 'é'.repeat(128), /256 bytes/],
-  ['a number', 42, /must be a string, got number/],
-  ['null', null, /got null/],
-  ['undefined', undefined, /got undefined/],
-  ['an object', { id: 'x' }, /got object/],
-  ['a lone surrogate', 'loan-\ud800', /lone surrogate/],
-];
+const badIds = BAD_RESOURCE_IDS;
 
 describe('bad resource ids', () => {
   it.each(badIds)(

@@ -5,18 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { InvalidResourceIdError } from '../../src/errors.js';
 import { LIMITS } from '../../src/options.js';
 import { resourceKey } from '../../src/lock/resource-id.js';
+import { BAD_RESOURCE_IDS } from '../support/bad-resource-ids.js';
 
 describe('resourceKey', () => {
-  it.each<[string, unknown, RegExp]>([
-    ['empty', '', /empty/],
-    ['over 255 UTF-8 bytes', 'x'.repeat(256), /256 bytes/],
-    ['over 255 bytes though under 255 characters', 'é'.repeat(128), /256 bytes/],
-    ['a number', 42, /must be a string, got number/],
-    ['null', null, /got null/],
-    ['undefined', undefined, /got undefined/],
-    ['an object', { id: 'x' }, /got object/],
-    ['a lone surrogate', 'loan-\ud800', /lone surrogate/],
-  ])('refuses %s with InvalidResourceIdError', (_name, id, message) => {
+  it.each(BAD_RESOURCE_IDS)('refuses %s with InvalidResourceIdError', (_name, id, message) => {
     expect(() => resourceKey(id)).toThrow(InvalidResourceIdError);
     expect(() => resourceKey(id)).toThrow(message);
   });
