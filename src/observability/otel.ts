@@ -76,6 +76,8 @@ interface Hold {
   scoped: boolean;
   releasedBy?: string;
   lost?: boolean;
+  /** A scoped call's work fenced the grant: the call's success means the fence committed. */
+  fenced?: boolean;
 }
 
 /**
@@ -144,8 +146,10 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     if (!hold.scoped) {
       hold.releasedBy = releasedBy;
       finishHold(hold, grant);
-    } else if (releasedBy !== 'fence') {
+    } else if (releasedBy === 'fence') {
       // In a scoped call the fence is not the end: its commit is, or a release after it failed.
+      hold.fenced = true;
+    } else {
       hold.releasedBy = releasedBy;
     }
   };
@@ -249,8 +253,9 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     hold.scoped = true;
     return otelContext.with(trace.setSpan(otelContext.active(), hold.span), run).then(
       (value) => {
-        // It resolves only once the business transaction, fence included, committed.
-        hold.releasedBy = 'commit';
+        // Resolved after a fence: the business transaction, fence included, committed. Without one
+        // (a scoped form whose work need not fence), the grant was released.
+        hold.releasedBy = hold.fenced ? 'commit' : (hold.releasedBy ?? 'commit');
         finishHold(hold, grant);
         return value;
       },
