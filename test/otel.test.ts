@@ -221,8 +221,9 @@ describe('mysql-rwlock/otel', () => {
     expect(await grant!.release()).toBe(false);
     await flush();
     const hold = one(SPANS.hold);
-    expect(hold.attributes['rwlock.released_by']).toBe('reaper');
+    expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'reaper', 'error.type': 'LockLostError' });
     expect(hold.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hold.events.map((e) => e.name)).toEqual(['exception']);
   });
 
   it('disable(): no more lock spans, and the knex query span inside the callback has no lock parent (negative control)', async () => {

@@ -145,6 +145,8 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     hold.lost ||= lost;
     if (!hold.scoped) {
       hold.releasedBy = releasedBy;
+      // The LockLostError the grant's signal aborted with, as the holder's next call would throw it.
+      if (lost) recordError(hold.span, grant.signal.reason);
       finishHold(hold, grant);
     } else if (releasedBy === 'fence') {
       // In a scoped call the fence is not the end: its commit is, or a release after it failed.
