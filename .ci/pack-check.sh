@@ -71,6 +71,8 @@ ts_major=$(node -p "require('$repo/node_modules/typescript/package.json').versio
 types_major=$(node -p "require('$repo/node_modules/@types/node/package.json').version.split('.')[0]")
 npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@$types_major"
 npm ls --depth=0
+# The integrations' packages are optional peers: installing the lock pulls none of them.
+[ ! -e node_modules/@opentelemetry ] || fail "npm install mysql-rwlock installed an OpenTelemetry package"
 [ -x node_modules/mysql-rwlock/dist/jobs/reaper.js ] || fail "the reaper bin is not executable after install"
 [ "$(head -1 node_modules/mysql-rwlock/dist/jobs/reaper.js)" = '#!/usr/bin/env node' ] || fail "the reaper bin has no #!/usr/bin/env node line"
 [ -x node_modules/mysql-rwlock/dist/src/cli/bin.js ] || fail "the mysql-rwlock bin is not executable after install"
@@ -136,6 +138,20 @@ EOF2
 npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node --outDir out metrics.ts
 node out/metrics.js
 node -e "const { registerLockMetrics } = require('mysql-rwlock/prometheus'); if (typeof registerLockMetrics !== 'function') process.exit(1); console.log(\"require('mysql-rwlock/prometheus'): registerLockMetrics is a function\")"
+
+step "mysql-rwlock/otel with @opentelemetry/api, an optional peer"
+npm install --no-audit --no-fund "@opentelemetry/api@$(pkg "peerDependencies['@opentelemetry/api']")"
+cat > spans.ts <<'EOF2'
+import { instrumentLocks, SPANS } from 'mysql-rwlock/otel';
+const handle = instrumentLocks({ dbSystem: 'mysql' });
+await handle.ready;
+handle.disable();
+console.log(`import 'mysql-rwlock/otel': instrumentLocks on and off, spans ${Object.values(SPANS).join(', ')}`);
+EOF2
+"${tsc[@]}" --module nodenext --moduleResolution nodenext spans.ts
+npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node --outDir out spans.ts
+node out/spans.js
+node -e "const { instrumentLocks } = require('mysql-rwlock/otel'); if (typeof instrumentLocks !== 'function') process.exit(1); console.log(\"require('mysql-rwlock/otel'): instrumentLocks is a function\")"
 
 step "the installed reaper bin"
 node_modules/.bin/mysql-rwlock-reaper --help > help.txt

@@ -1,6 +1,7 @@
 // What observability costs: the fenced operation (withWriteLock around a 1-row UPDATE, distinct
-// resources) with nothing subscribed, with a tracing subscriber on every channel, and with the
-// Prometheus helper registered, in one run on one server, interleaved over rounds in shuffled
+// resources) with nothing subscribed, with a tracing subscriber on every channel, with the
+// Prometheus helper registered, and with OpenTelemetry spans on (mysql-rwlock/otel, the SDK's
+// TracerProvider and batch processor, an exporter that drops what it is given), in one run on one server, interleaved over rounds in shuffled
 // order, as ratios against "none" (ops/s, and client CPU per op, which the database's commit
 // latency does not hide).
 //
@@ -9,12 +10,16 @@
 // Server: MYSQL_URL if set, else a throwaway mariadbd/mysqld from PATH.
 import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BatchSpanProcessor, TracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace';
 import { Registry } from 'prom-client';
 import { connectKnex, createDatabase, dropDatabase } from '../harness/database.js';
 import { findServer } from '../harness/server.js';
 import { createLockManager } from '../src/index.js';
 import { migrate } from '../src/admin/index.js';
 import { CHANNELS } from '../src/observability/tracing-entry.js';
+import { instrumentLocks } from '../src/observability/otel.js';
 import { registerLockMetrics } from '../src/observability/prometheus.js';
 import { acquireChannel, traced } from '../src/observability/tracing.js';
 import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js';
@@ -25,8 +30,14 @@ const seconds = Number(option('seconds') ?? 2);
 const rounds = Number(option('rounds') ?? 4);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
-type Mode = 'none' | 'tracing' | 'prometheus';
-const MODES: Mode[] = ['none', 'tracing', 'prometheus'];
+type Mode = 'none' | 'tracing' | 'prometheus' | 'otel';
+const MODES: Mode[] = ['none', 'tracing', 'prometheus', 'otel'];
+
+// As an app sets OpenTelemetry up: a context manager, and spans batched to an exporter (here one
+// that drops them, so the figure is the lock's instrumentation and the SDK, not a network).
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const dropSpans: SpanExporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => undefined };
+const tracerProvider = new TracerProvider({ spanProcessors: [new BatchSpanProcessor({ exporter: dropSpans })] });
 
 /** A subscriber as a tracer would be: a span per call (start time, duration, outcome) on every tracing channel. */
 function subscribeTracer(): () => void {
@@ -53,6 +64,11 @@ function subscribeTracer(): () => void {
 
 function enable(mode: Mode): () => void {
   if (mode === 'tracing') return subscribeTracer();
+  if (mode === 'otel') {
+    // dbSystem given: no detection query per round; the attribute's value does not change the cost.
+    const handle = instrumentLocks({ tracerProvider, dbSystem: 'mysql' });
+    return () => handle.disable();
+  }
   if (mode === 'prometheus') {
     const registry = new Registry();
     const metrics = registerLockMetrics({ registry });
@@ -155,4 +171,5 @@ try {
   await knex.destroy();
   await dropDatabase(server.url, dbName).catch(() => undefined);
   await server.stop();
+  await tracerProvider.shutdown();
 }

@@ -38,6 +38,7 @@ import { operatorRelease } from '../sql/release-note.js';
 import type { LockMode } from '../types.js';
 import { Scopes } from './scope.js';
 import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
+import { inHoldScope } from '../observability/hold-scope.js';
 import { WaitQueues } from './wait.js';
 
 /**
@@ -416,15 +417,17 @@ export class LockManager {
     }
     this.#checkPool(leaseMs !== undefined, what);
     const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
-    const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
-    try {
-      await keepAlive?.first;
-      return await runFenced(this.#ctx, grant, work, isolationLevel);
-    } finally {
-      keepAlive?.stop();
-      // An error is already on its way to the caller; if this release fails too, the reaper releases it.
-      if (!grant.settled) await grant.release().catch(() => undefined);
-    }
+    return inHoldScope(grant, async () => {
+      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
+      try {
+        await keepAlive?.first;
+        return await runFenced(this.#ctx, grant, work, isolationLevel);
+      } finally {
+        keepAlive?.stop();
+        // An error is already on its way to the caller; if this release fails too, the reaper releases it.
+        if (!grant.settled) await grant.release().catch(() => undefined);
+      }
+    });
   }
 
   /**

@@ -4,7 +4,8 @@ import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { withConnection } from '../sql/connection.js';
-import { InvalidOptionsError, LockAbortedError, LockLostError, LockTimeoutError } from '../errors.js';
+import { InvalidOptionsError, LockLostError } from '../errors.js';
+import { acquireOutcome } from './outcome.js';
 import type { Grant } from '../lock/api.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
@@ -27,8 +28,7 @@ export interface LockMetricsOptions {
   staleAfterMs?: number;
 }
 
-/** Outcome label of `mysql_rwlock_acquire_wait_seconds`. */
-export type AcquireOutcome = 'granted' | 'busy' | 'timeout' | 'aborted' | 'error';
+export type { AcquireOutcome } from './outcome.js';
 
 /** The metric names, for dashboards and alerts. */
 export const METRICS = Object.freeze({
@@ -47,11 +47,6 @@ export const METRICS = Object.freeze({
 
 const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600];
-
-function outcomeOf(c: AcquireContext): AcquireOutcome {
-  if (c.error === undefined) return c.result ? 'granted' : 'busy';
-  return c.error instanceof LockTimeoutError ? 'timeout' : c.error instanceof LockAbortedError ? 'aborted' : 'error';
-}
 
 /**
  * Registers the lock's metrics on `registry` and subscribes to the tracing channels: everything
@@ -219,7 +214,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     start: stamp,
     asyncEnd: (c) => {
       const waited = seconds(startedAt.get(c));
-      if (waited !== undefined) acquireWait.observe({ mode: c.mode, outcome: outcomeOf(c) }, waited);
+      if (waited !== undefined) acquireWait.observe({ mode: c.mode, outcome: acquireOutcome(c) }, waited);
       if (c.result) grantedAt.set(c.result, performance.now());
     },
   });

@@ -1,0 +1,276 @@
+// mysql-rwlock/otel with the real OpenTelemetry SDK (in-memory exporter, AsyncLocalStorage context
+// manager) and the real knex instrumentation, against a real server: the spans' names, attributes,
+// statuses and parents, the knex query span made inside withWriteLock as a child of the hold span,
+// the resource id only on opt-in, and disable().
+import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { KnexInstrumentation } from '@opentelemetry/instrumentation-knex';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const exporter = new InMemorySpanExporter();
+const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+// The instrumentation patches knex when knex is first loaded: so before the modules that load it,
+// which are imported below, after it.
+new KnexInstrumentation().setTracerProvider(provider);
+const { useTestDatabase } = await import('./support/db.js');
+const { backdate } = await import('./support/state.js');
+const { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError } = await import('../src/index.js');
+const { reapStaleGrants } = await import('../src/admin/index.js');
+const { instrumentLocks, SPANS } = await import('../src/observability/otel.js');
+
+const db = useTestDatabase(import.meta.filename);
+const tracer = provider.getTracer('test');
+let dbSystem: string;
+
+beforeAll(async () => {
+  await db.knex.raw('CREATE TABLE account (id INT PRIMARY KEY, balance INT NOT NULL)');
+  await db.knex.raw('INSERT INTO account VALUES (1, 100)');
+  const [rows] = (await db.knex.raw('SELECT VERSION() AS v')) as unknown as [Array<{ v: string }>];
+  dbSystem = /mariadb/i.test(rows[0]!.v) ? 'mariadb' : 'mysql';
+});
+
+let handle: { disable(): void } | undefined;
+afterEach(() => {
+  handle?.disable();
+  handle = undefined;
+  exporter.reset();
+});
+
+async function instrument(options: Record<string, unknown> = {}) {
+  const h = instrumentLocks({ tracerProvider: provider, knex: db.knex, ...options });
+  handle = h;
+  await h.ready;
+  await flush();
+  exporter.reset(); // the detection query's own knex span
+  return h;
+}
+
+/** Runs `fn` under a span of the test's own, as a request handler would. */
+function inRequest<T>(fn: () => Promise<T>): Promise<{ value: T; request: Span }> {
+  return tracer.startActiveSpan('request', async (request) => {
+    try {
+      return { value: await fn(), request };
+    } finally {
+      request.end();
+    }
+  });
+}
+
+/** The SDK exports an ended span asynchronously: wait for the spans ended so far. */
+const flush = (): Promise<void> => provider.forceFlush();
+const spans = (): ReadableSpan[] => exporter.getFinishedSpans();
+const named = (name: string): ReadableSpan[] => spans().filter((s) => s.name === name);
+const one = (name: string): ReadableSpan => {
+  const found = named(name);
+  expect(found, name).toHaveLength(1);
+  return found[0]!;
+};
+const parentOf = (s: ReadableSpan): string | undefined => s.parentSpanContext?.spanId;
+const lockSpans = (): ReadableSpan[] => spans().filter((s) => s.instrumentationScope.name === 'mysql-rwlock');
+/** The spans knex's instrumentation made for statements on the test table. */
+const accountQueries = (): ReadableSpan[] =>
+  spans().filter((s) => s.instrumentationScope.name.includes('knex') && /account/.test(s.name));
+
+describe('mysql-rwlock/otel', () => {
+  it('withWriteLock: acquire, hold, fence spans with semantic attributes; the knex query span is a child of the hold', async () => {
+    await instrument();
+    const locks = createLockManager({ knex: db.knex, owner: 'otel-test' });
+    const { value: grantId, request } = await inRequest(() =>
+      locks.withWriteLock('otel:account:1', async (trx, grant) => {
+        await trx('account').where({ id: 1 }).decrement('balance', 1);
+        return grant.id;
+      }),
+    );
+    await flush();
+    const acquire = one(SPANS.acquire);
+    const hold = one(SPANS.hold);
+    const fence = one(SPANS.fence);
+    const [query] = accountQueries();
+    expect(query, 'the knex instrumentation made a span for the UPDATE').toBeDefined();
+
+    const requestId = request.spanContext().spanId;
+    expect(parentOf(acquire)).toBe(requestId);
+    expect(parentOf(hold)).toBe(requestId);
+    expect(parentOf(fence)).toBe(hold.spanContext().spanId);
+    expect(parentOf(query!)).toBe(hold.spanContext().spanId);
+    expect(hold.startTime >= acquire.startTime).toBe(true);
+
+    const server = {
+      'db.system.name': dbSystem,
+      'db.namespace': db.name,
+      'server.address': expect.any(String),
+      'server.port': expect.any(Number),
+    };
+    expect(acquire.attributes).toEqual({
+      ...server,
+      'rwlock.mode': 'write',
+      'rwlock.wait_limit_ms': 30_000,
+      'rwlock.owner': 'otel-test',
+      'rwlock.outcome': 'granted',
+      'rwlock.grant.id': grantId,
+    });
+    expect(hold.attributes).toEqual({
+      ...server,
+      'rwlock.mode': 'write',
+      'rwlock.grant.id': grantId,
+      'rwlock.released_by': 'commit',
+    });
+    expect(fence.attributes).toMatchObject({ ...server, 'rwlock.grant.id': grantId, 'rwlock.outcome': 'released' });
+    for (const s of lockSpans()) {
+      expect(s.status.code, s.name).toBe(SpanStatusCode.UNSET);
+      expect(s.attributes, s.name).not.toHaveProperty('rwlock.resource.id');
+    }
+    // The hold lasts until the commit: it ends after the fence.
+    expect(hold.endTime >= fence.endTime).toBe(true);
+  });
+
+  it('the resource id is recorded only when asked for', async () => {
+    await instrument({ recordResourceIds: true });
+    const locks = createLockManager({ knex: db.knex });
+    await locks.withReadLock('otel:catalog', async () => undefined);
+    await flush();
+    expect(one(SPANS.acquire).attributes['rwlock.resource.id']).toBe('otel:catalog');
+    expect(one(SPANS.hold).attributes['rwlock.resource.id']).toBe('otel:catalog');
+    expect(one(SPANS.hold).attributes['rwlock.mode']).toBe('read');
+  });
+
+  it('a timeout is an ERROR acquire span with the exception; a busy try is not an error', async () => {
+    await instrument({ dbSystem: 'mysql' });
+    const locks = createLockManager({ knex: db.knex });
+    const grant = await locks.tryAcquireWrite('otel:busy');
+    expect(await locks.tryAcquireRead('otel:busy')).toBeNull();
+    await expect(locks.acquireWrite('otel:busy', { waitMs: 30 })).rejects.toBeInstanceOf(LockTimeoutError);
+    await grant!.release();
+    await flush();
+    const [granted, busy, timedOut] = named(SPANS.acquire);
+    expect(granted!.attributes['rwlock.outcome']).toBe('granted');
+    expect(busy!.attributes['rwlock.outcome']).toBe('busy');
+    expect(busy!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(timedOut!.attributes).toMatchObject({
+      'rwlock.outcome': 'timeout',
+      'error.type': 'LockTimeoutError',
+      'rwlock.wait_limit_ms': 30,
+      // As configured, whatever the server is.
+      'db.system.name': 'mysql',
+    });
+    expect(timedOut!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(timedOut!.events).toEqual([
+      expect.objectContaining({
+        name: 'exception',
+        attributes: expect.objectContaining({ 'exception.message': expect.stringContaining('within 30 ms') }),
+      }),
+    ]);
+    // The acquired grant's hold ended at its release, by the holder.
+    const hold = one(SPANS.hold);
+    expect(hold.attributes).toMatchObject({ 'rwlock.grant.id': grant!.id, 'rwlock.released_by': 'holder' });
+    expect(hold.status.code).toBe(SpanStatusCode.UNSET);
+    expect(one(SPANS.release).attributes).toMatchObject({ 'rwlock.released_by': 'holder', 'rwlock.released': true });
+  });
+
+  it('a fence refused after an operator release: fence and hold spans are ERROR with LockLostError', async () => {
+    await instrument();
+    const locks = createLockManager({ knex: db.knex });
+    const work = locks.withWriteLock('otel:lost', async (trx, grant) => {
+      await trx('account').where({ id: 1 }).increment('balance', 1);
+      expect(await locks.forceRelease(grant.id)).toBe(true);
+    });
+    await expect(work).rejects.toBeInstanceOf(LockLostError);
+    await flush();
+    const fence = one(SPANS.fence);
+    const hold = one(SPANS.hold);
+    expect(fence.status.code).toBe(SpanStatusCode.ERROR);
+    expect(fence.attributes).toMatchObject({ 'rwlock.outcome': 'lost', 'error.type': 'LockLostError' });
+    expect(hold.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hold.attributes['error.type']).toBe('LockLostError');
+    expect(hold.events.map((e) => e.name)).toEqual(['exception']);
+    // The operator's release, made inside the callback, is a child of the hold too.
+    const release = one(SPANS.release);
+    expect(release.attributes).toMatchObject({ 'rwlock.released_by': 'operator', 'rwlock.released': true });
+    expect(parentOf(release)).toBe(hold.spanContext().spanId);
+  });
+
+  it('a business error: the hold is ERROR, released by the holder, and the release span is its child', async () => {
+    await instrument();
+    const locks = createLockManager({ knex: db.knex });
+    const boom = new Error('insufficient funds');
+    await expect(locks.withWriteLock('otel:rollback', () => Promise.reject(boom))).rejects.toBe(boom);
+    await flush();
+    const hold = one(SPANS.hold);
+    expect(hold.status).toEqual({ code: SpanStatusCode.ERROR, message: 'insufficient funds' });
+    expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'holder', 'error.type': 'Error' });
+    expect(parentOf(one(SPANS.release))).toBe(hold.spanContext().spanId);
+    expect(named(SPANS.fence)).toEqual([]);
+  });
+
+  it('reap: a span with its counts; the reaped holder learns it, and its hold ends as lost to the reaper', async () => {
+    await instrument();
+    const locks = createLockManager({ knex: db.knex });
+    const grant = await locks.tryAcquireRead('otel:reap');
+    await backdate(db.knex, grant!.id, 3_600_000);
+    await reapStaleGrants(db.knex, { staleAfterMs: 60_000, batchSize: 7 });
+    await flush();
+    expect(one(SPANS.reap).attributes).toMatchObject({
+      'rwlock.reap.stale_after_ms': 60_000,
+      'rwlock.reap.batch_size': 7,
+      'rwlock.reap.reaped': 1,
+      'rwlock.reap.failed': 0,
+    });
+    expect(named(SPANS.hold)).toEqual([]); // still open: this process has not learnt it yet
+    expect(await grant!.release()).toBe(false);
+    await flush();
+    const hold = one(SPANS.hold);
+    expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'reaper', 'error.type': 'LockLostError' });
+    expect(hold.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hold.events.map((e) => e.name)).toEqual(['exception']);
+  });
+
+  it('disable(): no more lock spans, and the knex query span inside the callback has no lock parent (negative control)', async () => {
+    const h = await instrument();
+    h.disable();
+    h.disable(); // idempotent
+    const locks = createLockManager({ knex: db.knex });
+    const { request } = await inRequest(() =>
+      locks.withWriteLock('otel:account:1', (trx) => trx('account').where({ id: 1 }).increment('balance', 1)),
+    );
+    await flush();
+    expect(lockSpans()).toEqual([]);
+    const [query] = accountQueries();
+    expect(query, 'knex is still instrumented').toBeDefined();
+    expect(parentOf(query!)).toBe(request.spanContext().spanId);
+  });
+
+  it('a fence of your own ends the hold at the fence; the tracer comes from the global provider when none is given', async () => {
+    trace.setGlobalTracerProvider(provider);
+    try {
+      handle = instrumentLocks({ dbSystem: 'mariadb' });
+      const locks = createLockManager({ knex: db.knex });
+      const grant = (await locks.acquireWrite('otel:manual'))!;
+      await db.knex.transaction(async (trx) => {
+        await trx('account').where({ id: 1 }).increment('balance', 1);
+        await grant.fence(async (sql, params) => {
+          const [result] = (await trx.raw(sql, params)) as unknown as [{ affectedRows: number }];
+          return result.affectedRows;
+        });
+      });
+      grant.committed();
+      await flush();
+      const hold = one(SPANS.hold);
+      expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'fence', 'db.system.name': 'mariadb' });
+      expect(hold.status.code).toBe(SpanStatusCode.UNSET);
+      expect(one(SPANS.fence).attributes['rwlock.outcome']).toBe('released');
+    } finally {
+      trace.disable();
+    }
+  });
+
+  it('refuses bad options with InvalidOptionsError', () => {
+    expect(() => instrumentLocks(null as never)).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ tracerprovider: provider } as never)).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ tracerProvider: {} as never })).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ dbSystem: 'postgresql' as never })).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ recordResourceIds: 'yes' as never })).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ knex: {} as never })).toThrow(InvalidOptionsError);
+  });
+});
