@@ -123,9 +123,11 @@ cd "$base"
 npm init -y > /dev/null
 npm pkg set type=module
 # As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges; prom-client for
-# mysql-rwlock/prometheus.
+# mysql-rwlock/prometheus, @nestjs/common and @nestjs/core for mysql-rwlock/nestjs.
 quiet npm install --no-audit --no-fund --prefer-offline "$tarball" "knex@$(pkg peerDependencies.knex)" \
-  "mysql2@$(pkg peerDependencies.mysql2)" "prom-client@$(pkg "peerDependencies['prom-client']")" || fail "npm install of the tarball failed"
+  "mysql2@$(pkg peerDependencies.mysql2)" "prom-client@$(pkg "peerDependencies['prom-client']")" \
+  "@nestjs/common@$(pkg "peerDependencies['@nestjs/common']")" "@nestjs/core@$(pkg "peerDependencies['@nestjs/core']")" \
+  || fail "npm install of the tarball failed"
 # npm installs mysql2's peer @types/node (the latest) with it, as in a user's app; each app below
 # replaces it with its own, as `npm install -D @types/node@20` does.
 [ ! -e node_modules/typescript ] || fail "the installed package brings its own TypeScript"
