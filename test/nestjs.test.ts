@@ -4,6 +4,8 @@
 // each other, two transfers share it (the negative control: the same observation sees overlap);
 // app.close() closes the manager.
 import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { Knex } from 'knex';
@@ -130,6 +132,12 @@ describe('the NestJS example', () => {
     await expect(a.locks.acquireWrite('loan:loan-1')).rejects.toThrow(ManagerClosedError);
     await expect(a.repayments.repay('loan-1', 1)).rejects.toThrow(ManagerClosedError);
     expect(await b.repayments.repay('loan-1', 500)).toBe(96_000);
+  });
+
+  it('docs/decorators.md carries the example repayment service verbatim', () => {
+    const page = readFileSync(join(import.meta.dirname, '../docs/decorators.md'), 'utf8');
+    const service = readFileSync(join(import.meta.dirname, '../examples/nestjs/repayment.service.ts'), 'utf8');
+    expect(page).toContain(`\`\`\`ts nocheck\n${service}\`\`\``);
   });
 
   it('refuses bad module options at bootstrap, with nothing written', async () => {

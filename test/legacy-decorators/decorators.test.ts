@@ -1,6 +1,8 @@
 // @WithWriteLock / @WithReadLock compiled under experimentalDecorators (this directory's
 // tsconfig.json), as NestJS apps compile them: the cases of test/decorators.test.ts, which runs them
 // as standard decorators.
+import 'reflect-metadata';
+import { expect, it } from 'vitest';
 import type { LockManager } from '../../src/index.js';
 import { WithReadLock, WithWriteLock } from '../../src/decorators/index.js';
 import { useTestDatabase } from '../support/db.js';
@@ -69,6 +71,23 @@ class Member implements RegisteredService {
     return this.locks === locks ? touchBody(loanId, locks) : undefined;
   }
 }
+
+/** A framework's method decorator: metadata on the method function, as NestJS routes and guards keep it. */
+function tagged(_target: object, _key: string | symbol, descriptor: PropertyDescriptor): void {
+  Reflect.defineMetadata('example:tag', 'kept', descriptor.value as object);
+}
+
+class Tagged {
+  @WithWriteLock(byLoan, { manager: (self: Tagged) => self.locks })
+  @tagged
+  async touch(_loanId: string): Promise<void> {}
+
+  constructor(readonly locks: LockManager) {}
+}
+
+it('keeps the reflect-metadata of the method it replaces', () => {
+  expect(Reflect.getMetadata('example:tag', Tagged.prototype.touch)).toBe('kept');
+});
 
 decoratorCases({
   flavour: 'legacy',
