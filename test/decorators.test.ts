@@ -4,7 +4,7 @@
 // decorators' refusal of bad options when the class is defined.
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
-import { WithReadLock, WithWriteLock } from '../src/decorators/index.js';
+import { registerLockManager, WithReadLock, WithWriteLock } from '../src/decorators/index.js';
 import { useTestDatabase } from './support/db.js';
 import {
   balanceBody,
@@ -107,6 +107,21 @@ describe('decorator options', () => {
     expect(() => WithWriteLock(byLoan, { waitMs: 1, wait: 5 } as never)).toThrow(InvalidOptionsError);
     expect(() => WithReadLock(byLoan, { waitMs: null } as never)).toThrow(InvalidOptionsError);
     expect(() => WithWriteLock(byLoan, { manager: 'locks' } as never)).toThrow(InvalidOptionsError);
+    expect(() => WithWriteLock(byLoan, { manager: {} as never })).toThrow(InvalidOptionsError);
     expect(() => WithWriteLock('loan' as never)).toThrow(InvalidOptionsError);
+    expect(() => registerLockManager({} as never)).toThrow(InvalidOptionsError);
+  });
+
+  it('refuses a manager function that returns no LockManager, at the call, with nothing written', async () => {
+    class Lost {
+      @WithWriteLock(byLoan, { manager: () => undefined as unknown as LockManager })
+      async touch(_loanId: string): Promise<string> {
+        return 'ran';
+      }
+    }
+    const grants = async () => Number(((await db.knex('t_lock_log').count({ n: '*' })) as Array<{ n: number }>)[0]!.n);
+    const before = await grants();
+    await expect(new Lost().touch('L0')).rejects.toThrow(InvalidOptionsError);
+    expect(await grants()).toBe(before);
   });
 });

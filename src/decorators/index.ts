@@ -61,7 +61,7 @@ let registered: LockManager | undefined;
  * ```
  */
 export function registerLockManager(manager: LockManager): () => void {
-  if (typeof manager !== 'object' || manager === null || typeof manager.withWriteLock !== 'function')
+  if (!(manager instanceof LockManager))
     throw new InvalidOptionsError('registerLockManager needs a LockManager (from createLockManager)');
   registered = manager;
   return () => {
@@ -138,13 +138,19 @@ function lockDecorator<Args extends unknown[], This>(
     throw new InvalidOptionsError(`keyOf: @${what} needs a function that builds the resource id from the arguments`);
   const o = optionsObject(`@${what}`, options, ['manager', ...WITH_LOCK_KEYS]);
   const source = o.manager as LockManagerSource<This> | undefined;
-  if (source !== undefined && typeof source !== 'function' && typeof source !== 'object')
+  if (source !== undefined && typeof source !== 'function' && !(source instanceof LockManager))
     throw new InvalidOptionsError(`manager: @${what} needs a LockManager or a function returning one`);
   const lockOptions: WithLockOptions = {};
   for (const key of WITH_LOCK_KEYS) if (o[key] !== undefined) Object.assign(lockOptions, { [key]: o[key] });
 
   const managerNow = (self: This, method: string): LockManager => {
-    if (source !== undefined) return typeof source === 'function' ? source(self) : source;
+    if (typeof source === 'function') {
+      const found = source(self);
+      if (!(found instanceof LockManager))
+        throw new InvalidOptionsError(`manager: the function given to @${what} on ${method} returned no LockManager`);
+      return found;
+    }
+    if (source !== undefined) return source;
     const members = memberManagers(self);
     if (members.length > 1)
       throw new InvalidOptionsError(
