@@ -2,7 +2,7 @@
 // instances of the app (each its own LockManager, as two processes) on one database. The module
 // migrates at bootstrap; a repayment (write lock) and a claim transfer (read lock) on one loan exclude
 // each other, two transfers share it (the negative control: the same observation sees overlap);
-// app.close() closes the manager.
+// app.close() closes the manager and unregisters it from the decorators.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { Knex } from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError, ManagerClosedError, type LockManager } from '../src/index.js';
+import { WithWriteLock } from '../src/decorators/index.js';
 import { LOCK_MANAGER, MysqlRwlockModule } from '../src/nestjs/index.js';
 import { AppModule } from '../examples/nestjs/app.module.js';
 import { AuditLog } from '../examples/nestjs/audit.js';
@@ -132,6 +133,21 @@ describe('the NestJS example', () => {
     await expect(a.locks.acquireWrite('loan:loan-1')).rejects.toThrow(ManagerClosedError);
     await expect(a.repayments.repay('loan-1', 1)).rejects.toThrow(ManagerClosedError);
     expect(await b.repayments.repay('loan-1', 500)).toBe(96_000);
+  });
+
+  it('registers its manager for decorated methods that name none, until app.close()', async () => {
+    // A method with no LockManager member and no manager option (decorated by a direct call: this
+    // file is not compiled with decorators). The last module to start registered its manager: b's.
+    const touch = WithWriteLock((loanId: string) => `loan:${loanId}`)(
+      async (loanId: string) => b.locks.current(`loan:${loanId}`)?.grant.mode,
+      { kind: 'method', name: 'touch' } as ClassMethodDecoratorContext<
+        unknown,
+        (loanId: string) => Promise<string | undefined>
+      >,
+    );
+    expect(await touch('loan-1')).toBe('write');
+    await b.app.close();
+    await expect(touch('loan-1')).rejects.toThrow(InvalidOptionsError);
   });
 
   it('docs/decorators.md carries the example repayment service verbatim', () => {
