@@ -1,9 +1,51 @@
-import { defineConfig } from 'vitest/config';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { defineConfig, type Plugin } from 'vitest/config';
+
+/**
+ * Vite's transformer (oxc) lowers only experimentalDecorators, which it takes from the nearest
+ * tsconfig.json (test/legacy-decorators/ has its own). These files use TypeScript 5+ standard
+ * decorators, which Node 20 cannot parse: TypeScript itself compiles them, as an app's tsc would.
+ */
+const STANDARD_DECORATOR_FILES = ['/test/decorators.test.ts'];
+const standardDecorators: Plugin = {
+  name: 'typescript-standard-decorators',
+  enforce: 'pre',
+  transform(code, id) {
+    if (!STANDARD_DECORATOR_FILES.some((f) => id.endsWith(f))) return undefined;
+    const out = ts.transpileModule(code, {
+      fileName: id,
+      compilerOptions: {
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.ESNext,
+        experimentalDecorators: false,
+        sourceMap: true,
+        verbatimModuleSyntax: true,
+      },
+    });
+    return { code: out.outputText, map: out.sourceMapText ?? null };
+  },
+};
 
 const server = process.env.RWLOCK_TEST_SERVER;
 const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES === 'off' ? '-no-procedures' : ''}`;
 
+/** Examples import the package by name, as an app does (tsconfig.json maps the same names for tsc). */
+const PACKAGE_ENTRIES: Record<string, string> = {
+  'mysql-rwlock': 'src/index.ts',
+  'mysql-rwlock/admin': 'src/admin/index.ts',
+  'mysql-rwlock/decorators': 'src/decorators/index.ts',
+  'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
+};
+
 export default defineConfig({
+  plugins: [standardDecorators],
+  resolve: {
+    alias: Object.entries(PACKAGE_ENTRIES).map(([name, file]) => ({
+      find: new RegExp(`^${name}$`),
+      replacement: fileURLToPath(new URL(file, import.meta.url)),
+    })),
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // The reliability suite has its own config (vitest.faults.config.ts), and so do the unit lane

@@ -9,7 +9,8 @@
 # docs/orms.md's blocks that import an ORM are skipped and named: test/orm/* checks them with the ORMs).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
-# server found as pack-check.sh finds one. Prints a table (check, result, seconds); exits 1 on any
+# server found as pack-check.sh finds one. Per toolchain, .ci/consumer/legacy/ (a NestJS service) is
+# type-checked with experimentalDecorators as well. Prints a table (check, result, seconds); exits 1 on any
 # failure. npm installs are cached under ~/.cache/mysql-rwlock/consumer, keyed by exact versions
 # (resolved from the registry on every run, so a new release is picked up), and the type-checks are
 # incremental, their .tsbuildinfo kept there too (CONSUMER_MATRIX_INCREMENTAL=0: from scratch).
@@ -123,10 +124,13 @@ cd "$base"
 npm init -y > /dev/null
 npm pkg set type=module
 # As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges; prom-client for
-# mysql-rwlock/prometheus, @opentelemetry/api for mysql-rwlock/otel.
+# mysql-rwlock/prometheus, @opentelemetry/api for mysql-rwlock/otel, @nestjs/common and @nestjs/core for
+# mysql-rwlock/nestjs.
 quiet npm install --no-audit --no-fund --prefer-offline "$tarball" "knex@$(pkg peerDependencies.knex)" \
   "mysql2@$(pkg peerDependencies.mysql2)" "prom-client@$(pkg "peerDependencies['prom-client']")" \
-  "@opentelemetry/api@$(pkg "peerDependencies['@opentelemetry/api']")" || fail "npm install of the tarball failed"
+  "@opentelemetry/api@$(pkg "peerDependencies['@opentelemetry/api']")" \
+  "@nestjs/common@$(pkg "peerDependencies['@nestjs/common']")" "@nestjs/core@$(pkg "peerDependencies['@nestjs/core']")" \
+  || fail "npm install of the tarball failed"
 # npm installs mysql2's peer @types/node (the latest) with it, as in a user's app; each app below
 # replaces it with its own, as `npm install -D @types/node@20` does.
 [ ! -e node_modules/typescript ] || fail "the installed package brings its own TypeScript"
@@ -144,6 +148,8 @@ for pair in "${pairs[@]}"; do
   mkdir "$app"
   cp "$base/package.json" "$app/"
   cp -r "$work/app-src/src" "$app/src"
+  # A NestJS service compiled with experimentalDecorators, apart from src/ (standard decorators).
+  cp -r .ci/consumer/legacy "$app/src-legacy"
   # Hard links (copies if the cache is on another filesystem): one flat node_modules, as npm makes.
   link_tree "$base/node_modules" "$app/node_modules"
   shopt -s nullglob
@@ -230,6 +236,17 @@ typecheck_cached() {
   return "$status"
 }
 step "type-check: ${#apps[@]} toolchains x ${#MODES[@]} resolutions, $JOBS at a time (incremental: $incremental)"
+# And per toolchain the experimentalDecorators app (nodenext; the libraries are checked above).
+for app in "${apps[@]}"; do
+  cat > "$app/tsconfig.legacy-decorators.json" <<'EOF'
+{
+  "compilerOptions": { "strict": true, "skipLibCheck": true, "noEmit": true, "experimentalDecorators": true, "target": "es2022", "types": ["node"], "module": "nodenext", "moduleResolution": "nodenext" },
+  "include": ["src-legacy"]
+}
+EOF
+  slot
+  check "$(basename "$app")+legacy-decorators" typecheck "$app" tsconfig.legacy-decorators.json &
+done
 for app in "${apps[@]}"; do
   for mode in "${MODES[@]}"; do
     set -- $mode

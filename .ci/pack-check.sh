@@ -67,6 +67,8 @@ npm init -y >/dev/null
 npm pkg set type=module
 # As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges from package.json.
 npm install --no-audit --no-fund "$tarball" "knex@$(pkg peerDependencies.knex)" "mysql2@$(pkg peerDependencies.mysql2)"
+# Frameworks are optional peers: the README's install brings none.
+[ ! -e node_modules/@nestjs ] || fail "npm install mysql-rwlock installed a NestJS package"
 ts_major=$(node -p "require('$repo/node_modules/typescript/package.json').version.split('.')[0]")
 types_major=$(node -p "require('$repo/node_modules/@types/node/package.json').version.split('.')[0]")
 npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@$types_major"

@@ -11,6 +11,8 @@ const ENTRIES: Record<string, string> = {
   'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
   'mysql-rwlock/prometheus': 'src/observability/prometheus.ts',
   'mysql-rwlock/otel': 'src/observability/otel.ts',
+  'mysql-rwlock/decorators': 'src/decorators/index.ts',
+  'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
 };
 
 /** The names a module exports: `export { a, type B } from`, `export type { C }`, `export function/const/class/interface/type D`. */

@@ -4,6 +4,7 @@ import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockUpgradeError, ManagerClosedError, PoolTooSmallError } from '../errors.js';
 import { runFenced } from './fenced.js';
 import type { Grant, LockedWork } from './api.js';
+import type { Knex } from 'knex';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
@@ -177,6 +178,34 @@ export class LockManager {
    */
   withReadLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
     return this.#withLock('read', resourceId, work, options, 'withReadLock');
+  }
+
+  /**
+   * The enclosing scoped call of this manager (`withWriteLock`/`withReadLock`) in the current async
+   * context: its grant and transaction, so that code the callback calls reaches them without being
+   * handed them. With a resource id, the call on that resource (an outer one when calls nest); without,
+   * the innermost. Undefined outside any. `trx` is typed as possibly undefined: a scoped call whose
+   * transaction belongs to another ORM, not to this knex, has none to give.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * async function markPaid(invoiceId: number): Promise<void> {
+   *   const trx = locks.current(`invoice:${invoiceId}`)?.trx;
+   *   if (trx === undefined) throw new Error('markPaid runs under the invoice lock');
+   *   await trx('invoice').where({ id: invoiceId }).update({ status: 'paid' });
+   * }
+   * await locks.withWriteLock('invoice:42', () => markPaid(42));
+   * ```
+   */
+  current(resourceId?: string): { grant: Grant; trx: Knex.Transaction | undefined } | undefined {
+    const held =
+      resourceId === undefined
+        ? this.#ctx.scopes.current()
+        : this.#ctx.scopes.current(resourceKey(resourceId).toString('hex'));
+    return held === undefined ? undefined : { grant: held.grant, trx: held.trx };
   }
 
   /**

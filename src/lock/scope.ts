@@ -27,6 +27,15 @@ export class Scopes {
     return this.#als.getStore()?.size ?? 0;
   }
 
+  /** The innermost enclosing operation, or the one on this resource (by hex id); undefined outside any. */
+  current(resourceHex?: string): Held | undefined {
+    const store = this.#als.getStore();
+    if (store === undefined) return undefined;
+    if (resourceHex !== undefined) return store.get(resourceHex);
+    // A Map iterates in insertion order and run() adds the new scope last: the last is the innermost.
+    return [...store.values()].at(-1);
+  }
+
   /** Runs `work` with `held` added to the enclosing operations. */
   run<T>(resourceHex: string, held: Held, work: () => Promise<T>): Promise<T> {
     const outer = this.#als.getStore();
