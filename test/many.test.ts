@@ -1,6 +1,7 @@
 // Multi-resource locks (withLocks, acquireMany): one acquisition order, all or nothing, one fence
 // statement covering every grant, exclusion with single-resource locks, a lost COMMIT reply.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
 import {
   ConnectionLostError,
@@ -16,6 +17,7 @@ import {
   type LockManager,
 } from '../src/index.js';
 import { knexExecutor } from '../src/lock/fenced.js';
+import { CHANNELS } from '../src/observability/tracing-entry.js';
 import { acquireOrderForTests } from '../src/lock/group.js';
 import { BAD_RESOURCE_IDS } from './support/bad-resource-ids.js';
 import { useTestDatabase } from './support/db.js';
@@ -365,5 +367,48 @@ describe('a lost COMMIT reply', () => {
     expect(await balance('d:1')).toBe(100);
     for (const g of grants) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2, released_by: 1 });
     expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
+describe('tracing of a group', () => {
+  it('one acquire and one fence event per grant; a refused group fence fails the fence event of each', async () => {
+    const seen: Array<{ channel: string; resourceId: unknown; error: unknown }> = [];
+    const undo: Array<() => void> = [];
+    for (const name of [CHANNELS.acquire, CHANNELS.fence]) {
+      const tc = diagnostics.tracingChannel<unknown, Record<string, unknown>>(name);
+      const none = (): void => undefined;
+      const handlers = {
+        start: none,
+        end: none,
+        asyncStart: none,
+        error: none,
+        asyncEnd: (c: Record<string, unknown>) =>
+          void seen.push({ channel: name, resourceId: c.resourceId, error: c.error }),
+      };
+      tc.subscribe(handlers);
+      undo.push(() => tc.unsubscribe(handlers));
+    }
+    try {
+      const locks = createLockManager({ knex: db.knex });
+      const operator = createLockManager({ knex: db.connect() });
+      await locks.withLocks({ write: ['tr:2', 'tr:1'] }, async () => undefined);
+      expect(seen).toEqual([
+        { channel: CHANNELS.acquire, resourceId: 'tr:1', error: undefined },
+        { channel: CHANNELS.acquire, resourceId: 'tr:2', error: undefined },
+        { channel: CHANNELS.fence, resourceId: 'tr:2', error: undefined },
+        { channel: CHANNELS.fence, resourceId: 'tr:1', error: undefined },
+      ]);
+      seen.length = 0;
+      await expect(
+        locks.withLocks({ write: ['tr:1', 'tr:2'] }, async (_trx, g) => {
+          await operator.forceRelease(g[1]!.id);
+        }),
+      ).rejects.toBeInstanceOf(LockLostError);
+      const fences = seen.filter((e) => e.channel === CHANNELS.fence);
+      expect(fences.map((e) => e.resourceId).sort()).toEqual(['tr:1', 'tr:2']);
+      for (const e of fences) expect(e.error).toBeInstanceOf(LockLostError);
+    } finally {
+      for (const u of undo) u();
+    }
   });
 });
