@@ -412,3 +412,78 @@ describe('tracing of a group', () => {
     }
   });
 });
+
+describe('withLocks as a one-commit section', () => {
+  it('takes every row in byte order in one transaction, logs each as a section, and leaves nothing held', async () => {
+    await loans('s:2', 's:10');
+    const locks = createLockManager({ knex: db.knex });
+    let grants: readonly Grant[] = [];
+    const value = await locks.withLocks(
+      { write: ['s:2'], read: ['s:10'] },
+      async (trx, g) => {
+        grants = g;
+        await trx.raw('UPDATE loan SET balance = balance - 5 WHERE id = ?', ['s:2']);
+        // A nested call on a resource the section holds joins it.
+        await locks.withReadLock('s:10', async (inner, grant) => {
+          expect(inner).toBe(trx);
+          expect(grant).toBe(g[0]);
+        });
+        return 'ok';
+      },
+      { section: true },
+    );
+    expect(value).toBe('ok');
+    expect(grants.map((g) => [g.resourceId, g.mode])).toEqual([
+      ['s:10', 'read'],
+      ['s:2', 'write'],
+    ]);
+    expect(await balance('s:2')).toBe(95);
+    for (const id of ['s:2', 's:10']) {
+      const { grants: logged } = await locks.history(id);
+      expect(logged.map((g) => g.releasedBy)).toEqual(['section']);
+    }
+    expect(await holders(locks, 's:2', 's:10')).toEqual([[], []]);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('crosswise section groups from two managers all commit; a durable holder makes one time out, holding nothing', async () => {
+    await loans('sx:a', 'sx:b');
+    const first = createLockManager({ knex: db.knex });
+    const second = createLockManager({ knex: db.connect() });
+    const rounds = 15;
+    const run = (locks: LockManager, ids: string[]): Promise<void[]> =>
+      Promise.all(
+        Array.from({ length: rounds }, () =>
+          locks.withLocks(
+            { write: ids },
+            async (trx) => {
+              await trx.raw('UPDATE loan SET balance = balance + 1 WHERE id IN (?, ?)', ids);
+            },
+            { section: true, waitMs: 30_000 },
+          ),
+        ),
+      );
+    await Promise.all([run(first, ['sx:a', 'sx:b']), run(second, ['sx:b', 'sx:a'])]);
+    expect([await balance('sx:a'), await balance('sx:b')]).toEqual([100 + 2 * rounds, 100 + 2 * rounds]);
+
+    const durable = await second.acquireWrite('sx:b');
+    let ran = false;
+    const err = await first
+      .withLocks(
+        { write: ['sx:a', 'sx:b'] },
+        async () => {
+          ran = true;
+        },
+        { section: true, waitMs: 300 },
+      )
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockTimeoutError);
+    expect(ran).toBe(false);
+    // The section's take of sx:a rolled back with it: a durable writer gets it at once.
+    const after = await second.tryAcquireWrite('sx:a');
+    expect(after).not.toBeNull();
+    await after!.release();
+    await durable.release();
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
