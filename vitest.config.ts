@@ -1,9 +1,22 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 const server = process.env.RWLOCK_TEST_SERVER;
 const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES === 'off' ? '-no-procedures' : ''}`;
 
 export default defineConfig({
+  // The examples import the package by its name, as an app does; in this checkout that is the source
+  // (the same mapping as tsconfig.json's paths), so they share the tests' copy of every class.
+  resolve: {
+    alias: [
+      { find: /^mysql-rwlock$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+      { find: /^mysql-rwlock\/admin$/, replacement: fileURLToPath(new URL('./src/admin/index.ts', import.meta.url)) },
+      {
+        find: /^mysql-rwlock\/tracing$/,
+        replacement: fileURLToPath(new URL('./src/observability/tracing-entry.ts', import.meta.url)),
+      },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // The reliability suite has its own config (vitest.faults.config.ts), and so do the unit lane
