@@ -34,6 +34,7 @@ const lane = `${server ? `-${server}` : ''}${process.env.RWLOCK_TEST_PROCEDURES 
 const PACKAGE_ENTRIES: Record<string, string> = {
   'mysql-rwlock': 'src/index.ts',
   'mysql-rwlock/admin': 'src/admin/index.ts',
+  'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
 };

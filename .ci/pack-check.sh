@@ -3,7 +3,8 @@
 # installs the tarball as the README says, typechecks the README's quick start
 # (examples/quickstart.ts) under moduleResolution nodenext, node16 and bundler, compiles and runs it
 # against a real server, loads the package through require(), runs the installed reaper bin, and
-# checks that every relative link in the packed Markdown resolves inside the package.
+# checks that every relative link in the packed Markdown resolves inside the package, and that the
+# install pulls no ORM, NestJS, Express/Fastify or OpenTelemetry package (.ci/no-extra-packages.mjs).
 # The server is MYSQL_URL if set (a user that may create databases), else one found the way the
 # tests find one (scripts/scratch-database.ts). Needs the checkout's devDependencies (npm ci) and
 # access to the npm registry. Usage: bash .ci/pack-check.sh
@@ -67,14 +68,11 @@ npm init -y >/dev/null
 npm pkg set type=module
 # As the README says (npm install mysql-rwlock knex mysql2), with the peers' ranges from package.json.
 npm install --no-audit --no-fund "$tarball" "knex@$(pkg peerDependencies.knex)" "mysql2@$(pkg peerDependencies.mysql2)"
-# Frameworks are optional peers: the README's install brings none.
-[ ! -e node_modules/@nestjs ] || fail "npm install mysql-rwlock installed a NestJS package"
+node "$repo/.ci/no-extra-packages.mjs" . || fail "installing mysql-rwlock pulled an ORM, framework or OpenTelemetry package (listed above)"
 ts_major=$(node -p "require('$repo/node_modules/typescript/package.json').version.split('.')[0]")
 types_major=$(node -p "require('$repo/node_modules/@types/node/package.json').version.split('.')[0]")
 npm install --no-audit --no-fund --save-dev "typescript@$ts_major" "@types/node@$types_major"
 npm ls --depth=0
-# The integrations' packages are optional peers: installing the lock pulls none of them.
-[ ! -e node_modules/@opentelemetry ] || fail "npm install mysql-rwlock installed an OpenTelemetry package"
 [ -x node_modules/mysql-rwlock/dist/jobs/reaper.js ] || fail "the reaper bin is not executable after install"
 [ "$(head -1 node_modules/mysql-rwlock/dist/jobs/reaper.js)" = '#!/usr/bin/env node' ] || fail "the reaper bin has no #!/usr/bin/env node line"
 [ -x node_modules/mysql-rwlock/dist/src/cli/bin.js ] || fail "the mysql-rwlock bin is not executable after install"

@@ -4,8 +4,8 @@
 //   entry without a use file, or a use file for no entry, fails: a new subpath must get one.
 // - src/examples/: every ```ts block of the package's README.md and docs/*.md, each its own module
 //   (`export {}` appended) named after its file and line. ```ts nocheck blocks are counted, not copied.
-//   A block of docs/orms.md that imports a package the app does not install (an ORM) is skipped, with
-//   its reason printed.
+//   A block of docs/orms.md or docs/frameworks.md that imports a package the app does not install (an
+//   ORM, Express, Fastify) is skipped, with its reason printed.
 // Prints the entries (one `specifier file` line each) to stdout for coverage.mjs, the tally to stderr.
 // Usage: node prepare.mjs <installed package dir> <app dir>
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,10 +34,11 @@ for (const file of readdirSync(useDir).filter((f) => f.endsWith('.ts'))) {
     problems.push(`.ci/consumer/${file} is for no entry point in the package's exports`);
 }
 
-// docs/orms.md's recipes import the ORMs (Prisma, TypeORM, Sequelize, ...), which this app does not
-// install: test/orm/* type-checks and runs them against the real ORMs and checks that the page
-// carries them verbatim. Its blocks that import only what the app has (knex, mysql2) are checked here.
-const ORM_PAGE = 'docs/orms.md';
+// docs/orms.md's recipes import the ORMs (Prisma, TypeORM, Sequelize, ...) and docs/frameworks.md's
+// examples Express and Fastify, which this app does not install: test/orm/* and test/frameworks.test.ts
+// type-check and run them against the real packages and check that the pages carry them verbatim.
+// Their blocks that import only what the app has (knex, mysql2, node:) are checked here.
+const PAGES_OF_PACKAGES = ['docs/orms.md', 'docs/frameworks.md'];
 const nodeModules = dirname(pkgDir);
 function notInstalled(body) {
   const specifiers = [...body.matchAll(/\bfrom\s+'([^']+)'|\bimport\s+'([^']+)'/g)].map((m) => m[1] ?? m[2]);
@@ -74,7 +75,7 @@ for (const doc of docs) {
     while (end < lines.length && !lines[end].startsWith(fence[1])) end++;
     const where = `${doc}:${i + 1}`;
     if (fence[2] === 'ts' || fence[2] === 'typescript') {
-      const missing = doc === ORM_PAGE ? notInstalled(lines.slice(i + 1, end).join('\n')) : [];
+      const missing = PAGES_OF_PACKAGES.includes(doc) ? notInstalled(lines.slice(i + 1, end).join('\n')) : [];
       if (fence[3].split(/\s+/).includes('nocheck')) skipped.push(where);
       else if (missing.length) ormBlocks.push(`${where} (${missing.join(', ')})`);
       else {
@@ -89,7 +90,7 @@ for (const doc of docs) {
 console.error(`entries: ${entries.map((e) => `${e.specifier} (${e.file})`).join(', ')}`);
 if (ormBlocks.length)
   console.error(
-    `examples: ${ormBlocks.length} blocks import an ORM this app does not install, checked against the real ORMs by test/orm/* instead: ${ormBlocks.join(', ')}`,
+    `examples: ${ormBlocks.length} blocks import an ORM or framework this app does not install, checked against the real packages by test/orm/* and test/frameworks.test.ts instead: ${ormBlocks.join(', ')}`,
   );
 console.error(
   `examples: ${checked} ts blocks from ${docs.filter((d) => existsSync(join(pkgDir, d))).join(', ')} to check; ${skipped.length} skipped as ts nocheck${skipped.length ? `: ${skipped.join(', ')}` : ''}`,
