@@ -9,7 +9,11 @@ import {
   LockTimeoutError,
   RwLockError,
 } from '../src/index.js';
+import knexFactory from 'knex';
+import { databaseUrl } from '../harness/database.js';
 import { sectionTesting } from '../src/lock/section.js';
+import { withConnection } from '../src/sql/connection.js';
+import { detectSectionServer } from '../src/sql/section.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -211,6 +215,38 @@ describe('one-commit sections', () => {
       },
       { section: true },
     );
+  });
+
+  it('restores the session bounds it set on the pooled connection, after a commit and after a timeout', async () => {
+    const one = knexFactory({ client: 'mysql2', connection: databaseUrl(db.url, db.name), pool: { min: 1, max: 1 } });
+    try {
+      const server = await withConnection(one, detectSectionServer);
+      expect(server.topology).toBe('single');
+      const idle = server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout';
+      const session = async (q: Pick<typeof one, 'raw'> = one) => {
+        const [rows] = (await q.raw(
+          `SELECT @@SESSION.${idle} AS idle, @@SESSION.innodb_lock_wait_timeout AS lwt`,
+        )) as unknown as [Array<{ idle: number; lwt: number }>];
+        return { idle: Number(rows[0]!.idle), lwt: Number(rows[0]!.lwt) };
+      };
+      await one.raw(`SET SESSION ${idle} = 777, SESSION innodb_lock_wait_timeout = 77`);
+      const locks = createLockManager({ knex: one, sectionIdleTimeoutMs: 3_000 });
+      const inside = await locks.withWriteLock('s-session', async (trx) => session(trx), {
+        section: true,
+        waitMs: 5_000,
+      });
+      // During the section: the idle bound in force, and the work's row-lock waits as the session had them.
+      expect(inside).toEqual({ idle: 3, lwt: 77 });
+      expect(await session()).toEqual({ idle: 777, lwt: 77 });
+      const durable = await createLockManager({ knex: db.knex }).acquireWrite('s-session');
+      await expect(
+        locks.withWriteLock('s-session', async () => 1, { section: true, waitMs: 0 }),
+      ).rejects.toBeInstanceOf(LockTimeoutError);
+      await durable.release();
+      expect(await session()).toEqual({ idle: 777, lwt: 77 });
+    } finally {
+      await one.destroy();
+    }
   });
 
   it('refuses leaseMs with section, a non-boolean section and a bad sectionIdleTimeoutMs, with nothing written', async () => {
