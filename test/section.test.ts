@@ -103,6 +103,16 @@ describe('one-commit sections', () => {
     expect(await counts('s-dur')).toEqual({ w: 0, r: 0 });
   });
 
+  it('negative control: an unguarded section runs its work while a durable writer holds, and the same check sees it', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const durable = await locks.acquireWrite('s-dur-bad');
+    sectionTesting.guard = false;
+    let ran = 0;
+    await locks.withWriteLock('s-dur-bad', async () => void ran++, { section: true, waitMs: 300 });
+    expect(ran).toBe(1);
+    await durable.release();
+  });
+
   it('a durable acquire meeting a section waits on its row and decides on the counts it leaves', async () => {
     const locks = createLockManager({ knex: db.knex });
     const other = createLockManager({ knex: db.knex });
