@@ -103,6 +103,21 @@ describe('one-commit sections', () => {
     expect(await counts('s-dur')).toEqual({ w: 0, r: 0 });
   });
 
+  it('a write section waiting for durable readers marks writer intent: new read sections hold back', async () => {
+    const locks = createLockManager({ knex: db.knex, writerIntentMs: 5_000 });
+    const reader = await locks.acquireRead('s-intent');
+    let wrote = false;
+    const writer = locks.withWriteLock('s-intent', async () => void (wrote = true), { section: true, waitMs: 10_000 });
+    await expect.poll(async () => (await locks.inspect('s-intent')).writerWaiting).toBe(true);
+    await expect(
+      locks.withReadLock('s-intent', async () => 'read', { section: true, waitMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(wrote).toBe(false);
+    await reader.release();
+    await writer;
+    expect(wrote).toBe(true);
+  });
+
   it('negative control: an unguarded section runs its work while a durable writer holds, and the same check sees it', async () => {
     const locks = createLockManager({ knex: db.knex });
     const durable = await locks.acquireWrite('s-dur-bad');
