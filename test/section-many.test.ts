@@ -2,14 +2,13 @@
 // the rows are taken in the order of their bytes in one transaction, one log row per resource, one
 // commit; targets out of order are refused; a timeout on one resource leaves none held.
 import { describe, expect, it } from 'vitest';
-import { InvalidOptionsError, LockTimeoutError } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, LockTimeoutError } from '../src/index.js';
 import type { LockContext } from '../src/lock/context.js';
 import { resourceKey } from '../src/lock/resource-id.js';
 import { Scopes } from '../src/lock/scope.js';
 import { runSection, type SectionTarget } from '../src/lock/section.js';
 import { WaitQueues } from '../src/lock/wait.js';
 import { resolveManagerOptions } from '../src/options.js';
-import { createLockManager } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
