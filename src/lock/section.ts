@@ -425,8 +425,6 @@ class SectionTraces {
 /** The negative control's take: any existing row, no lock. */
 const UNGUARDED = 'SELECT 1 AS taken FROM t_read_write_lock WHERE resource_id = ?';
 
-const NEVER = new AbortController().signal;
-
 /**
  * The grant a section's work is given. Its id is the section's `t_lock_log` row (a fencing token
  * like any grant's); the section's commit is its release, so the methods that end or change a
@@ -439,7 +437,8 @@ export class SectionGrant implements Grant {
   readonly owner: string;
   readonly token: string;
   readonly mode: LockMode;
-  readonly signal: AbortSignal = NEVER;
+  /** Never aborted: nobody else can end a section. One per grant, so listeners added to it go with it. */
+  readonly signal: AbortSignal = new AbortController().signal;
   #ended = false;
 
   constructor(id: number, t: SectionTarget, owner: string, token: string) {
