@@ -274,6 +274,31 @@ describe('one-commit sections', () => {
     }
   });
 
+  it('a rejection of the work, whatever its value, rolls the section back and reaches the caller as it is', async () => {
+    await db.knex.raw(
+      'CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB',
+    );
+    const locks = createLockManager({ knex: db.knex });
+    for (const reason of [undefined, 'text', new Error('boom')]) {
+      const seen = await locks
+        .withWriteLock(
+          's-reject',
+          async (trx) => {
+            await trx.raw("INSERT INTO counters VALUES ('s-reject', 1)");
+            throw reason;
+          },
+          { section: true },
+        )
+        .then(
+          () => 'resolved',
+          (e: unknown) => ({ e }),
+        );
+      expect(seen).toEqual({ e: reason });
+      expect(await counter('s-reject')).toBe(-1);
+    }
+    expect((await locks.history('s-reject')).grants).toEqual([]);
+  });
+
   it('refuses leaseMs with section, a non-boolean section and a bad sectionIdleTimeoutMs, with nothing written', async () => {
     const locks = createLockManager({ knex: db.knex });
     await expect(locks.withWriteLock('s-opt', async () => 1, { section: true, leaseMs: 1_000 })).rejects.toBeInstanceOf(

@@ -208,6 +208,7 @@ async function attempt<T>(
     let value: T | undefined;
     let grants: SectionGrant[] = [];
     let commit: Deferred<void> | undefined;
+    let failure: { error: unknown } | undefined;
     try {
       let refusedWithIntent: Outcome<T> | undefined;
       await ctx.knex.transaction(
@@ -230,7 +231,13 @@ async function attempt<T>(
             grants.push(new SectionGrant(id, t, ctx.options.owner, tokens[i]!.toString('hex')));
           }
           traces.taken(grants);
-          value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
+          try {
+            value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
+          } catch (error) {
+            failure = { error };
+            // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+            throw error instanceof Error ? error : new Error('section work rejected');
+          }
           commitSent = true;
           commit = traces.commit(grants);
         },
@@ -242,6 +249,8 @@ async function attempt<T>(
       return { value: value as T };
     } catch (err) {
       commit?.reject(err);
+      // The work's own rejection, as it was (a conflict it met is rerun by the caller's loop).
+      if (failure) throw failure.error;
       if (err instanceof Refused) {
         ended = true;
         return err.outcome as Outcome<T>;
