@@ -9,7 +9,11 @@ import {
   LockTimeoutError,
   RwLockError,
 } from '../src/index.js';
+import knexFactory from 'knex';
+import { databaseUrl } from '../harness/database.js';
 import { sectionTesting } from '../src/lock/section.js';
+import { withConnection } from '../src/sql/connection.js';
+import { detectSectionServer } from '../src/sql/section.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -97,6 +101,31 @@ describe('one-commit sections', () => {
     await durable.release();
     expect(await waiting).toBe(1);
     expect(await counts('s-dur')).toEqual({ w: 0, r: 0 });
+  });
+
+  it('a write section waiting for durable readers marks writer intent: new read sections hold back', async () => {
+    const locks = createLockManager({ knex: db.knex, writerIntentMs: 5_000 });
+    const reader = await locks.acquireRead('s-intent');
+    let wrote = false;
+    const writer = locks.withWriteLock('s-intent', async () => void (wrote = true), { section: true, waitMs: 10_000 });
+    await expect.poll(async () => (await locks.inspect('s-intent')).writerWaiting).toBe(true);
+    await expect(
+      locks.withReadLock('s-intent', async () => 'read', { section: true, waitMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(wrote).toBe(false);
+    await reader.release();
+    await writer;
+    expect(wrote).toBe(true);
+  });
+
+  it('negative control: an unguarded section runs its work while a durable writer holds, and the same check sees it', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const durable = await locks.acquireWrite('s-dur-bad');
+    sectionTesting.guard = false;
+    let ran = 0;
+    await locks.withWriteLock('s-dur-bad', async () => void ran++, { section: true, waitMs: 300 });
+    expect(ran).toBe(1);
+    await durable.release();
   });
 
   it('a durable acquire meeting a section waits on its row and decides on the counts it leaves', async () => {
@@ -211,6 +240,63 @@ describe('one-commit sections', () => {
       },
       { section: true },
     );
+  });
+
+  it('restores the session bounds it set on the pooled connection, after a commit and after a timeout', async () => {
+    const one = knexFactory({ client: 'mysql2', connection: databaseUrl(db.url, db.name), pool: { min: 1, max: 1 } });
+    try {
+      const server = await withConnection(one, detectSectionServer);
+      expect(server.topology).toBe('single');
+      const idle = server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout';
+      const session = async (q: Pick<typeof one, 'raw'> = one) => {
+        const [rows] = (await q.raw(
+          `SELECT @@SESSION.${idle} AS idle, @@SESSION.innodb_lock_wait_timeout AS lwt`,
+        )) as unknown as [Array<{ idle: number; lwt: number }>];
+        return { idle: Number(rows[0]!.idle), lwt: Number(rows[0]!.lwt) };
+      };
+      await one.raw(`SET SESSION ${idle} = 777, SESSION innodb_lock_wait_timeout = 77`);
+      const locks = createLockManager({ knex: one, sectionIdleTimeoutMs: 3_000 });
+      const inside = await locks.withWriteLock('s-session', async (trx) => session(trx), {
+        section: true,
+        waitMs: 5_000,
+      });
+      // During the section: the idle bound in force, and the work's row-lock waits as the session had them.
+      expect(inside).toEqual({ idle: 3, lwt: 77 });
+      expect(await session()).toEqual({ idle: 777, lwt: 77 });
+      const durable = await createLockManager({ knex: db.knex }).acquireWrite('s-session');
+      await expect(
+        locks.withWriteLock('s-session', async () => 1, { section: true, waitMs: 0 }),
+      ).rejects.toBeInstanceOf(LockTimeoutError);
+      await durable.release();
+      expect(await session()).toEqual({ idle: 777, lwt: 77 });
+    } finally {
+      await one.destroy();
+    }
+  });
+
+  it('a rejection of the work, whatever its value, rolls the section back and reaches the caller as it is', async () => {
+    await db.knex.raw(
+      'CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB',
+    );
+    const locks = createLockManager({ knex: db.knex });
+    for (const reason of [undefined, 'text', new Error('boom')]) {
+      const seen = await locks
+        .withWriteLock(
+          's-reject',
+          async (trx) => {
+            await trx.raw("INSERT INTO counters VALUES ('s-reject', 1)");
+            throw reason;
+          },
+          { section: true },
+        )
+        .then(
+          () => 'resolved',
+          (e: unknown) => ({ e }),
+        );
+      expect(seen).toEqual({ e: reason });
+      expect(await counter('s-reject')).toBe(-1);
+    }
+    expect((await locks.history('s-reject')).grants).toEqual([]);
   });
 
   it('refuses leaseMs with section, a non-boolean section and a bad sectionIdleTimeoutMs, with nothing written', async () => {

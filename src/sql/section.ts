@@ -74,20 +74,24 @@ export async function detectSectionServer(conn: RawConnection): Promise<SectionS
     conn,
     "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'group_replication_single_primary_mode', 'group_replication_group_name')",
   );
-  const vars = new Map(rows.map((r) => [r.Variable_name.toLowerCase(), String(r.Value).toUpperCase()]));
-  const mariadb = /mariadb/i.test(v?.version ?? '');
+  return sectionServerOf(v?.version ?? '', new Map(rows.map((r) => [r.Variable_name.toLowerCase(), String(r.Value)])));
+}
+
+/**
+ * The decision of `detectSectionServer`, from the server's version string and global variables:
+ * Galera when `wsrep_on` is ON; Group Replication when its plugin is loaded with a group name,
+ * multi-primary unless `group_replication_single_primary_mode` is ON; a single server otherwise.
+ */
+export function sectionServerOf(version: string, vars: ReadonlyMap<string, string>): SectionServer {
+  const on = (name: string): boolean => ['ON', '1'].includes((vars.get(name) ?? '').toUpperCase());
   let topology: SectionServer['topology'] = 'single';
-  if (vars.get('wsrep_on') === 'ON') topology = 'galera';
-  // The plugin loaded with a group name configured: a member (or about to be one). Multi-primary
-  // unless single-primary mode is on.
+  if (on('wsrep_on')) topology = 'galera';
   else if (vars.has('group_replication_single_primary_mode') && (vars.get('group_replication_group_name') ?? '') !== '')
-    topology =
-      vars.get('group_replication_single_primary_mode') === 'ON' ||
-      vars.get('group_replication_single_primary_mode') === '1'
-        ? 'group-replication-single-primary'
-        : 'group-replication-multi-primary';
+    topology = on('group_replication_single_primary_mode')
+      ? 'group-replication-single-primary'
+      : 'group-replication-multi-primary';
   return {
-    mariadb,
+    mariadb: /mariadb/i.test(version),
     topology,
     sharedLocksCertified: topology === 'single' || topology === 'group-replication-single-primary',
   };
