@@ -126,9 +126,13 @@ export interface AcquireOptions {
 
 export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
 
-export interface WithLockOptions extends AcquireOptions {
+export interface WithLockOptions extends WithGrantOptions {
   /** Isolation level of the business transaction. @defaultValue the connection's default */
   isolationLevel?: IsolationLevel;
+}
+
+/** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
+export interface WithGrantOptions extends AcquireOptions {
   /**
    * Keeps the grant's lease this far ahead while `work` runs (extended every third of it), so a
    * long but live holder is not reaped; a holder that stops running (paused, partitioned) stops
@@ -137,6 +141,13 @@ export interface WithLockOptions extends AcquireOptions {
    */
   leaseMs?: number;
 }
+
+/** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
+const CALL_OPTION_KEYS = {
+  acquire: ['waitMs', 'signal'],
+  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs'],
+  granted: ['waitMs', 'signal', 'leaseMs'],
+} as const;
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
@@ -272,12 +283,12 @@ export interface ResolvedAcquireOptions {
   leaseMs: number | undefined;
 }
 
-export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
-  const o = optionsObject(
-    what,
-    input,
-    allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal'],
-  );
+export function resolveCallOptions(
+  what: string,
+  input: unknown,
+  form: 'acquire' | 'scoped' | 'granted',
+): ResolvedAcquireOptions {
+  const o = optionsObject(what, input, CALL_OPTION_KEYS[form]);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal))

@@ -1,67 +1,48 @@
-import type { Knex } from 'knex';
 import { isConnectionLost } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from '../errors.js';
-import type { FenceExecutor, LockedWork } from './api.js';
+import type { GrantedWork, LockedWork } from './api.js';
 import type { HeldGrant } from './grant.js';
 import type { IsolationLevel } from '../options.js';
 import { withRetries } from '../sql/retry.js';
+import { fromKnex } from '../adapters/index.js';
 
-/** The fence's executor for a knex transaction. */
-export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
-  return async (sql, params) => {
-    const [result] = (await trx.raw(sql, params)) as unknown as [{ affectedRows: number }];
-    return result.affectedRows;
-  };
+/** One attempt at a business transaction fenced by a grant, as {@link settleFenced} runs it. */
+interface FencedAttempt<T> {
+  /** Runs the transaction; resolves once it ended. */
+  run(): Promise<T>;
+  /** Whether this attempt's fence succeeded: from then on its transaction may have committed. */
+  fenced(): boolean;
+  /**
+   * The transaction rejected after its fence, yet the grant row says its holder released it: the
+   * commit happened (a COMMIT whose reply was lost or that replied an error). What the call returns
+   * then, or throws.
+   */
+  committedAfterAll(caught: unknown): T;
 }
 
 /**
- * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
- * writes and the release commit together or not at all. Under the library's retry policy: a
- * conflict rolls it back whole and it runs again under the same grant, if that is still live; a
- * COMMIT whose reply was lost, or that replied an error, is settled from the grant row. Any
- * rejection of `work`, whatever its value, rolls back and is rethrown as it is.
+ * The one settling path for a business transaction fenced by `grant`, under the library's retry
+ * policy: a conflict rolled it back whole and it runs again under the same grant, if that is
+ * still live; a transaction that failed after its fence (a COMMIT whose reply was lost, or that
+ * replied an error) is settled from the grant row; anything else is rethrown as it is.
  */
-export async function runFenced<T>(
-  ctx: LockContext,
-  grant: HeldGrant,
-  work: LockedWork<T>,
-  isolationLevel: IsolationLevel | undefined,
-): Promise<T> {
-  let commitSent = false;
-  let value: T | undefined;
+async function settleFenced<T>(ctx: LockContext, grant: HeldGrant, next: () => FencedAttempt<T>): Promise<T> {
+  let current: FencedAttempt<T> | undefined;
   let modeAtStart = grant.mode;
   let confirmedLive = false;
   return withRetries(
     ctx.policy,
     'the business transaction',
     async () => {
-      commitSent = false;
+      current = next();
       confirmedLive = false;
-      value = undefined;
       modeAtStart = grant.mode;
-      let failure: { error: unknown } | undefined;
       try {
-        await ctx.knex.transaction(
-          async (trx) => {
-            try {
-              value = await ctx.scopes.run(grant.ref.resource.toString('hex'), { grant, trx }, () => work(trx, grant));
-            } catch (error) {
-              failure = { error };
-              // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
-              throw error instanceof Error ? error : new Error('business work rejected');
-            }
-            await grant.fence(knexExecutor(trx));
-            commitSent = true;
-          },
-          isolationLevel ? { isolationLevel } : undefined,
-        );
+        return await current.run();
       } catch (caught) {
-        // The work's own rejection says what happened: when the connection died under it, knex's
-        // failed ROLLBACK would replace it.
-        if (failure) throw failure.error;
         // A lost reply goes to the settling below; an error the COMMIT itself replied is settled here.
-        if (!commitSent || isConnectionLost(caught)) throw caught;
+        if (!current.fenced() || isConnectionLost(caught)) throw caught;
         // It normally rolled back, but a cluster may apply a commit it replied an error for (see isLive).
         const live = await grant.isLive().catch((err: unknown) => {
           throw err instanceof LockOutcomeUnknownError
@@ -70,21 +51,19 @@ export async function runFenced<T>(
         });
         if (!live) {
           if (grant.signal.aborted) throw new LockLostError(grant.id);
-          return value as T;
+          return current.committedAfterAll(caught);
         }
         // Rolled back: a conflict runs again, anything else reaches the caller (the grant is released).
         confirmedLive = true;
         throw caught;
       }
-      grant.committed();
-      return value as T;
     },
     async (err) => {
-      // Died before COMMIT was sent: the server rolls the transaction back; the grant is still ours.
-      if (!commitSent) throw new ConnectionLostError('the business transaction', err);
+      // Died before its fence succeeded: the server rolls the transaction back; the grant is still ours.
+      if (current?.fenced() !== true) throw new ConnectionLostError('the business transaction', err);
       const outcome = await grant.settleLostCommit();
       if (outcome === undefined) throw new LockOutcomeUnknownError('business commit', grant.token, grant.id, err);
-      if (outcome === 'committed') return { value: value as T };
+      if (outcome === 'committed') return { value: current.committedAfterAll(err) };
       if (outcome === 'lost') throw new LockLostError(grant.id);
       throw new ConnectionLostError('the business transaction', err);
     },
@@ -110,4 +89,84 @@ export async function runFenced<T>(
         );
     },
   );
+}
+
+/**
+ * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
+ * writes and the release commit together or not at all, settled by {@link settleFenced}. Any
+ * rejection of `work`, whatever its value, rolls back and is rethrown as it is.
+ */
+export function runFenced<T>(
+  ctx: LockContext,
+  grant: HeldGrant,
+  work: LockedWork<T>,
+  isolationLevel: IsolationLevel | undefined,
+): Promise<T> {
+  return settleFenced(ctx, grant, () => {
+    let commitSent = false;
+    let value: T | undefined;
+    return {
+      fenced: () => commitSent,
+      committedAfterAll: () => value as T,
+      async run() {
+        let failure: { error: unknown } | undefined;
+        try {
+          await ctx.knex.transaction(
+            async (trx) => {
+              try {
+                value = await ctx.scopes.run(grant.ref.resource.toString('hex'), { grant, trx }, () =>
+                  work(trx, grant),
+                );
+              } catch (error) {
+                failure = { error };
+                // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+                throw error instanceof Error ? error : new Error('business work rejected');
+              }
+              await grant.fence(fromKnex(trx));
+              commitSent = true;
+            },
+            isolationLevel ? { isolationLevel } : undefined,
+          );
+        } catch (caught) {
+          // The work's own rejection says what happened: when the connection died under it, knex's
+          // failed ROLLBACK would replace it.
+          if (failure) throw failure.error;
+          throw caught;
+        }
+        grant.committed();
+        return value as T;
+      },
+    };
+  });
+}
+
+/**
+ * Runs `work`, which runs its own (any ORM's) transaction and makes `grant.fence(adapter)` its last
+ * statement, settled by {@link settleFenced}. When `work` resolves after a fence, the grant row
+ * tells whether that transaction committed (the grant released by its holder) or rolled back (still
+ * live: the caller releases it). When `work` rejects after a fence and the row says the commit
+ * happened, the work's rejection is rethrown (it came after the commit), except for a COMMIT whose
+ * reply was lost, which resolves undefined: the work had no value to give.
+ */
+export function runGranted<T>(ctx: LockContext, grant: HeldGrant, work: GrantedWork<T>): Promise<T | undefined> {
+  return settleFenced<T | undefined>(ctx, grant, () => {
+    const fencesBefore = grant.fences;
+    const fenced = (): boolean => grant.fences > fencesBefore;
+    return {
+      fenced,
+      committedAfterAll(caught) {
+        if (isConnectionLost(caught)) return undefined;
+        throw caught;
+      },
+      async run() {
+        const value = await ctx.scopes.run(grant.ref.resource.toString('hex'), { grant, trx: undefined }, () =>
+          work(grant),
+        );
+        // Verified, not assumed: the transaction may have rolled back after its fence (then the grant
+        // is live and the caller releases it). isLive() settles a grant its holder's commit released.
+        if (fenced()) await grant.isLive();
+        return value;
+      },
+    };
+  });
 }

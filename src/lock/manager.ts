@@ -2,8 +2,8 @@ import { acquire, attempt, type Target } from './acquire.js';
 import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockUpgradeError, ManagerClosedError, PoolTooSmallError } from '../errors.js';
-import { runFenced } from './fenced.js';
-import type { Grant, LockedWork } from './api.js';
+import { runFenced, runGranted } from './fenced.js';
+import type { Grant, GrantedWork, LockedWork } from './api.js';
 import type { Knex } from 'knex';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
@@ -21,6 +21,7 @@ import {
   type HistoryOptions,
   type ListOptions,
   type LockManagerOptions,
+  type WithGrantOptions,
   type WithLockOptions,
 } from '../options.js';
 import { resourceKey } from './resource-id.js';
@@ -178,6 +179,43 @@ export class LockManager {
    */
   withReadLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
     return this.#withLock('read', resourceId, work, options, 'withReadLock');
+  }
+
+  /**
+   * Runs `work(grant)` under a write lock, for a business transaction of any ORM: `work` opens its
+   * own transaction and makes `await grant.fence(adapter)` its last statement before the commit
+   * (adapters in `mysql-rwlock/adapters`). When `work` resolves after a fence, the grant row tells
+   * whether that transaction committed (which released the grant) or rolled back (the grant is then
+   * released here); without a fence the grant is released. When `work` rejects, the grant is
+   * released unless the commit happened: a COMMIT whose reply was lost is settled from the grant row
+   * as in withWriteLock (it resolves undefined if it committed, as `work` returned nothing). A
+   * deadlock or certification conflict runs `work` again under the same grant, within
+   * `deadlockRetries`. A call nested in another scoped call on the same resource is refused with
+   * InvalidOptionsError: the transactions could not be one.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * import { fromKnex } from 'mysql-rwlock/adapters';
+   * import type { Knex } from 'knex';
+   * declare const locks: LockManager;
+   * declare const db: Knex;
+   *
+   * await locks.withWriteGrant('loan:7', (grant) =>
+   *   db.transaction(async (trx) => {
+   *     await trx('payments').insert({ loan_id: '7', amount: 10 });
+   *     await grant.fence(fromKnex(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+   *   }),
+   * );
+   * ```
+   */
+  withWriteGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
+    return this.#track('withWriteGrant', () => this.#granted('write', resourceId, work, options, 'withWriteGrant'));
+  }
+
+  /** As withWriteGrant, under a read lock. */
+  withReadGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
+    return this.#track('withReadGrant', () => this.#granted('read', resourceId, work, options, 'withReadGrant'));
   }
 
   /**
@@ -412,7 +450,7 @@ export class LockManager {
   #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
-      const { waitMs, signal } = resolveCallOptions(what, options, false);
+      const { waitMs, signal } = resolveCallOptions(what, options, 'acquire');
       return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     });
   }
@@ -435,13 +473,17 @@ export class LockManager {
     what: string,
   ): Promise<T> {
     const target = this.#target(mode, resourceId);
-    const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
+    const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
     // Reentrant: inside an operation on the same resource, join its grant and transaction.
     const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
     if (outer) {
       if (mode === 'write' && outer.grant.mode === 'read') throw new LockUpgradeError(resourceId);
+      if (outer.trx === undefined)
+        throw new InvalidOptionsError(
+          `${what}: ${resourceId} is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join; use its grant (locks.current(id).grant) and transaction`,
+        );
       return work(outer.trx, outer.grant);
     }
     this.#checkPool(leaseMs !== undefined, what);
@@ -451,6 +493,36 @@ export class LockManager {
       try {
         await keepAlive?.first;
         return await runFenced(this.#ctx, grant, work, isolationLevel);
+      } finally {
+        keepAlive?.stop();
+        // An error is already on its way to the caller; if this release fails too, the reaper releases it.
+        if (!grant.settled) await grant.release().catch(() => undefined);
+      }
+    });
+  }
+
+  async #granted<T>(
+    mode: LockMode,
+    resourceId: string,
+    work: GrantedWork<T>,
+    options: WithGrantOptions | undefined,
+    what: string,
+  ): Promise<T | undefined> {
+    const target = this.#target(mode, resourceId);
+    const { waitMs, signal, leaseMs } = resolveCallOptions(what, options, 'granted');
+    if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (grant) => Promise`);
+    // Its transaction is the caller's own: it cannot join an enclosing one, nor fence a grant another call settles.
+    if (this.#ctx.scopes.held(target.resource.toString('hex')))
+      throw new InvalidOptionsError(
+        `${what}: ${resourceId} is already held by an enclosing scoped call of this manager; use its grant (locks.current(id).grant)`,
+      );
+    this.#checkPool(leaseMs !== undefined, what);
+    const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+    return inHoldScope(grant, async () => {
+      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
+      try {
+        await keepAlive?.first;
+        return await runGranted(this.#ctx, grant, work);
       } finally {
         keepAlive?.stop();
         // An error is already on its way to the caller; if this release fails too, the reaper releases it.
