@@ -4,7 +4,8 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { FenceExecutor } from '../lock/api.js';
 
-export type { FenceExecutor } from '../lock/api.js';
+export type { FenceExecutor, GrantedWork } from '../lock/api.js';
+export type { WithGrantOptions } from '../options.js';
 
 /** The fence's parameters, as the executors hand them on. */
 type Params = (number | string)[];
@@ -80,12 +81,13 @@ export interface PrismaTransactionLike {
 
 /**
  * The fence's executor for a Prisma interactive transaction (`prisma.$transaction(async (tx) => ...)`).
- * Refuses the PrismaClient itself (it has `$transaction`, a transaction's client has not) with
- * InvalidOptionsError: its statements run outside the transaction.
+ * Refuses the PrismaClient itself with InvalidOptionsError: its statements run outside the
+ * transaction. The client has `$disconnect`, a transaction's client has not (Prisma 7 gives the
+ * transaction's client `$transaction` too, for nested transactions, so that cannot tell them apart).
  */
 export function fromPrisma(tx: PrismaTransactionLike): FenceExecutor {
   needObject('fromPrisma', tx);
-  if (typeof (tx as { $transaction?: unknown }).$transaction === 'function')
+  if (typeof (tx as { $disconnect?: unknown }).$disconnect === 'function')
     refuse('fromPrisma', 'expected the interactive transaction `tx`, got the PrismaClient');
   return async (sql, params) => await tx.$executeRawUnsafe(sql, ...params);
 }
@@ -110,7 +112,8 @@ export function fromTypeORM(manager: TypeORMManagerLike): FenceExecutor {
 
 /** A Sequelize instance: what {@link fromSequelize} calls. */
 export interface SequelizeLike {
-  query(sql: string, options: { replacements: Params; transaction: object; type: 'UPDATE' }): Promise<unknown>;
+  /** Takes Sequelize's query options (`type: QueryTypes.UPDATE`, the string 'UPDATE'): typed `never` here, so no Sequelize type is named. */
+  query(sql: string, options: never): Promise<unknown>;
 }
 
 /**
@@ -122,12 +125,15 @@ export function fromSequelize(sequelize: SequelizeLike, transaction: object): Fe
   needObject('fromSequelize', sequelize);
   needObject('fromSequelize', transaction);
   return async (sql, params) =>
-    ((await sequelize.query(sql, { replacements: params, transaction, type: 'UPDATE' })) as [unknown, number])[1];
+    (
+      (await sequelize.query(sql, { replacements: params, transaction, type: 'UPDATE' } as never)) as [unknown, number]
+    )[1];
 }
 
 /** A Drizzle mysql2 transaction: what {@link fromDrizzle} calls. The database object has no `rollback`. */
 export interface DrizzleTransactionLike {
-  execute(query: { getSQL(): unknown }): Promise<unknown>;
+  /** Takes Drizzle's `SQLWrapper`: typed `never` here, so no Drizzle type is named; the adapter builds one. */
+  execute(query: never): Promise<unknown>;
   rollback(): unknown;
 }
 
@@ -142,19 +148,15 @@ export function fromDrizzle(tx: DrizzleTransactionLike): FenceExecutor {
   return async (sql, params) => {
     const compiled = { sql, params: [...params] };
     const query = { toQuery: () => compiled, getSQL: () => query };
-    return affectedRows(((await tx.execute(query)) as unknown[])[0]);
+    return affectedRows(((await tx.execute(query as never)) as unknown[])[0]);
   };
 }
 
 /** A Kysely transaction: what {@link fromKysely} calls. `Kysely` itself is typed `isTransaction: boolean`. */
 export interface KyselyTransactionLike {
   readonly isTransaction: true;
-  executeQuery(query: {
-    readonly sql: string;
-    readonly parameters: readonly unknown[];
-    readonly query: object;
-    readonly queryId: { readonly queryId: string };
-  }): Promise<{ readonly numAffectedRows?: bigint }>;
+  /** Takes Kysely's `CompiledQuery`: typed `never` here, so no Kysely type is named; the adapter builds one. */
+  executeQuery(query: never): Promise<{ readonly numAffectedRows?: bigint }>;
 }
 
 let kyselyQueries = 0;
@@ -168,12 +170,13 @@ export function fromKysely(trx: KyselyTransactionLike): FenceExecutor {
   if (trx.isTransaction !== true) refuse('fromKysely', 'expected a transaction, got the Kysely instance');
   return async (sql, params) => {
     // CompiledQuery.raw(sql, params), built here: a raw node carrying the text, bound parameters.
-    const result = await trx.executeQuery({
+    const compiled = {
       sql,
       parameters: [...params],
       query: { kind: 'RawNode', sqlFragments: [sql], parameters: [] },
       queryId: { queryId: `mysql-rwlock-fence-${++kyselyQueries}` },
-    });
+    };
+    const result = await trx.executeQuery(compiled as never);
     return Number(result.numAffectedRows);
   };
 }

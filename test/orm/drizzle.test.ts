@@ -13,6 +13,7 @@ import mysql from 'mysql2/promise';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromDrizzle } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -72,7 +73,8 @@ fenceSuite({
     const orm = drizzle({ client: pool });
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),
-      inTransaction: (body) => orm.transaction((tx) => body(drizzleExecutor(tx))),
+      inTransaction: (body) => orm.transaction((tx) => body(fromDrizzle(tx))),
+      adaptClient: () => fromDrizzle(orm as unknown as Parameters<typeof fromDrizzle>[0]),
       close: () => pool.end(),
     };
   },

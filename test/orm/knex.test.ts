@@ -4,6 +4,7 @@ import type { ResultSetHeader } from 'mysql2';
 import { connectKnex } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromKnex } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -40,7 +41,8 @@ fenceSuite({
     const knex = connectKnex(db.url, db.name, { poolMax: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
     return {
       repay: (grant, loanId, amount) => repay(knex, grant, loanId, amount),
-      inTransaction: (body) => knex.transaction((trx) => body(knexExecutor(trx))),
+      inTransaction: (body) => knex.transaction((trx) => body(fromKnex(trx))),
+      adaptClient: () => fromKnex(knex as unknown as Knex.Transaction),
       close: () => knex.destroy(),
     };
   },

@@ -6,6 +6,7 @@ import { parseMysqlUrl } from '../../harness/database.js';
 import { createLockManager, LockInvariantError, type FenceExecutor, type Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { grantRow, invariantViolations } from '../support/state.js';
+import { fromKysely } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -58,7 +59,8 @@ fenceSuite({
     const kysely = connect(foundRows);
     return {
       repay: (grant, loanId, amount) => repay(kysely, grant, loanId, amount),
-      inTransaction: (body) => kysely.transaction().execute((trx) => body(kyselyExecutor(trx))),
+      inTransaction: (body) => kysely.transaction().execute((trx) => body(fromKysely(trx))),
+      adaptClient: () => fromKysely(kysely as unknown as Parameters<typeof fromKysely>[0]),
       close: () => kysely.destroy(),
     };
   },

@@ -4,6 +4,7 @@ import { MikroORM, type EntityManager, type QueryResult } from '@mikro-orm/mysql
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromMikroORM } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -53,7 +54,8 @@ fenceSuite({
     });
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),
-      inTransaction: (body) => orm.em.transactional((em) => body(mikroOrmExecutor(em))),
+      inTransaction: (body) => orm.em.transactional((em) => body(fromMikroORM(em))),
+      adaptClient: () => fromMikroORM(orm.em),
       close: () => orm.close(true),
     };
   },

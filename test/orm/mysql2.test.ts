@@ -4,6 +4,7 @@ import mysql, { type Connection, type ResultSetHeader } from 'mysql2/promise';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromMysql2 } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -53,11 +54,19 @@ fenceSuite({
       async inTransaction(body) {
         await conn.beginTransaction();
         try {
-          await body(mysql2Executor(conn));
+          await body(fromMysql2(conn));
           await conn.commit();
         } catch (err) {
           await conn.rollback();
           throw err;
+        }
+      },
+      adaptClient() {
+        const pool = mysql.createPool({ ...parseMysqlUrl(db.url), database: db.name });
+        try {
+          return fromMysql2(pool);
+        } finally {
+          void pool.end();
         }
       },
       close: () => conn.end(),

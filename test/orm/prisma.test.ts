@@ -11,6 +11,7 @@ import { beforeAll, afterAll } from 'vitest';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromPrisma } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -107,7 +108,8 @@ fenceSuite({
     });
     return {
       repay: (grant, loanId, amount) => repay(prisma, grant, loanId, amount),
-      inTransaction: (body) => prisma.$transaction((tx) => body(prismaExecutor(tx))),
+      inTransaction: (body) => prisma.$transaction((tx) => body(fromPrisma(tx))),
+      adaptClient: () => fromPrisma(prisma as unknown as Parameters<typeof fromPrisma>[0]),
       close: () => prisma.$disconnect(),
     };
   },

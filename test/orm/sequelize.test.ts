@@ -3,6 +3,7 @@ import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromSequelize } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -55,7 +56,8 @@ fenceSuite({
     });
     return {
       repay: (grant, loanId, amount) => repay(sequelize, grant, loanId, amount),
-      inTransaction: (body) => sequelize.transaction((transaction) => body(sequelizeExecutor(sequelize, transaction))),
+      inTransaction: (body) => sequelize.transaction((transaction) => body(fromSequelize(sequelize, transaction))),
+      adaptClient: () => fromSequelize(sequelize, undefined as unknown as Transaction),
       close: () => sequelize.close(),
     };
   },

@@ -5,6 +5,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { parseMysqlUrl } from '../../harness/database.js';
 import type { FenceExecutor, Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromTypeORM } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -53,7 +54,8 @@ fenceSuite({
     await dataSource.initialize();
     return {
       repay: (grant, loanId, amount) => repay(dataSource, grant, loanId, amount),
-      inTransaction: (body) => dataSource.transaction((manager) => body(typeormExecutor(manager))),
+      inTransaction: (body) => dataSource.transaction((manager) => body(fromTypeORM(manager))),
+      adaptClient: () => fromTypeORM(dataSource.manager),
       close: () => dataSource.destroy(),
     };
   },

@@ -3,7 +3,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLockManager, isConflict, LockLostError, type FenceExecutor, type Grant } from '../../../src/index.js';
+import {
+  createLockManager,
+  InvalidOptionsError,
+  isConflict,
+  LockLostError,
+  type FenceExecutor,
+  type Grant,
+} from '../../../src/index.js';
 import type { TestDatabase } from '../../support/db.js';
 import { grantRow, invariantViolations } from '../../support/state.js';
 
@@ -29,11 +36,13 @@ export interface OrmUnderTest {
   /** The recipe: a loan's payment and the fence, in one ORM transaction. */
   repay(grant: Grant, loanId: string, amount: number): Promise<void>;
   /**
-   * Opens an ORM transaction the way the recipe does and calls `body` with the recipe's executor on
-   * it; the transaction commits if `body` resolves and rolls back if it rejects, and the promise
-   * settles as `body` did.
+   * Opens an ORM transaction the way the recipe does and calls `body` with the ORM's adapter (from
+   * mysql-rwlock/adapters) on it; the transaction commits if `body` resolves and rolls back if it
+   * rejects, and the promise settles as `body` did.
    */
   inTransaction(body: (execute: FenceExecutor) => Promise<void>): Promise<void>;
+  /** Hands the ORM's adapter the client instead of a transaction, where the adapter refuses it. */
+  adaptClient?(): unknown;
   close(): Promise<void>;
 }
 
@@ -222,6 +231,92 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(err).toBeDefined();
       // Also where the ORM wrapped the server's error (Drizzle, Sequelize, Prisma): isConflict() looks inside.
       expect(isConflict(err)).toBe(true);
+    });
+
+    /** withWriteGrant's work: one payment and the fence, through the adapter, in one ORM transaction. */
+    const pay =
+      (loanId: string, amount: number) =>
+      (grant: Grant): Promise<void> =>
+        orm.inTransaction(async (execute) => {
+          await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+          await grant.fence(execute);
+        });
+
+    it('withWriteGrant and the adapter: the payment and the release commit together', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      await locks.withWriteGrant(`${p}-g-live`, (grant) => {
+        held = grant;
+        return pay(`${p}-g-live`, 7)(grant);
+      });
+      expect((await repaid(db, `${p}-g-live`)).payments).toBe(1);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await locks.tryAcquireWrite(`${p}-g-live`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant: LockLostError and nothing written when the grant was force-released before the fence', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-g-lost`, async (grant) => {
+          held = grant;
+          expect(await locks.forceRelease(grant.id)).toBe(true);
+          await pay(`${p}-g-lost`, 7)(grant);
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockLostError);
+      expect((await repaid(db, `${p}-g-lost`)).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 3 });
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant: a business error rolls back and the grant is released', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-g-error`, async (grant) => {
+          held = grant;
+          await orm.inTransaction(async (execute) => {
+            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, 7]);
+            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, -7]);
+            await grant.fence(execute);
+          });
+        })
+        .catch((e: unknown) => e);
+      expect(messages(err)).toMatch(/payment_positive|check constraint/i);
+      expect((await repaid(db, `${p}-g-error`)).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(await locks.tryAcquireWrite(`${p}-g-error`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant verifies the commit: a fence whose transaction rolled back leaves the grant live, then released', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const rollback = new Rollback('roll back after the fence');
+      await locks.withWriteGrant(`${p}-g-undone`, async (grant) => {
+        held = grant;
+        const err = await orm
+          .inTransaction(async (execute) => {
+            await grant.fence(execute);
+            throw rollback;
+          })
+          .catch((e: unknown) => e);
+        expect(err).toBe(rollback);
+        // What a withWriteGrant that assumed the commit would leave behind, until the reaper.
+        expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
+      });
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await locks.tryAcquireWrite(`${p}-g-undone`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('the adapter refuses the client (not a transaction) with InvalidOptionsError, before anything is written', () => {
+      if (orm.adaptClient === undefined) return;
+      expect(() => orm.adaptClient!()).toThrow(InvalidOptionsError);
     });
 
     it('the executor resolves to 0 when the grant is lost', async () => {
