@@ -63,9 +63,9 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['drizzle-orm', 'mysql2'],
-  async connect({ foundRows }) {
+  async connect({ foundRows, url = db.url }) {
     const pool = mysql.createPool({
-      ...parseMysqlUrl(db.url),
+      ...parseMysqlUrl(url),
       database: db.name,
       connectionLimit: 2,
       flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],

@@ -37,8 +37,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['knex', 'mysql2'],
-  async connect({ foundRows }) {
-    const knex = connectKnex(db.url, db.name, { poolMax: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+  async connect({ foundRows, url = db.url }) {
+    const knex = connectKnex(url, db.name, { poolMax: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
     return {
       repay: (grant, loanId, amount) => repay(knex, grant, loanId, amount),
       inTransaction: (body) => knex.transaction((trx) => body(fromKnex(trx))),

@@ -40,9 +40,9 @@ async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amo
 }
 // docs/orms.md recipe: end
 
-function connect(foundRows: boolean): Kysely<Database> {
+function connect(foundRows: boolean, url = db.url): Kysely<Database> {
   const pool = createPool({
-    ...parseMysqlUrl(db.url),
+    ...parseMysqlUrl(url),
     database: db.name,
     connectionLimit: 2,
     flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
@@ -55,8 +55,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['kysely', 'mysql2'],
-  async connect({ foundRows }) {
-    const kysely = connect(foundRows);
+  async connect({ foundRows, url }) {
+    const kysely = connect(foundRows, url);
     return {
       repay: (grant, loanId, amount) => repay(kysely, grant, loanId, amount),
       inTransaction: (body) => kysely.transaction().execute((trx) => body(fromKysely(trx))),

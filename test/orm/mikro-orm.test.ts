@@ -39,8 +39,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['@mikro-orm/core', '@mikro-orm/mysql'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const orm = await MikroORM.init({
       dbName: db.name,
       host,

@@ -43,9 +43,9 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['mysql2'],
-  async connect({ foundRows }) {
+  async connect({ foundRows, url = db.url }) {
     const conn = await mysql.createConnection({
-      ...parseMysqlUrl(db.url),
+      ...parseMysqlUrl(url),
       database: db.name,
       flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
     });

@@ -101,8 +101,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename, SCHEMA],
   packages: ['prisma', '@prisma/client', '@prisma/adapter-mariadb', 'mariadb'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const prisma = new PrismaClientOf({
       adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }),
     });

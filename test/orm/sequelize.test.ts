@@ -43,8 +43,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['sequelize', 'mysql2'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const sequelize = new Sequelize(db.name, user, password, {
       dialect: 'mysql',
       host,

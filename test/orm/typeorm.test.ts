@@ -39,8 +39,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['typeorm', 'mysql2'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const dataSource = new DataSource({
       type: 'mysql',
       host,

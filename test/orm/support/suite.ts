@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ConnectionLostError,
   createLockManager,
   InvalidOptionsError,
   isConflict,
@@ -12,6 +13,7 @@ import {
   type Grant,
 } from '../../../src/index.js';
 import type { TestDatabase } from '../../support/db.js';
+import { proxyFor, type FaultProxy } from '../../support/proxy.js';
 import { grantRow, invariantViolations } from '../../support/state.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -54,8 +56,11 @@ export interface SuiteOptions {
   recipes: string[];
   /** Packages whose installed versions docs/orms.md must name as tested, e.g. ['typeorm', 'mysql2']. */
   packages: string[];
-  /** Connects the ORM with mysql2's CLIENT_FOUND_ROWS on (affected = matched rows) or off (= changed rows). */
-  connect(options: { foundRows: boolean }): Promise<OrmUnderTest>;
+  /**
+   * Connects the ORM with mysql2's CLIENT_FOUND_ROWS on (affected = matched rows) or off (= changed
+   * rows), to the server at `url` (the test database's server when undefined; a fault proxy's).
+   */
+  connect(options: { foundRows: boolean; url?: string }): Promise<OrmUnderTest>;
 }
 
 export const RECIPE_BEGIN = '// docs/orms.md recipe: begin';
@@ -106,6 +111,15 @@ async function repaid(db: TestDatabase, loanId: string): Promise<{ repaid: numbe
     loanId,
   ])) as unknown as [Array<{ n: number }>];
   return { repaid: loans[0]?.repaid, payments: Number(payments[0]?.n) };
+}
+
+/** withWriteGrant's work: one payment and the fence, through the ORM's adapter, in one ORM transaction. */
+function pay(orm: OrmUnderTest, loanId: string, amount: number): (grant: Grant) => Promise<void> {
+  return (grant) =>
+    orm.inTransaction(async (execute) => {
+      await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+      await grant.fence(execute);
+    });
 }
 
 export function fenceSuite(options: SuiteOptions): void {
@@ -233,21 +247,12 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(isConflict(err)).toBe(true);
     });
 
-    /** withWriteGrant's work: one payment and the fence, through the adapter, in one ORM transaction. */
-    const pay =
-      (loanId: string, amount: number) =>
-      (grant: Grant): Promise<void> =>
-        orm.inTransaction(async (execute) => {
-          await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
-          await grant.fence(execute);
-        });
-
     it('withWriteGrant and the adapter: the payment and the release commit together', async () => {
       const locks = createLockManager({ knex: db.knex });
       let held: Grant | undefined;
       await locks.withWriteGrant(`${p}-g-live`, (grant) => {
         held = grant;
-        return pay(`${p}-g-live`, 7)(grant);
+        return pay(orm, `${p}-g-live`, 7)(grant);
       });
       expect((await repaid(db, `${p}-g-live`)).payments).toBe(1);
       expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
@@ -263,7 +268,7 @@ export function fenceSuite(options: SuiteOptions): void {
         .withWriteGrant(`${p}-g-lost`, async (grant) => {
           held = grant;
           expect(await locks.forceRelease(grant.id)).toBe(true);
-          await pay(`${p}-g-lost`, 7)(grant);
+          await pay(orm, `${p}-g-lost`, 7)(grant);
         })
         .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(LockLostError);
@@ -333,6 +338,55 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(err).toBeInstanceOf(LockLostError);
       expect(seen).toEqual([0]);
       expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 2, released_by: 3 });
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+  });
+
+  describe(`withWriteGrant through ${name}: a COMMIT whose reply is lost is settled from the grant row`, () => {
+    let proxy: FaultProxy;
+    let orm: OrmUnderTest;
+
+    beforeAll(async () => {
+      const front = await proxyFor(db.url);
+      proxy = front.proxy;
+      orm = await options.connect({ foundRows: true, url: front.url.toString() });
+    });
+
+    afterAll(async () => {
+      await orm?.close().catch(() => undefined);
+      await proxy?.close();
+    });
+
+    it('the server committed, its reply was lost: resolves undefined, the payment written once, the grant released by it', async () => {
+      const locks = createLockManager({ knex: db.knex, resolveTimeoutMs: 10_000 });
+      let held: Grant | undefined;
+      let cut: Promise<string> | undefined;
+      const value = await locks.withWriteGrant('cut-reply', (grant) => {
+        held = grant;
+        cut = proxy.armOnce(/^\s*COMMIT/i, 'before-reply');
+        return pay(orm, 'cut-reply', 7)(grant).then(() => 'paid');
+      });
+      expect(await cut).toMatch(/COMMIT/i);
+      expect(value).toBeUndefined();
+      expect((await repaid(db, 'cut-reply')).payments).toBe(1);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('the COMMIT never reached the server: ConnectionLostError, nothing written, the grant released', async () => {
+      const locks = createLockManager({ knex: db.knex, resolveTimeoutMs: 10_000 });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant('cut-commit', (grant) => {
+          held = grant;
+          void proxy.armOnce(/^\s*COMMIT/i, 'before-forward');
+          return pay(orm, 'cut-commit', 7)(grant);
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionLostError);
+      expect((await repaid(db, 'cut-commit')).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
   });
