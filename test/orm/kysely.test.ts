@@ -17,26 +17,16 @@ interface Database {
   payments: { id: Generated<number>; loan_id: string; amount: number };
 }
 
-/** The fence's executor for a Kysely transaction: numAffectedRows is a bigint, the fence wants a number. */
-function kyselyExecutor<DB>(trx: Transaction<DB>): FenceExecutor {
-  return async (text, params) => Number((await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows);
-}
-
 async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await kysely.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('loans')
-        .values({ id: loanId, repaid: amount })
-        .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
-        .execute();
-      await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
-      await grant.fence(kyselyExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
-    });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+  await kysely.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('loans')
+      .values({ id: loanId, repaid: amount })
+      .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
+      .execute();
+    await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
+    await grant.fence(fromKysely(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 

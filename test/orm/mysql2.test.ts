@@ -1,8 +1,8 @@
 // The fence on one mysql2 promise connection (the pool recipe is the README's, tested in
 // test/fence-mysql2.test.ts).
-import mysql, { type Connection, type ResultSetHeader } from 'mysql2/promise';
+import mysql, { type Connection } from 'mysql2/promise';
 import { parseMysqlUrl } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromMysql2 } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
@@ -10,30 +10,20 @@ import { fenceSuite } from './support/suite.js';
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a mysql2 promise connection inside a transaction. */
-function mysql2Executor(conn: Connection): FenceExecutor {
-  return async (sql, params) => (await conn.execute<ResultSetHeader>(sql, params))[0].affectedRows;
-}
-
 async function repay(conn: Connection, grant: Grant, loanId: string, amount: number): Promise<void> {
+  await conn.beginTransaction();
   try {
-    await conn.beginTransaction();
-    try {
-      await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
-        loanId,
-        amount,
-        amount,
-      ]);
-      await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
-      await grant.fence(mysql2Executor(conn)); // last statement: LockLostError if the grant was lost
-      await conn.commit();
-    } catch (err) {
-      await conn.rollback();
-      throw err;
-    }
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
+    await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+      loanId,
+      amount,
+      amount,
+    ]);
+    await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+    await grant.fence(fromMysql2(conn)); // last statement: LockLostError if the grant was lost
+    await conn.commit();
+  } catch (err) {
+    await conn.rollback();
+    throw err;
   }
 }
 // docs/orms.md recipe: end

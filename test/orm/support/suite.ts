@@ -35,7 +35,7 @@ export async function createBusinessTables(db: TestDatabase): Promise<void> {
 
 /** One ORM connected to the file's database, driven through its recipe. */
 export interface OrmUnderTest {
-  /** The recipe: a loan's payment and the fence, in one ORM transaction. */
+  /** The recipe: a loan's payment and the fence through the ORM's adapter, in one ORM transaction (withWriteGrant's work). */
   repay(grant: Grant, loanId: string, amount: number): Promise<void>;
   /**
    * Opens an ORM transaction the way the recipe does and calls `body` with the ORM's adapter (from
@@ -165,10 +165,11 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(seen).toEqual([foundRows ? 1 : 0]);
     });
 
-    it('commits when the grant is live, and that commit released the grant', async () => {
+    it('the recipe under withWriteGrant commits when the grant is live, and that commit released the grant', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-live`);
-      await orm.repay(grant, `${p}-live`, 100);
+      let held: Grant | undefined;
+      await locks.withWriteGrant(`${p}-live`, (g) => orm.repay((held = g), `${p}-live`, 100));
+      const grant = held!;
       expect(await repaid(db, `${p}-live`)).toEqual({ repaid: 100, payments: 1 });
       expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 2, released_by: 1 });
       expect(grant.settled).toBe(true);
@@ -177,14 +178,19 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
 
-    it('rolls back with LockLostError when the grant was force-released before the commit', async () => {
+    it('the recipe: LockLostError and a rollback when the grant was force-released before the commit', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-lost`);
-      expect(await locks.forceRelease(grant.id)).toBe(true);
-      const err = await orm.repay(grant, `${p}-lost`, 100).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-lost`, async (g) => {
+          expect(await locks.forceRelease((held = g).id)).toBe(true);
+          await orm.repay(g, `${p}-lost`, 100);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const grant = held!;
       expect(err).toBeInstanceOf(LockLostError);
       expect(grant.signal.aborted).toBe(true);
       // Both business statements ran before the fence; the ORM's rollback undid them.
@@ -193,13 +199,16 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
 
-    it('a business error rolls back, the grant is released and the lock is free again', async () => {
+    it('the recipe: a business error rolls back, the grant is released and the lock is free again', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-error`);
-      const err = await orm.repay(grant, `${p}-error`, -5).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-error`, (g) => orm.repay((held = g), `${p}-error`, -5))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const grant = held!;
       expect(err).toBeInstanceOf(Error);
       expect(err).not.toBeInstanceOf(LockLostError);
       // The server's refusal, perhaps wrapped by the ORM (Drizzle keeps it as the cause).
