@@ -141,16 +141,9 @@ export interface AcquireOptions {
 
 export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
 
-export interface WithLockOptions extends AcquireOptions {
+export interface WithLockOptions extends WithGrantOptions {
   /** Isolation level of the business transaction. @defaultValue the connection's default */
   isolationLevel?: IsolationLevel;
-  /**
-   * Keeps the grant's lease this far ahead while `work` runs (extended every third of it), so a
-   * long but live holder is not reaped; a holder that stops running (paused, partitioned) stops
-   * extending and is reaped as usual. `grant.signal` aborts if an extension finds the grant lost.
-   * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
-   */
-  leaseMs?: number;
   /**
    * Runs the callback as a one-commit section: the business transaction takes the lock with its
    * first statement (a guarded update of the resource row, whose row lock it keeps until the
@@ -164,6 +157,24 @@ export interface WithLockOptions extends AcquireOptions {
    */
   section?: boolean;
 }
+
+/** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
+export interface WithGrantOptions extends AcquireOptions {
+  /**
+   * Keeps the grant's lease this far ahead while `work` runs (extended every third of it), so a
+   * long but live holder is not reaped; a holder that stops running (paused, partitioned) stops
+   * extending and is reaped as usual. `grant.signal` aborts if an extension finds the grant lost.
+   * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
+   */
+  leaseMs?: number;
+}
+
+/** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
+const CALL_OPTION_KEYS = {
+  acquire: ['waitMs', 'signal'],
+  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'section'],
+  granted: ['waitMs', 'signal', 'leaseMs'],
+} as const;
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
@@ -307,12 +318,12 @@ export interface ResolvedAcquireOptions {
   section: boolean;
 }
 
-export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
-  const o = optionsObject(
-    what,
-    input,
-    allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'section'] : ['waitMs', 'signal'],
-  );
+export function resolveCallOptions(
+  what: string,
+  input: unknown,
+  form: 'acquire' | 'scoped' | 'granted',
+): ResolvedAcquireOptions {
+  const o = optionsObject(what, input, CALL_OPTION_KEYS[form]);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal))

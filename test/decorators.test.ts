@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
 import { registerLockManager, WithReadLock, WithWriteLock } from '../src/decorators/index.js';
+import { fromKnex } from '../src/adapters/index.js';
 import { useTestDatabase } from './support/db.js';
+import { grantRow } from './support/state.js';
 import {
   balanceBody,
   decoratorCases,
@@ -99,6 +101,39 @@ describe('current()', () => {
       expect(locks.current()?.grant).toBe(outerGrant);
     });
     expect(locks.current()).toBeUndefined();
+  });
+});
+
+describe('{ grant: true }: the method runs its own transaction under withWriteGrant', () => {
+  it('the body reaches the grant with current(), fences its own transaction, and the commit releases the grant', async () => {
+    await db.knex.raw('CREATE TABLE IF NOT EXISTS granted_notes (loan VARCHAR(32)) ENGINE=InnoDB');
+    const locks = createLockManager({ knex: db.knex });
+    class Notes {
+      grantId = 0;
+      @WithWriteLock(byLoan, { manager: locks, grant: true, waitMs: 5_000 })
+      async note(loanId: string): Promise<string> {
+        const scope = locks.current(byLoan(loanId))!;
+        this.grantId = scope.grant.id;
+        expect(scope.trx).toBeUndefined(); // the transaction is the body's own
+        await db.knex.transaction(async (trx) => {
+          await trx('granted_notes').insert({ loan: loanId });
+          await scope.grant.fence(fromKnex(trx));
+        });
+        return 'noted';
+      }
+    }
+    const notes = new Notes();
+    expect(await notes.note('G1')).toBe('noted');
+    expect(await db.knex('granted_notes').where({ loan: 'G1' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    expect(await grantRow(db.knex, notes.grantId)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await locks.tryAcquireWrite(byLoan('G1'))).not.toBeNull();
+  });
+
+  it('refuses isolationLevel with grant: true, and a grant that is not a boolean, when the class is defined', () => {
+    expect(() => WithWriteLock(byLoan, { grant: true, isolationLevel: 'serializable' })).toThrow(InvalidOptionsError);
+    expect(() => WithReadLock(byLoan, { grant: 'yes' } as never)).toThrow(InvalidOptionsError);
+    // Negative control: the same isolationLevel without grant is accepted.
+    expect(() => WithWriteLock(byLoan, { isolationLevel: 'serializable' })).not.toThrow();
   });
 });
 

@@ -13,6 +13,7 @@ const ENTRIES: Record<string, string> = {
   'mysql-rwlock/otel': 'src/observability/otel.ts',
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
+  'mysql-rwlock/adapters': 'src/adapters/index.ts',
 };
 
 /** The names a module exports: `export { a, type B } from`, `export type { C }`, `export function/const/class/interface/type D`. */

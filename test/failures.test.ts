@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
 import { isConflict } from '../src/sql/connection.js';
-import { knexExecutor } from '../src/lock/fenced.js';
+import { fromKnex } from '../src/adapters/index.js';
 import { proxyFor, useProxiedKnex } from './support/proxy.js';
 import {
   ConnectionLostError,
@@ -371,7 +371,7 @@ describe('an error replied to COMMIT', () => {
       via.knex
         .transaction(async (trx) => {
           await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
-          await grant.fence(knexExecutor(trx));
+          await grant.fence(fromKnex(trx));
         })
         .then(
           () => null,

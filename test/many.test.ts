@@ -16,7 +16,7 @@ import {
   type LockGroup,
   type LockManager,
 } from '../src/index.js';
-import { knexExecutor } from '../src/lock/fenced.js';
+import { fromKnex } from '../src/adapters/index.js';
 import { CHANNELS } from '../src/observability/tracing-entry.js';
 import { acquireOrderForTests } from '../src/lock/group.js';
 import { BAD_RESOURCE_IDS } from './support/bad-resource-ids.js';
@@ -294,10 +294,10 @@ describe('the one fence statement covers every grant', () => {
         return e;
       }
     };
-    expect(await transfer((trx, group) => group.fence(knexExecutor(trx)))).toBeInstanceOf(LockLostError);
+    expect(await transfer((trx, group) => group.fence(fromKnex(trx)))).toBeInstanceOf(LockLostError);
     expect([await balance('g:1'), await balance('g:2')]).toEqual([100, 100]);
     // The first grant's own fence is what a check of the first grant only would be: it commits.
-    expect(await transfer((trx, group) => group.grants[0]!.fence(knexExecutor(trx)))).toBe('committed');
+    expect(await transfer((trx, group) => group.grants[0]!.fence(fromKnex(trx)))).toBe('committed');
     expect([await balance('g:1'), await balance('g:2')]).toEqual([50, 150]);
     expect(await holders(locks, 'g:1', 'g:2')).toEqual([[], []]);
   });

@@ -17,6 +17,7 @@ new KnexInstrumentation().setTracerProvider(provider);
 const { useTestDatabase } = await import('./support/db.js');
 const { backdate } = await import('./support/state.js');
 const { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError } = await import('../src/index.js');
+const { fromKnex } = await import('../src/adapters/index.js');
 const { reapStaleGrants } = await import('../src/admin/index.js');
 const { instrumentLocks, SPANS } = await import('../src/observability/otel.js');
 
@@ -224,6 +225,32 @@ describe('mysql-rwlock/otel', () => {
     expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'reaper', 'error.type': 'LockLostError' });
     expect(hold.status.code).toBe(SpanStatusCode.ERROR);
     expect(hold.events.map((e) => e.name)).toEqual(['exception']);
+  });
+
+  it('withWriteGrant: the hold span ends as commit after a fence, as holder after a fence rolled back', async () => {
+    await instrument();
+    const locks = createLockManager({ knex: db.knex });
+    await locks.withWriteGrant('otel:grant', (grant) =>
+      db.knex.transaction(async (trx) => {
+        await trx('account').where({ id: 1 }).increment('balance', 1);
+        await grant.fence(fromKnex(trx));
+      }),
+    );
+    await flush();
+    expect(one(SPANS.hold).attributes).toMatchObject({ 'rwlock.released_by': 'commit' });
+    expect(one(SPANS.hold).status.code).toBe(SpanStatusCode.UNSET);
+    exporter.reset();
+    const undone = new Error('roll back after the fence');
+    await locks.withWriteGrant('otel:grant', (grant) =>
+      db.knex
+        .transaction(async (trx) => {
+          await grant.fence(fromKnex(trx));
+          throw undone;
+        })
+        .catch((e: unknown) => expect(e).toBe(undone)),
+    );
+    await flush();
+    expect(one(SPANS.hold).attributes).toMatchObject({ 'rwlock.released_by': 'holder' });
   });
 
   it('disable(): no more lock spans, and the knex query span inside the callback has no lock parent (negative control)', async () => {

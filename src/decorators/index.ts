@@ -3,7 +3,7 @@
 // from one implementation. A subpath, so that the main entry stays small.
 import { InvalidOptionsError } from '../errors.js';
 import { LockManager } from '../lock/manager.js';
-import { optionsObject, type WithLockOptions } from '../options.js';
+import { booleanOption, optionsObject, type WithLockOptions } from '../options.js';
 
 /**
  * Where a decorated method finds its lock manager: the manager, or a function called at each call
@@ -20,6 +20,14 @@ export interface LockDecoratorOptions<This = unknown> extends WithLockOptions {
    * module registers its own)
    */
   manager?: LockManagerSource<This>;
+  /**
+   * Run the method inside `withWriteGrant`/`withReadGrant` instead: for another ORM, the body opens
+   * its own transaction, reaches the grant with `manager.current()` and makes
+   * `grant.fence(adapter)` its last statement (`isolationLevel` is then refused: the transaction is
+   * the body's). The method then resolves `undefined` when its COMMIT's reply was lost but it committed.
+   * @defaultValue false
+   */
+  grant?: boolean;
 }
 
 /**
@@ -136,7 +144,12 @@ function lockDecorator<Args extends unknown[], This>(
 ): LockDecorator<Args, This> {
   if (typeof keyOf !== 'function')
     throw new InvalidOptionsError(`keyOf: @${what} needs a function that builds the resource id from the arguments`);
-  const o = optionsObject(`@${what}`, options, ['manager', ...WITH_LOCK_KEYS]);
+  const o = optionsObject(`@${what}`, options, ['manager', 'grant', ...WITH_LOCK_KEYS]);
+  const granted = booleanOption('grant', o.grant, false);
+  if (granted && o.isolationLevel !== undefined)
+    throw new InvalidOptionsError(
+      `isolationLevel: @${what} with { grant: true } runs the method's own transaction; set its isolation level there`,
+    );
   const source = o.manager as LockManagerSource<This> | undefined;
   if (source !== undefined && typeof source !== 'function' && !(source instanceof LockManager))
     throw new InvalidOptionsError(`manager: @${what} needs a LockManager or a function returning one`);
@@ -171,6 +184,10 @@ function lockDecorator<Args extends unknown[], This>(
       const manager = managerNow(this as This, name);
       const resourceId = keyOf(...(args as Args));
       const work = () => method.apply(this, args);
+      if (granted)
+        return mode === 'write'
+          ? manager.withWriteGrant(resourceId, work, lockOptions)
+          : manager.withReadGrant(resourceId, work, lockOptions);
       return mode === 'write'
         ? manager.withWriteLock(resourceId, work, lockOptions)
         : manager.withReadLock(resourceId, work, lockOptions);

@@ -16,6 +16,12 @@ export type FenceExecutor = (sql: string, params: (number | string)[]) => Promis
 /** Business work run under a lock, inside the transaction the lock commits with. */
 export type LockedWork<T> = (trx: Knex.Transaction, grant: Grant) => Promise<T>;
 
+/**
+ * Business work run under a lock by `withWriteGrant`/`withReadGrant`: it runs its own transaction,
+ * with any ORM, and makes `grant.fence(adapter)` its last statement before the commit.
+ */
+export type GrantedWork<T> = (grant: Grant) => Promise<T>;
+
 /** `onLockLost`: called once per grant this process learns it lost. */
 export type LockLostHandler = (grant: Grant, info: LockLostInfo) => void | Promise<void>;
 

@@ -2,18 +2,11 @@ import type { Knex } from 'knex';
 import { isConnectionLost } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from '../errors.js';
-import type { FenceExecutor, LockedWork } from './api.js';
+import type { FenceExecutor, GrantedWork, LockedWork } from './api.js';
 import type { HeldGrant } from './grant.js';
 import type { IsolationLevel } from '../options.js';
 import { withRetries } from '../sql/retry.js';
-
-/** The fence's executor for a knex transaction. */
-export function knexExecutor(trx: Knex.Transaction): FenceExecutor {
-  return async (sql, params) => {
-    const [result] = (await trx.raw(sql, params)) as unknown as [{ affectedRows: number }];
-    return result.affectedRows;
-  };
-}
+import { fromKnex } from '../adapters/index.js';
 
 /**
  * What a fenced transaction runs under: one grant, or a group of grants whose fence is one
@@ -46,6 +39,91 @@ function singleHold(grant: HeldGrant): FencedHold {
   };
 }
 
+/** One attempt at a business transaction fenced by a hold, as {@link settleFenced} runs it. */
+interface FencedAttempt<T> {
+  /** Runs the transaction; resolves once it ended. */
+  run(): Promise<T>;
+  /** Whether this attempt's fence succeeded: from then on its transaction may have committed. */
+  fenced(): boolean;
+  /**
+   * The transaction rejected after its fence, yet the grant rows say their holder released them:
+   * the commit happened (a COMMIT whose reply was lost or that replied an error). What the call
+   * returns then, or throws.
+   */
+  committedAfterAll(caught: unknown): T;
+}
+
+/**
+ * The one settling path for a business transaction fenced by `hold`, under the library's retry
+ * policy: a conflict rolled it back whole and it runs again under the same grants, if they are
+ * still live; a transaction that failed after its fence (a COMMIT whose reply was lost, or that
+ * replied an error) is settled from the grant rows; anything else is rethrown as it is.
+ */
+async function settleFenced<T>(ctx: LockContext, hold: FencedHold, next: () => FencedAttempt<T>): Promise<T> {
+  let current: FencedAttempt<T> | undefined;
+  let modeAtStart = hold.modes();
+  let confirmedLive = false;
+  return withRetries(
+    ctx.policy,
+    'the business transaction',
+    async () => {
+      current = next();
+      confirmedLive = false;
+      modeAtStart = hold.modes();
+      try {
+        return await current.run();
+      } catch (caught) {
+        // A lost reply goes to the settling below; an error the COMMIT itself replied is settled here.
+        if (!current.fenced() || isConnectionLost(caught)) throw caught;
+        // It normally rolled back, but a cluster may apply a commit it replied an error for (see isLive).
+        const live = await hold.isLive().catch((err: unknown) => {
+          throw err instanceof LockOutcomeUnknownError
+            ? new LockOutcomeUnknownError('business commit', hold.token, hold.id, caught)
+            : err;
+        });
+        if (!live) {
+          const lost = hold.lost();
+          if (lost) throw lost;
+          return current.committedAfterAll(caught);
+        }
+        // Rolled back: a conflict runs again, anything else reaches the caller (the grant is released).
+        confirmedLive = true;
+        throw caught;
+      }
+    },
+    async (err) => {
+      // Died before its fence succeeded: the server rolls the transaction back; the grants are still ours.
+      if (current?.fenced() !== true) throw new ConnectionLostError('the business transaction', err);
+      const outcome = await hold.settleLostCommit();
+      if (outcome === undefined) throw new LockOutcomeUnknownError('business commit', hold.token, hold.id, err);
+      if (outcome === 'committed') return { value: current.committedAfterAll(err) };
+      if (outcome === 'lost') throw hold.lost() ?? new LockLostError(hold.id);
+      throw new ConnectionLostError('the business transaction', err);
+    },
+    async (conflict, attempts) => {
+      // A conflict rolled the work back: run it again only while the grants are live. A paused holder
+      // whose grant was reaped learns so now, instead of redoing work that cannot commit.
+      if (!confirmedLive) {
+        // Nothing committed; a database that cannot say whether the grant is live is unreachable.
+        const live = await hold.isLive().catch((err: unknown) => {
+          throw err instanceof LockOutcomeUnknownError
+            ? new ConnectionLostError('the business transaction', conflict)
+            : err;
+        });
+        if (!live) throw hold.lost() ?? new LockLostError(hold.id);
+      }
+      // A downgrade or upgrade commits at once, not with the work: a rerun would start under a grant
+      // of the other mode (a withWriteLock callback writing under a read grant), so there is none.
+      if (hold.modes() !== modeAtStart)
+        throw new TransactionConflictError(
+          'the business transaction (not run again: its grant changed mode during it)',
+          attempts,
+          conflict,
+        );
+    },
+  );
+}
+
 /**
  * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
  * writes and the release commit together or not at all; inside it, the grant's resource is held
@@ -67,98 +145,78 @@ export function runFenced<T>(
 
 /**
  * Runs `run` in a knex transaction whose last statement is the hold's fence, so the business
- * writes and the release commit together or not at all. Under the library's retry policy: a
- * conflict rolls it back whole and it runs again under the same grants, if they are still live; a
- * COMMIT whose reply was lost, or that replied an error, is settled from the grant rows. Any
+ * writes and the release commit together or not at all, settled by {@link settleFenced}. Any
  * rejection of `run`, whatever its value, rolls back and is rethrown as it is.
  */
-export async function runFencedHold<T>(
+export function runFencedHold<T>(
   ctx: LockContext,
-  grant: FencedHold,
+  hold: FencedHold,
   run: (trx: Knex.Transaction) => Promise<T>,
   isolationLevel: IsolationLevel | undefined,
 ): Promise<T> {
-  let commitSent = false;
-  let value: T | undefined;
-  let modeAtStart = grant.modes();
-  let confirmedLive = false;
-  return withRetries(
-    ctx.policy,
-    'the business transaction',
-    async () => {
-      commitSent = false;
-      confirmedLive = false;
-      value = undefined;
-      modeAtStart = grant.modes();
-      let failure: { error: unknown } | undefined;
-      try {
-        await ctx.knex.transaction(
-          async (trx) => {
-            try {
-              value = await run(trx);
-            } catch (error) {
-              failure = { error };
-              // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
-              throw error instanceof Error ? error : new Error('business work rejected');
-            }
-            await grant.fence(knexExecutor(trx));
-            commitSent = true;
-          },
-          isolationLevel ? { isolationLevel } : undefined,
-        );
-      } catch (caught) {
-        // The work's own rejection says what happened: when the connection died under it, knex's
-        // failed ROLLBACK would replace it.
-        if (failure) throw failure.error;
-        // A lost reply goes to the settling below; an error the COMMIT itself replied is settled here.
-        if (!commitSent || isConnectionLost(caught)) throw caught;
-        // It normally rolled back, but a cluster may apply a commit it replied an error for (see isLive).
-        const live = await grant.isLive().catch((err: unknown) => {
-          throw err instanceof LockOutcomeUnknownError
-            ? new LockOutcomeUnknownError('business commit', grant.token, grant.id, caught)
-            : err;
-        });
-        if (!live) {
-          const lost = grant.lost();
-          if (lost) throw lost;
-          return value as T;
+  return settleFenced(ctx, hold, () => {
+    let commitSent = false;
+    let value: T | undefined;
+    return {
+      fenced: () => commitSent,
+      committedAfterAll: () => value as T,
+      async run() {
+        let failure: { error: unknown } | undefined;
+        try {
+          await ctx.knex.transaction(
+            async (trx) => {
+              try {
+                value = await run(trx);
+              } catch (error) {
+                failure = { error };
+                // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+                throw error instanceof Error ? error : new Error('business work rejected');
+              }
+              await hold.fence(fromKnex(trx));
+              commitSent = true;
+            },
+            isolationLevel ? { isolationLevel } : undefined,
+          );
+        } catch (caught) {
+          // The work's own rejection says what happened: when the connection died under it, knex's
+          // failed ROLLBACK would replace it.
+          if (failure) throw failure.error;
+          throw caught;
         }
-        // Rolled back: a conflict runs again, anything else reaches the caller (the grant is released).
-        confirmedLive = true;
+        hold.committed();
+        return value as T;
+      },
+    };
+  });
+}
+
+/**
+ * Runs `work`, which runs its own (any ORM's) transaction and makes `grant.fence(adapter)` its last
+ * statement, settled by {@link settleFenced}. When `work` resolves after a fence, the grant row
+ * tells whether that transaction committed (the grant released by its holder) or rolled back (still
+ * live: the caller releases it). When `work` rejects after a fence and the row says the commit
+ * happened, the work's rejection is rethrown (it came after the commit), except for a COMMIT whose
+ * reply was lost, which resolves undefined: the work had no value to give.
+ */
+export function runGranted<T>(ctx: LockContext, grant: HeldGrant, work: GrantedWork<T>): Promise<T | undefined> {
+  return settleFenced<T | undefined>(ctx, singleHold(grant), () => {
+    const fencesBefore = grant.fences;
+    const fenced = (): boolean => grant.fences > fencesBefore;
+    return {
+      fenced,
+      committedAfterAll(caught) {
+        if (isConnectionLost(caught)) return undefined;
         throw caught;
-      }
-      grant.committed();
-      return value as T;
-    },
-    async (err) => {
-      // Died before COMMIT was sent: the server rolls the transaction back; the grant is still ours.
-      if (!commitSent) throw new ConnectionLostError('the business transaction', err);
-      const outcome = await grant.settleLostCommit();
-      if (outcome === undefined) throw new LockOutcomeUnknownError('business commit', grant.token, grant.id, err);
-      if (outcome === 'committed') return { value: value as T };
-      if (outcome === 'lost') throw grant.lost() ?? new LockLostError(grant.id);
-      throw new ConnectionLostError('the business transaction', err);
-    },
-    async (conflict, attempts) => {
-      // A conflict rolled the work back: run it again only while the grant is live. A paused holder
-      // whose grant was reaped learns so now, instead of redoing work that cannot commit.
-      if (!confirmedLive) {
-        // Nothing committed; a database that cannot say whether the grant is live is unreachable.
-        const live = await grant.isLive().catch((err: unknown) => {
-          throw err instanceof LockOutcomeUnknownError
-            ? new ConnectionLostError('the business transaction', conflict)
-            : err;
-        });
-        if (!live) throw grant.lost() ?? new LockLostError(grant.id);
-      }
-      // A downgrade or upgrade commits at once, not with the work: a rerun would start under a grant
-      // of the other mode (a withWriteLock callback writing under a read grant), so there is none.
-      if (grant.modes() !== modeAtStart)
-        throw new TransactionConflictError(
-          'the business transaction (not run again: its grant changed mode during it)',
-          attempts,
-          conflict,
+      },
+      async run() {
+        const value = await ctx.scopes.run([[grant.ref.resource.toString('hex'), { grant, trx: undefined }]], () =>
+          work(grant),
         );
-    },
-  );
+        // Verified, not assumed: the transaction may have rolled back after its fence (then the grant
+        // is live and the caller releases it). isLive() settles a grant its holder's commit released.
+        if (fenced()) await grant.isLive();
+        return value;
+      },
+    };
+  });
 }

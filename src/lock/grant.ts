@@ -27,6 +27,7 @@ export class HeldGrant implements Grant {
   readonly #lost = new AbortController();
   #mode: LockMode;
   #done = false;
+  #fences = 0;
 
   /**
    * Grants come from a LockManager. Private, so the published declarations show no constructor a
@@ -75,6 +76,11 @@ export class HeldGrant implements Grant {
     return this.#lost.signal;
   }
 
+  /** @internal Fences that succeeded (released the grant in their transaction), committed or not. */
+  get fences(): number {
+    return this.#fences;
+  }
+
   get settled(): boolean {
     return this.#done;
   }
@@ -95,7 +101,10 @@ export class HeldGrant implements Grant {
     } catch (err) {
       throw translate(err);
     }
-    if (changed === RELEASED_ROWS) return;
+    if (changed === RELEASED_ROWS) {
+      this.#fences++;
+      return;
+    }
     if (changed === 0) {
       this.#markLost('fence', 'look up');
       throw new LockLostError(this.id);

@@ -9,8 +9,8 @@ import {
   PoolTooSmallError,
   SectionError,
 } from '../errors.js';
-import { runFenced, runFencedHold } from './fenced.js';
-import type { Grant, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
+import { runFenced, runFencedHold, runGranted } from './fenced.js';
+import type { Grant, GrantedWork, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
 import { acquireGroup, groupTargets, inResourceOrder, type HeldGroup } from './group.js';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
@@ -28,6 +28,7 @@ import {
   type HistoryOptions,
   type ListOptions,
   type LockManagerOptions,
+  type WithGrantOptions,
   type WithLockOptions,
 } from '../options.js';
 import { resourceKey } from './resource-id.js';
@@ -191,6 +192,43 @@ export class LockManager {
   }
 
   /**
+   * Runs `work(grant)` under a write lock, for a business transaction of any ORM: `work` opens its
+   * own transaction and makes `await grant.fence(adapter)` its last statement before the commit
+   * (adapters in `mysql-rwlock/adapters`). When `work` resolves after a fence, the grant row tells
+   * whether that transaction committed (which released the grant) or rolled back (the grant is then
+   * released here); without a fence the grant is released. When `work` rejects, the grant is
+   * released unless the commit happened: a COMMIT whose reply was lost is settled from the grant row
+   * as in withWriteLock (it resolves undefined if it committed, as `work` returned nothing). A
+   * deadlock or certification conflict runs `work` again under the same grant, within
+   * `deadlockRetries`. A call nested in another scoped call on the same resource is refused with
+   * InvalidOptionsError: the transactions could not be one.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * import { fromKnex } from 'mysql-rwlock/adapters';
+   * import type { Knex } from 'knex';
+   * declare const locks: LockManager;
+   * declare const db: Knex;
+   *
+   * await locks.withWriteGrant('loan:7', (grant) =>
+   *   db.transaction(async (trx) => {
+   *     await trx('payments').insert({ loan_id: '7', amount: 10 });
+   *     await grant.fence(fromKnex(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+   *   }),
+   * );
+   * ```
+   */
+  withWriteGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
+    return this.#track('withWriteGrant', () => this.#granted('write', resourceId, work, options, 'withWriteGrant'));
+  }
+
+  /** As withWriteGrant, under a read lock. */
+  withReadGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
+    return this.#track('withReadGrant', () => this.#granted('read', resourceId, work, options, 'withReadGrant'));
+  }
+
+  /**
    * The enclosing scoped call of this manager (`withWriteLock`/`withReadLock`) in the current async
    * context: its grant and transaction, so that code the callback calls reaches them without being
    * handed them. With a resource id, the call on that resource (an outer one when calls nest); without,
@@ -286,7 +324,7 @@ export class LockManager {
   acquireMany(sets: LockSets, options?: AcquireOptions): Promise<LockGroup> {
     return this.#track('acquireMany', async () => {
       const targets = groupTargets('acquireMany', sets);
-      const { waitMs, signal } = resolveCallOptions('acquireMany', options, false);
+      const { waitMs, signal } = resolveCallOptions('acquireMany', options, 'acquire');
       for (const t of targets) this.#notInSection(t, 'acquireMany');
       return this.#acquireGroup(targets, waitMs, signal);
     });
@@ -487,7 +525,7 @@ export class LockManager {
   #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
-      const { waitMs, signal } = resolveCallOptions(what, options, false);
+      const { waitMs, signal } = resolveCallOptions(what, options, 'acquire');
       this.#notInSection(target, what);
       return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     });
@@ -511,7 +549,7 @@ export class LockManager {
     what: string,
   ): Promise<T> {
     const target = this.#target(mode, resourceId);
-    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, true);
+    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
     // Reentrant: inside an operation on the same resource (durable or section), join its grant and
@@ -519,6 +557,10 @@ export class LockManager {
     const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
     if (outer) {
       if (mode === 'write' && outer.grant.mode === 'read') throw new LockUpgradeError(resourceId);
+      if (outer.trx === undefined)
+        throw new InvalidOptionsError(
+          `${what}: ${resourceId} is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join; use its grant (locks.current(id).grant) and transaction`,
+        );
       return work(outer.trx, outer.grant);
     }
     this.#checkPool(leaseMs !== undefined, what);
@@ -549,7 +591,7 @@ export class LockManager {
   async #scopedGroup<T>(sets: LockSets, work: LockedGroupWork<T>, options: WithLockOptions | undefined): Promise<T> {
     const what = 'withLocks';
     const targets = groupTargets(what, sets);
-    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, true);
+    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
     const joined = this.#joinGroup(targets);
@@ -595,7 +637,12 @@ export class LockManager {
   #joinGroup(targets: Target[]): { trx: Knex.Transaction; grants: Grant[] } | undefined {
     const held = targets.map((t) => ({ t, outer: this.#ctx.scopes.held(t.resource.toString('hex')) }));
     if (held.every((h) => h.outer === undefined)) return undefined;
-    const trx = held[0]!.outer?.trx;
+    const trx = held.find((h) => h.outer !== undefined)!.outer!.trx;
+    // A scoped grant's transaction is the caller's ORM's: a group cannot join it.
+    if (trx === undefined)
+      throw new InvalidOptionsError(
+        `withLocks: a resource named is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join`,
+      );
     const partial = held.find((h) => h.outer === undefined || h.outer.trx !== trx);
     if (partial)
       throw new InvalidOptionsError(
@@ -605,6 +652,36 @@ export class LockManager {
       if (h.t.mode === 'write' && h.outer!.grant.mode === 'read') throw new LockUpgradeError(h.t.resourceId);
     const sorted = [...held].sort((a, b) => Buffer.compare(a.t.resource, b.t.resource));
     return { trx: trx!, grants: sorted.map((h) => h.outer!.grant) };
+  }
+
+  async #granted<T>(
+    mode: LockMode,
+    resourceId: string,
+    work: GrantedWork<T>,
+    options: WithGrantOptions | undefined,
+    what: string,
+  ): Promise<T | undefined> {
+    const target = this.#target(mode, resourceId);
+    const { waitMs, signal, leaseMs } = resolveCallOptions(what, options, 'granted');
+    if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (grant) => Promise`);
+    // Its transaction is the caller's own: it cannot join an enclosing one, nor fence a grant another call settles.
+    if (this.#ctx.scopes.held(target.resource.toString('hex')))
+      throw new InvalidOptionsError(
+        `${what}: ${resourceId} is already held by an enclosing scoped call of this manager; use its grant (locks.current(id).grant)`,
+      );
+    this.#checkPool(leaseMs !== undefined, what);
+    const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+    return inHoldScope(grant, async () => {
+      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
+      try {
+        await keepAlive?.first;
+        return await runGranted(this.#ctx, grant, work);
+      } finally {
+        keepAlive?.stop();
+        // An error is already on its way to the caller; if this release fails too, the reaper releases it.
+        if (!grant.settled) await grant.release().catch(() => undefined);
+      }
+    });
   }
 
   /**

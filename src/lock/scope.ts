@@ -2,10 +2,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from 'knex';
 import type { Grant } from './api.js';
 
-/** A fenced operation open in the current async context: its grant and its transaction. */
+/**
+ * A fenced operation open in the current async context: its grant and its knex transaction, none
+ * when the transaction is another ORM's (`withWriteGrant`).
+ */
 export interface Held {
   grant: Grant;
-  trx: Knex.Transaction;
+  trx?: Knex.Transaction | undefined;
 }
 
 /**

@@ -255,9 +255,10 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     hold.scoped = true;
     return otelContext.with(trace.setSpan(otelContext.active(), hold.span), run).then(
       (value) => {
-        // Resolved after a fence: the business transaction, fence included, committed. Without one
-        // (a scoped form whose work need not fence), the grant was released.
-        hold.releasedBy = hold.fenced ? 'commit' : (hold.releasedBy ?? 'commit');
+        // Resolved after a fence: the business transaction, fence included, committed, unless the
+        // holder released the grant after it (withWriteGrant: that transaction rolled back). Without
+        // a fence (a scoped form whose work need not fence), the grant was released.
+        hold.releasedBy ??= 'commit';
         finishHold(hold, grant);
         return value;
       },

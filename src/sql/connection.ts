@@ -159,7 +159,13 @@ export function driverErrorOf(err: unknown): DriverError | undefined {
   for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
     if (e instanceof RwLockError) return undefined;
     if (e.errno !== undefined || e.fatal !== undefined || (e.code !== undefined && LOST_CODES.has(e.code))) return e;
-    const prisma = e.meta?.driverAdapterError?.cause;
+    // Prisma's driver adapter error: under a model query's `meta`, or itself the `cause` of the
+    // DriverAdapterError a raw statement or the transaction's COMMIT rejects with.
+    const prisma =
+      e.meta?.driverAdapterError?.cause ??
+      ((e as { originalCode?: unknown }).originalCode === undefined
+        ? undefined
+        : (e as { originalCode?: unknown; originalMessage?: unknown }));
     if (prisma?.originalCode !== undefined) {
       return Object.assign(new Error(String(prisma.originalMessage ?? '')), { errno: Number(prisma.originalCode) });
     }
@@ -202,7 +208,9 @@ const LOST_CODES = new Set([
   'ER_SERVER_SHUTDOWN',
   'ER_QUERY_INTERRUPTED',
 ]);
-const LOST_ERRNOS = new Set([1053, 1927, 2006, 2013, 1317, 4031]);
+// The server's and mysql2's, then the mariadb connector's (Prisma's adapter, which keeps only the
+// number): its socket closed unexpectedly, failed, or timed out.
+const LOST_ERRNOS = new Set([1053, 1927, 2006, 2013, 1317, 4031, 45009, 45019, 45026]);
 
 /** True when the connection died with the command in flight: the server may or may not have committed. */
 export function isConnectionLost(err: unknown): boolean {

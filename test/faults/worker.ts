@@ -16,7 +16,7 @@ import {
   type Grant,
   type LockManager,
 } from '../../src/index.js';
-import { knexExecutor } from '../../src/lock/fenced.js';
+import { fromKnex } from '../../src/adapters/index.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
@@ -225,7 +225,7 @@ async function downgradeOp(op: string, resource: string, slow: boolean): Promise
             await sleep(pause());
           });
           log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
-          await held.fence(knexExecutor(trx));
+          await held.fence(fromKnex(trx));
           return seen;
         },
         { isolationLevel: 'read committed' },

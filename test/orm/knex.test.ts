@@ -1,33 +1,23 @@
 // The fence on a knex transaction the application opens itself (withWriteLock does this for you).
 import type { Knex } from 'knex';
-import type { ResultSetHeader } from 'mysql2';
 import { connectKnex } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromKnex } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a knex transaction (client mysql2). */
-function knexExecutor(trx: Knex.Transaction): FenceExecutor {
-  return async (sql, params) => ((await trx.raw(sql, params)) as unknown as [ResultSetHeader])[0].affectedRows;
-}
-
 async function repay(knex: Knex, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await knex.transaction(async (trx) => {
-      await trx('loans')
-        .insert({ id: loanId, repaid: amount })
-        .onConflict('id')
-        .merge({ repaid: trx.raw('repaid + ?', [amount]) });
-      await trx('payments').insert({ loan_id: loanId, amount });
-      await grant.fence(knexExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
-    });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+  await knex.transaction(async (trx) => {
+    await trx('loans')
+      .insert({ id: loanId, repaid: amount })
+      .onConflict('id')
+      .merge({ repaid: trx.raw('repaid + ?', [amount]) });
+    await trx('payments').insert({ loan_id: loanId, amount });
+    await grant.fence(fromKnex(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 
@@ -36,11 +26,12 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['knex', 'mysql2'],
-  async connect({ foundRows }) {
-    const knex = connectKnex(db.url, db.name, { poolMax: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
+  async connect({ foundRows, url = db.url }) {
+    const knex = connectKnex(url, db.name, { poolMax: 2, flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] });
     return {
       repay: (grant, loanId, amount) => repay(knex, grant, loanId, amount),
-      inTransaction: (body) => knex.transaction((trx) => body(knexExecutor(trx))),
+      inTransaction: (body) => knex.transaction((trx) => body(fromKnex(trx))),
+      adaptClient: () => fromKnex(knex as unknown as Knex.Transaction),
       close: () => knex.destroy(),
     };
   },

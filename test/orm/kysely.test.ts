@@ -6,6 +6,7 @@ import { parseMysqlUrl } from '../../harness/database.js';
 import { createLockManager, LockInvariantError, type FenceExecutor, type Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { grantRow, invariantViolations } from '../support/state.js';
+import { fromKysely } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -16,32 +17,22 @@ interface Database {
   payments: { id: Generated<number>; loan_id: string; amount: number };
 }
 
-/** The fence's executor for a Kysely transaction: numAffectedRows is a bigint, the fence wants a number. */
-function kyselyExecutor<DB>(trx: Transaction<DB>): FenceExecutor {
-  return async (text, params) => Number((await trx.executeQuery(CompiledQuery.raw(text, [...params]))).numAffectedRows);
-}
-
 async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await kysely.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('loans')
-        .values({ id: loanId, repaid: amount })
-        .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
-        .execute();
-      await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
-      await grant.fence(kyselyExecutor(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
-    });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+  await kysely.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('loans')
+      .values({ id: loanId, repaid: amount })
+      .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
+      .execute();
+    await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
+    await grant.fence(fromKysely(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 
-function connect(foundRows: boolean): Kysely<Database> {
+function connect(foundRows: boolean, url = db.url): Kysely<Database> {
   const pool = createPool({
-    ...parseMysqlUrl(db.url),
+    ...parseMysqlUrl(url),
     database: db.name,
     connectionLimit: 2,
     flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
@@ -54,11 +45,12 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['kysely', 'mysql2'],
-  async connect({ foundRows }) {
-    const kysely = connect(foundRows);
+  async connect({ foundRows, url }) {
+    const kysely = connect(foundRows, url);
     return {
       repay: (grant, loanId, amount) => repay(kysely, grant, loanId, amount),
-      inTransaction: (body) => kysely.transaction().execute((trx) => body(kyselyExecutor(trx))),
+      inTransaction: (body) => kysely.transaction().execute((trx) => body(fromKysely(trx))),
+      adaptClient: () => fromKysely(kysely as unknown as Parameters<typeof fromKysely>[0]),
       close: () => kysely.destroy(),
     };
   },

@@ -1,35 +1,26 @@
 // The fence on a MikroORM transaction (@mikro-orm/mysql, which runs on knex and mysql2). No
 // entities: the fence and these business writes are plain SQL through the transaction's EntityManager.
-import { MikroORM, type EntityManager, type QueryResult } from '@mikro-orm/mysql';
+import { MikroORM } from '@mikro-orm/mysql';
 import { parseMysqlUrl } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromMikroORM } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a MikroORM transaction: em.execute() runs on the transaction `em` belongs to. */
-function mikroOrmExecutor(em: EntityManager): FenceExecutor {
-  return async (sql, params) => (await em.execute<QueryResult>(sql, params, 'run')).affectedRows;
-}
-
 async function repay(orm: MikroORM, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await orm.em.transactional(async (em) => {
-      await em.execute(
-        'INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?',
-        [loanId, amount, amount],
-        'run',
-      );
-      await em.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount], 'run');
-      await em.flush(); // persisted entities go out now, so the fence is the last statement
-      await grant.fence(mikroOrmExecutor(em)); // last statement: LockLostError (and a rollback) if the grant was lost
-    });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+  await orm.em.transactional(async (em) => {
+    await em.execute(
+      'INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?',
+      [loanId, amount, amount],
+      'run',
+    );
+    await em.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount], 'run');
+    await em.flush(); // persisted entities go out now, so the fence is the last statement
+    await grant.fence(fromMikroORM(em)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 
@@ -38,8 +29,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['@mikro-orm/core', '@mikro-orm/mysql'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const orm = await MikroORM.init({
       dbName: db.name,
       host,
@@ -53,7 +44,8 @@ fenceSuite({
     });
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),
-      inTransaction: (body) => orm.em.transactional((em) => body(mikroOrmExecutor(em))),
+      inTransaction: (body) => orm.em.transactional((em) => body(fromMikroORM(em))),
+      adaptClient: () => fromMikroORM(orm.em),
       close: () => orm.close(true),
     };
   },

@@ -1,38 +1,29 @@
 // The fence on one mysql2 promise connection (the pool recipe is the README's, tested in
 // test/fence-mysql2.test.ts).
-import mysql, { type Connection, type ResultSetHeader } from 'mysql2/promise';
+import mysql, { type Connection } from 'mysql2/promise';
 import { parseMysqlUrl } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromMysql2 } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a mysql2 promise connection inside a transaction. */
-function mysql2Executor(conn: Connection): FenceExecutor {
-  return async (sql, params) => (await conn.execute<ResultSetHeader>(sql, params))[0].affectedRows;
-}
-
 async function repay(conn: Connection, grant: Grant, loanId: string, amount: number): Promise<void> {
+  await conn.beginTransaction();
   try {
-    await conn.beginTransaction();
-    try {
-      await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
-        loanId,
-        amount,
-        amount,
-      ]);
-      await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
-      await grant.fence(mysql2Executor(conn)); // last statement: LockLostError if the grant was lost
-      await conn.commit();
-    } catch (err) {
-      await conn.rollback();
-      throw err;
-    }
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
+    await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+      loanId,
+      amount,
+      amount,
+    ]);
+    await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+    await grant.fence(fromMysql2(conn)); // last statement: LockLostError if the grant was lost
+    await conn.commit();
+  } catch (err) {
+    await conn.rollback();
+    throw err;
   }
 }
 // docs/orms.md recipe: end
@@ -42,9 +33,9 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['mysql2'],
-  async connect({ foundRows }) {
+  async connect({ foundRows, url = db.url }) {
     const conn = await mysql.createConnection({
-      ...parseMysqlUrl(db.url),
+      ...parseMysqlUrl(url),
       database: db.name,
       flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
     });
@@ -53,11 +44,19 @@ fenceSuite({
       async inTransaction(body) {
         await conn.beginTransaction();
         try {
-          await body(mysql2Executor(conn));
+          await body(fromMysql2(conn));
           await conn.commit();
         } catch (err) {
           await conn.rollback();
           throw err;
+        }
+      },
+      adaptClient() {
+        const pool = mysql.createPool({ ...parseMysqlUrl(db.url), database: db.name });
+        try {
+          return fromMysql2(pool);
+        } finally {
+          void pool.end();
         }
       },
       close: () => conn.end(),

@@ -9,8 +9,9 @@ import { promisify } from 'node:util';
 import { PrismaMariaDb } from '@prisma/adapter-mariadb';
 import { beforeAll, afterAll } from 'vitest';
 import { parseMysqlUrl } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromPrisma } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -40,26 +41,16 @@ interface PrismaClient {
 type PrismaClientClass = new (options: { adapter: PrismaMariaDb }) => PrismaClient;
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a Prisma interactive transaction: $executeRawUnsafe resolves to the affected-row count. */
-function prismaExecutor(tx: Prisma.TransactionClient): FenceExecutor {
-  return (sql, params) => tx.$executeRawUnsafe(sql, ...params);
-}
-
 async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await prisma.$transaction(async (tx) => {
-      await tx.loan.upsert({
-        where: { id: loanId },
-        create: { id: loanId, repaid: amount },
-        update: { repaid: { increment: amount } },
-      });
-      await tx.payment.create({ data: { loanId, amount } });
-      await grant.fence(prismaExecutor(tx)); // last statement: LockLostError (and a rollback) if the grant was lost
+  await prisma.$transaction(async (tx) => {
+    await tx.loan.upsert({
+      where: { id: loanId },
+      create: { id: loanId, repaid: amount },
+      update: { repaid: { increment: amount } },
     });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+    await tx.payment.create({ data: { loanId, amount } });
+    await grant.fence(fromPrisma(tx)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 
@@ -100,14 +91,15 @@ fenceSuite({
   db,
   recipes: [import.meta.filename, SCHEMA],
   packages: ['prisma', '@prisma/client', '@prisma/adapter-mariadb', 'mariadb'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const prisma = new PrismaClientOf({
       adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }),
     });
     return {
       repay: (grant, loanId, amount) => repay(prisma, grant, loanId, amount),
-      inTransaction: (body) => prisma.$transaction((tx) => body(prismaExecutor(tx))),
+      inTransaction: (body) => prisma.$transaction((tx) => body(fromPrisma(tx))),
+      adaptClient: () => fromPrisma(prisma as unknown as Parameters<typeof fromPrisma>[0]),
       close: () => prisma.$disconnect(),
     };
   },

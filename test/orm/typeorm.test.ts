@@ -1,35 +1,25 @@
 // The fence on a TypeORM transaction (mysql driver, which runs on mysql2). No entities: the fence
 // and these business writes are plain SQL through the transaction's EntityManager.
-import type { ResultSetHeader } from 'mysql2';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { parseMysqlUrl } from '../../harness/database.js';
-import type { FenceExecutor, Grant } from '../../src/index.js';
+import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { fromTypeORM } from '../../src/adapters/index.js';
 import { fenceSuite } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
-/** The fence's executor for a TypeORM transaction: on MySQL, query() resolves to mysql2's result header. */
-function typeormExecutor(manager: EntityManager): FenceExecutor {
-  return async (sql, params) => (await manager.query<ResultSetHeader>(sql, params)).affectedRows;
-}
-
 async function repay(dataSource: DataSource, grant: Grant, loanId: string, amount: number): Promise<void> {
-  try {
-    await dataSource.transaction(async (manager) => {
-      await manager.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
-        loanId,
-        amount,
-        amount,
-      ]);
-      await manager.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
-      await grant.fence(typeormExecutor(manager)); // last statement: LockLostError (and a rollback) if the grant was lost
-    });
-    grant.committed(); // that commit released the grant
-  } finally {
-    await grant.release(); // no-op after committed(); releases the grant after a rollback
-  }
+  await dataSource.transaction(async (manager) => {
+    await manager.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
+      loanId,
+      amount,
+      amount,
+    ]);
+    await manager.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+    await grant.fence(fromTypeORM(manager)); // last statement: LockLostError (and a rollback) if the grant was lost
+  });
 }
 // docs/orms.md recipe: end
 
@@ -38,8 +28,8 @@ fenceSuite({
   db,
   recipes: [import.meta.filename],
   packages: ['typeorm', 'mysql2'],
-  async connect({ foundRows }) {
-    const { host, port, user, password } = parseMysqlUrl(db.url);
+  async connect({ foundRows, url = db.url }) {
+    const { host, port, user, password } = parseMysqlUrl(url);
     const dataSource = new DataSource({
       type: 'mysql',
       host,
@@ -53,7 +43,8 @@ fenceSuite({
     await dataSource.initialize();
     return {
       repay: (grant, loanId, amount) => repay(dataSource, grant, loanId, amount),
-      inTransaction: (body) => dataSource.transaction((manager) => body(typeormExecutor(manager))),
+      inTransaction: (body) => dataSource.transaction((manager) => body(fromTypeORM(manager))),
+      adaptClient: () => fromTypeORM(dataSource.manager),
       close: () => dataSource.destroy(),
     };
   },

@@ -3,8 +3,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLockManager, isConflict, LockLostError, type FenceExecutor, type Grant } from '../../../src/index.js';
+import {
+  ConnectionLostError,
+  createLockManager,
+  InvalidOptionsError,
+  isConflict,
+  LockLostError,
+  type FenceExecutor,
+  type Grant,
+} from '../../../src/index.js';
 import type { TestDatabase } from '../../support/db.js';
+import { proxyFor, type FaultProxy } from '../../support/proxy.js';
 import { grantRow, invariantViolations } from '../../support/state.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -26,14 +35,16 @@ export async function createBusinessTables(db: TestDatabase): Promise<void> {
 
 /** One ORM connected to the file's database, driven through its recipe. */
 export interface OrmUnderTest {
-  /** The recipe: a loan's payment and the fence, in one ORM transaction. */
+  /** The recipe: a loan's payment and the fence through the ORM's adapter, in one ORM transaction (withWriteGrant's work). */
   repay(grant: Grant, loanId: string, amount: number): Promise<void>;
   /**
-   * Opens an ORM transaction the way the recipe does and calls `body` with the recipe's executor on
-   * it; the transaction commits if `body` resolves and rolls back if it rejects, and the promise
-   * settles as `body` did.
+   * Opens an ORM transaction the way the recipe does and calls `body` with the ORM's adapter (from
+   * mysql-rwlock/adapters) on it; the transaction commits if `body` resolves and rolls back if it
+   * rejects, and the promise settles as `body` did.
    */
   inTransaction(body: (execute: FenceExecutor) => Promise<void>): Promise<void>;
+  /** Hands the ORM's adapter the client instead of a transaction, where the adapter refuses it. */
+  adaptClient?(): unknown;
   close(): Promise<void>;
 }
 
@@ -45,8 +56,11 @@ export interface SuiteOptions {
   recipes: string[];
   /** Packages whose installed versions docs/orms.md must name as tested, e.g. ['typeorm', 'mysql2']. */
   packages: string[];
-  /** Connects the ORM with mysql2's CLIENT_FOUND_ROWS on (affected = matched rows) or off (= changed rows). */
-  connect(options: { foundRows: boolean }): Promise<OrmUnderTest>;
+  /**
+   * Connects the ORM with mysql2's CLIENT_FOUND_ROWS on (affected = matched rows) or off (= changed
+   * rows), to the server at `url` (the test database's server when undefined; a fault proxy's).
+   */
+  connect(options: { foundRows: boolean; url?: string }): Promise<OrmUnderTest>;
 }
 
 export const RECIPE_BEGIN = '// docs/orms.md recipe: begin';
@@ -99,6 +113,15 @@ async function repaid(db: TestDatabase, loanId: string): Promise<{ repaid: numbe
   return { repaid: loans[0]?.repaid, payments: Number(payments[0]?.n) };
 }
 
+/** withWriteGrant's work: one payment and the fence, through the ORM's adapter, in one ORM transaction. */
+function pay(orm: OrmUnderTest, loanId: string, amount: number): (grant: Grant) => Promise<void> {
+  return (grant) =>
+    orm.inTransaction(async (execute) => {
+      await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+      await grant.fence(execute);
+    });
+}
+
 export function fenceSuite(options: SuiteOptions): void {
   const { db, name } = options;
 
@@ -142,10 +165,11 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(seen).toEqual([foundRows ? 1 : 0]);
     });
 
-    it('commits when the grant is live, and that commit released the grant', async () => {
+    it('the recipe under withWriteGrant commits when the grant is live, and that commit released the grant', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-live`);
-      await orm.repay(grant, `${p}-live`, 100);
+      let held: Grant | undefined;
+      await locks.withWriteGrant(`${p}-live`, (g) => orm.repay((held = g), `${p}-live`, 100));
+      const grant = held!;
       expect(await repaid(db, `${p}-live`)).toEqual({ repaid: 100, payments: 1 });
       expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 2, released_by: 1 });
       expect(grant.settled).toBe(true);
@@ -154,14 +178,19 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
 
-    it('rolls back with LockLostError when the grant was force-released before the commit', async () => {
+    it('the recipe: LockLostError and a rollback when the grant was force-released before the commit', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-lost`);
-      expect(await locks.forceRelease(grant.id)).toBe(true);
-      const err = await orm.repay(grant, `${p}-lost`, 100).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-lost`, async (g) => {
+          expect(await locks.forceRelease((held = g).id)).toBe(true);
+          await orm.repay(g, `${p}-lost`, 100);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const grant = held!;
       expect(err).toBeInstanceOf(LockLostError);
       expect(grant.signal.aborted).toBe(true);
       // Both business statements ran before the fence; the ORM's rollback undid them.
@@ -170,13 +199,16 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
 
-    it('a business error rolls back, the grant is released and the lock is free again', async () => {
+    it('the recipe: a business error rolls back, the grant is released and the lock is free again', async () => {
       const locks = createLockManager({ knex: db.knex });
-      const grant = await locks.acquireWrite(`${p}-error`);
-      const err = await orm.repay(grant, `${p}-error`, -5).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-error`, (g) => orm.repay((held = g), `${p}-error`, -5))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      const grant = held!;
       expect(err).toBeInstanceOf(Error);
       expect(err).not.toBeInstanceOf(LockLostError);
       // The server's refusal, perhaps wrapped by the ORM (Drizzle keeps it as the cause).
@@ -224,6 +256,83 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(isConflict(err)).toBe(true);
     });
 
+    it('withWriteGrant and the adapter: the payment and the release commit together', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      await locks.withWriteGrant(`${p}-g-live`, (grant) => {
+        held = grant;
+        return pay(orm, `${p}-g-live`, 7)(grant);
+      });
+      expect((await repaid(db, `${p}-g-live`)).payments).toBe(1);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await locks.tryAcquireWrite(`${p}-g-live`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant: LockLostError and nothing written when the grant was force-released before the fence', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-g-lost`, async (grant) => {
+          held = grant;
+          expect(await locks.forceRelease(grant.id)).toBe(true);
+          await pay(orm, `${p}-g-lost`, 7)(grant);
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockLostError);
+      expect((await repaid(db, `${p}-g-lost`)).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 3 });
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant: a business error rolls back and the grant is released', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant(`${p}-g-error`, async (grant) => {
+          held = grant;
+          await orm.inTransaction(async (execute) => {
+            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, 7]);
+            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, -7]);
+            await grant.fence(execute);
+          });
+        })
+        .catch((e: unknown) => e);
+      expect(messages(err)).toMatch(/payment_positive|check constraint/i);
+      expect((await repaid(db, `${p}-g-error`)).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(await locks.tryAcquireWrite(`${p}-g-error`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('withWriteGrant verifies the commit: a fence whose transaction rolled back leaves the grant live, then released', async () => {
+      const locks = createLockManager({ knex: db.knex });
+      let held: Grant | undefined;
+      const rollback = new Rollback('roll back after the fence');
+      await locks.withWriteGrant(`${p}-g-undone`, async (grant) => {
+        held = grant;
+        const err = await orm
+          .inTransaction(async (execute) => {
+            await grant.fence(execute);
+            throw rollback;
+          })
+          .catch((e: unknown) => e);
+        expect(err).toBe(rollback);
+        // What a withWriteGrant that assumed the commit would leave behind, until the reaper.
+        expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
+      });
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await locks.tryAcquireWrite(`${p}-g-undone`)).not.toBeNull();
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('the adapter refuses the client (not a transaction) with InvalidOptionsError, before anything is written', () => {
+      if (orm.adaptClient === undefined) return;
+      expect(() => orm.adaptClient!()).toThrow(InvalidOptionsError);
+    });
+
     it('the executor resolves to 0 when the grant is lost', async () => {
       const locks = createLockManager({ knex: db.knex });
       const grant = await locks.acquireRead(`${p}-gone`);
@@ -238,6 +347,55 @@ export function fenceSuite(options: SuiteOptions): void {
       expect(err).toBeInstanceOf(LockLostError);
       expect(seen).toEqual([0]);
       expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 2, released_by: 3 });
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+  });
+
+  describe(`withWriteGrant through ${name}: a COMMIT whose reply is lost is settled from the grant row`, () => {
+    let proxy: FaultProxy;
+    let orm: OrmUnderTest;
+
+    beforeAll(async () => {
+      const front = await proxyFor(db.url);
+      proxy = front.proxy;
+      orm = await options.connect({ foundRows: true, url: front.url.toString() });
+    });
+
+    afterAll(async () => {
+      await orm?.close().catch(() => undefined);
+      await proxy?.close();
+    });
+
+    it('the server committed, its reply was lost: resolves undefined, the payment written once, the grant released by it', async () => {
+      const locks = createLockManager({ knex: db.knex, resolveTimeoutMs: 10_000 });
+      let held: Grant | undefined;
+      let cut: Promise<string> | undefined;
+      const value = await locks.withWriteGrant('cut-reply', (grant) => {
+        held = grant;
+        cut = proxy.armOnce(/^\s*COMMIT/i, 'before-reply');
+        return pay(orm, 'cut-reply', 7)(grant).then(() => 'paid');
+      });
+      expect(await cut).toMatch(/COMMIT/i);
+      expect(value).toBeUndefined();
+      expect((await repaid(db, 'cut-reply')).payments).toBe(1);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
+      expect(held!.settled).toBe(true);
+      expect(await invariantViolations(db.knex)).toEqual([]);
+    });
+
+    it('the COMMIT never reached the server: ConnectionLostError, nothing written, the grant released', async () => {
+      const locks = createLockManager({ knex: db.knex, resolveTimeoutMs: 10_000 });
+      let held: Grant | undefined;
+      const err = await locks
+        .withWriteGrant('cut-commit', (grant) => {
+          held = grant;
+          void proxy.armOnce(/^\s*COMMIT/i, 'before-forward');
+          return pay(orm, 'cut-commit', 7)(grant);
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectionLostError);
+      expect((await repaid(db, 'cut-commit')).payments).toBe(0);
+      expect(await grantRow(db.knex, held!.id)).toMatchObject({ status: 2, released_by: 1 });
       expect(await invariantViolations(db.knex)).toEqual([]);
     });
   });
