@@ -69,6 +69,8 @@ export const LIMITS = Object.freeze({
   maxBackoffMs: 60_000,
   maxWriterIntentMs: 3_600_000,
   maxRetries: 1_000,
+  /** Resources one `withLocks` or `acquireMany` call locks: its fence is one statement with a term per grant. */
+  maxGroupResources: 64,
   /** A section's idle bound is whole seconds in a session variable: one day is far beyond "short work". */
   maxSectionIdleTimeoutMs: 86_400_000,
 });

@@ -318,11 +318,10 @@ function inScopes<T>(
   grants: readonly SectionGrant[],
   trx: Knex.Transaction,
   run: () => Promise<T>,
-  i = 0,
 ): Promise<T> {
-  if (i === targets.length) return run();
-  return ctx.scopes.run(targets[i]!.resource.toString('hex'), { grant: grants[i]!, trx }, () =>
-    inScopes(ctx, targets, grants, trx, run, i + 1),
+  return ctx.scopes.run(
+    targets.map((t, i) => [t.resource.toString('hex'), { grant: grants[i]!, trx }] as const),
+    run,
   );
 }
 
