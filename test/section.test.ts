@@ -103,6 +103,21 @@ describe('one-commit sections', () => {
     expect(await counts('s-dur')).toEqual({ w: 0, r: 0 });
   });
 
+  it('a write section waiting for durable readers marks writer intent: new read sections hold back', async () => {
+    const locks = createLockManager({ knex: db.knex, writerIntentMs: 5_000 });
+    const reader = await locks.acquireRead('s-intent');
+    let wrote = false;
+    const writer = locks.withWriteLock('s-intent', async () => void (wrote = true), { section: true, waitMs: 10_000 });
+    await expect.poll(async () => (await locks.inspect('s-intent')).writerWaiting).toBe(true);
+    await expect(
+      locks.withReadLock('s-intent', async () => 'read', { section: true, waitMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(wrote).toBe(false);
+    await reader.release();
+    await writer;
+    expect(wrote).toBe(true);
+  });
+
   it('negative control: an unguarded section runs its work while a durable writer holds, and the same check sees it', async () => {
     const locks = createLockManager({ knex: db.knex });
     const durable = await locks.acquireWrite('s-dur-bad');
@@ -257,6 +272,31 @@ describe('one-commit sections', () => {
     } finally {
       await one.destroy();
     }
+  });
+
+  it('a rejection of the work, whatever its value, rolls the section back and reaches the caller as it is', async () => {
+    await db.knex.raw(
+      'CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB',
+    );
+    const locks = createLockManager({ knex: db.knex });
+    for (const reason of [undefined, 'text', new Error('boom')]) {
+      const seen = await locks
+        .withWriteLock(
+          's-reject',
+          async (trx) => {
+            await trx.raw("INSERT INTO counters VALUES ('s-reject', 1)");
+            throw reason;
+          },
+          { section: true },
+        )
+        .then(
+          () => 'resolved',
+          (e: unknown) => ({ e }),
+        );
+      expect(seen).toEqual({ e: reason });
+      expect(await counter('s-reject')).toBe(-1);
+    }
+    expect((await locks.history('s-reject')).grants).toEqual([]);
   });
 
   it('refuses leaseMs with section, a non-boolean section and a bad sectionIdleTimeoutMs, with nothing written', async () => {

@@ -208,6 +208,7 @@ async function attempt<T>(
     let value: T | undefined;
     let grants: SectionGrant[] = [];
     let commit: Deferred<void> | undefined;
+    let failure: { error: unknown } | undefined;
     try {
       let refusedWithIntent: Outcome<T> | undefined;
       await ctx.knex.transaction(
@@ -230,7 +231,13 @@ async function attempt<T>(
             grants.push(new SectionGrant(id, t, ctx.options.owner, tokens[i]!.toString('hex')));
           }
           traces.taken(grants);
-          value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
+          try {
+            value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
+          } catch (error) {
+            failure = { error };
+            // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+            throw error instanceof Error ? error : new Error('section work rejected');
+          }
           commitSent = true;
           commit = traces.commit(grants);
         },
@@ -242,6 +249,8 @@ async function attempt<T>(
       return { value: value as T };
     } catch (err) {
       commit?.reject(err);
+      // The work's own rejection, as it was (a conflict it met is rerun by the caller's loop).
+      if (failure) throw failure.error;
       if (err instanceof Refused) {
         ended = true;
         return err.outcome as Outcome<T>;
@@ -424,8 +433,6 @@ class SectionTraces {
 /** The negative control's take: any existing row, no lock. */
 const UNGUARDED = 'SELECT 1 AS taken FROM t_read_write_lock WHERE resource_id = ?';
 
-const NEVER = new AbortController().signal;
-
 /**
  * The grant a section's work is given. Its id is the section's `t_lock_log` row (a fencing token
  * like any grant's); the section's commit is its release, so the methods that end or change a
@@ -438,7 +445,8 @@ export class SectionGrant implements Grant {
   readonly owner: string;
   readonly token: string;
   readonly mode: LockMode;
-  readonly signal: AbortSignal = NEVER;
+  /** Never aborted: nobody else can end a section. One per grant, so listeners added to it go with it. */
+  readonly signal: AbortSignal = new AbortController().signal;
   #ended = false;
 
   constructor(id: number, t: SectionTarget, owner: string, token: string) {
