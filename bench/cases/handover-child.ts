@@ -5,11 +5,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connectKnex } from '../../harness/database.js';
 import { createLockManager } from '../../src/index.js';
-import { section } from './one-commit.js';
 
 export interface Phase {
   resource: string;
-  /** 'grant' (default): acquireWrite, hold, release. 'section': the one-commit prototype, holding inside its transaction. */
+  /** 'grant' (default): acquireWrite, hold, release. 'section': withWriteLock `{ section: true }`, holding inside its transaction. */
   via?: 'grant' | 'section';
   waiters: number;
   holdMs: number;
@@ -35,12 +34,15 @@ async function run(phase: Phase): Promise<GrantTimes[]> {
         if (phase.via === 'section') {
           let granted = 0;
           let releasing = 0;
-          const done = await section(knex, phase.resource, async () => {
-            granted = now();
-            await sleep(phase.holdMs);
-            releasing = now();
-          });
-          if (!done) throw new Error(`a durable grant holds ${phase.resource}`);
+          await locks.withWriteLock(
+            phase.resource,
+            async () => {
+              granted = now();
+              await sleep(phase.holdMs);
+              releasing = now();
+            },
+            { section: true, waitMs: 60_000 },
+          );
           grants.push([asked, granted, releasing, now()]);
         } else {
           const g = await locks.acquireWrite(phase.resource, { waitMs: 60_000 });

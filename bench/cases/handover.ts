@@ -1,7 +1,7 @@
 // Hand-over between processes: 32 waiters in 4 processes on one write lock, each holding it 1 ms,
 // against one holder alone doing the same (for the database CPU a grant costs under contention);
-// the same 32 waiters as one-commit sections (the prototype of bench/cases/one-commit.ts, which wait
-// on the resource row's lock); and two processes alternating on one lock (hold 10 ms, 30 ms away).
+// the same 32 waiters as one-commit sections (`{ section: true }`, which wait on the resource row's
+// lock); and two processes alternating on one lock (hold 10 ms, 30 ms away).
 // A cross-process hand-over is the time from a release returning in one process to the next grant
 // in another, for a waiter that was already waiting when the release returned (a section can be
 // granted a moment before its predecessor's commit reply arrives: a hand-over below zero).
@@ -12,7 +12,6 @@ import type { Family } from '../lib/family.js';
 import { fmt } from '../lib/format.js';
 import { percentile, pooled, runFor, serverCpuUs, sortedCopy, stats, type Sample } from '../lib/run.js';
 import type { GrantTimes, Phase } from './handover-child.js';
-import { resourceRows } from './one-commit.js';
 import { CEILING } from './throughput.js';
 
 const PROCESSES = 4;
@@ -118,11 +117,10 @@ function summarise(results: PhaseResult[]): Record<string, number | undefined> {
 
 export const handover: Family = {
   groups: ['handover'],
-  async run({ server, dbName, knex, locks, seconds, rounds, log }, results) {
+  async run({ server, dbName, locks, seconds, rounds, log }, results) {
     const children: Child[] = [];
     try {
       for (let p = 0; p < PROCESSES; p++) children.push(await startChild(server.url, dbName));
-      await resourceRows(knex, ['handover-section']);
       const alone: Sample[] = [];
       const many: PhaseResult[] = [];
       const sections: PhaseResult[] = [];
@@ -159,7 +157,7 @@ export const handover: Family = {
             150,
           ),
         );
-        // the same 32 waiters as one-commit sections (bench/cases/one-commit.ts): they wait on the row lock
+        // the same 32 waiters as one-commit sections: they wait on the row lock
         sections.push(
           await phase(
             children,
@@ -200,19 +198,20 @@ export const handover: Family = {
         ` waits p50 ${fmt(many.waitP50, 1)} ms, p99 ${fmt(many.waitP99, 1)} ms, max ${fmt(many.waitMax, 1)} ms; one hand-over at one commit ${fmt(many.oneHandoverMs, 2)} ms;` +
         ` ${fmt(many.crossCount)} cross-process hand-overs p50 ${fmt(many.crossP50, 2)} ms, max ${fmt(many.crossMax, 2)} ms;` +
         ` server CPU per grant ${fmt(many.serverCpuUsPerOp)} µs (alone ${fmt(one.serverCpuUsPerOp)} µs)`,
-      `hand-over, the same 32 waiters as one-commit sections (prototype): ${fmt(sec.opsPerSec)} grants/s; waits p50 ${fmt(sec.waitP50, 1)} ms, p99 ${fmt(sec.waitP99, 1)} ms, max ${fmt(sec.waitMax, 1)} ms;` +
+      `hand-over, the same 32 waiters as one-commit sections: ${fmt(sec.opsPerSec)} grants/s; waits p50 ${fmt(sec.waitP50, 1)} ms, p99 ${fmt(sec.waitP99, 1)} ms, max ${fmt(sec.waitMax, 1)} ms;` +
         ` cross-process hand-overs p50 ${fmt(sec.crossP50, 2)} ms, max ${fmt(sec.crossMax, 2)} ms; server CPU per grant ${fmt(sec.serverCpuUsPerOp)} µs`,
       `hand-over, 2 processes alternating (hold 10 ms, 30 ms away): ${fmt(alt.ops)} grants, ${fmt(alt.crossCount)} to a waiting other process: p50 ${fmt(alt.crossP50, 2)} ms, p99 ${fmt(alt.crossP99, 2)} ms, max ${fmt(alt.crossMax, 2)} ms`,
     ];
   },
   targets: [
+    // Issue 25 moved the worst wait and the server CPU per grant from durable grants (every grant
+    // is a durable commit before the work runs) to sections: the durable figures stay, as information.
     {
       id: '14.2 32x4 max wait',
-      label: `32 waiters in ${PROCESSES} processes, 1 ms hold: max wait ÷ (32 × one hand-over at one commit)`,
+      label: `32 waiters in ${PROCESSES} processes, 1 ms hold: max wait ÷ (32 × one hand-over at one commit) (retired)`,
       of: { case: 'handover.32x4', metric: 'waitMax' },
       per: { case: 'handover.32x4', metric: 'oneHandoverMs' },
       factor: 32,
-      atMost: 1.5,
     },
     {
       id: '14.2 32x4 cross p50',
@@ -228,25 +227,24 @@ export const handover: Family = {
     },
     {
       id: '14.2 32x4 server CPU',
-      label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold)`,
+      label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold) (retired)`,
       of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' },
       per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
-      atMost: 1.1,
     },
     {
-      id: '14.2 32x4 max wait, sections',
-      label: `the same with one-commit sections (prototype, not built): max wait ÷ (32 × one hand-over at one commit)`,
+      id: '25.3 max wait',
+      label: `32 waiters in ${PROCESSES} processes as sections: max wait ÷ (32 × one hand-over at one commit)`,
       of: { case: 'handover.32x4.section', metric: 'waitMax' },
       per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' },
       factor: 32,
-      atMost: 1.5,
+      atMost: 2,
     },
     {
-      id: '14.2 32x4 server CPU, sections',
-      label: 'the same with one-commit sections (prototype, not built): server CPU per grant ÷ one holder alone',
+      id: '25.3 server CPU',
+      label: `32 waiters in ${PROCESSES} processes as sections: server CPU per grant ÷ one holder alone (durable)`,
       of: { case: 'handover.32x4.section', metric: 'serverCpuUsPerOp' },
       per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
-      atMost: 1.1,
+      atMost: 1,
     },
     {
       id: '14.2 alt2 p50',

@@ -29,14 +29,14 @@ for (const c of [1, 16]) {
       atLeast: c === 1 ? 0.55 : 0.45,
     });
   }
-  // issue 14, 3: server CPU of a lock cycle against that of one ceiling commit
+  // issue 14, 3: server CPU of a lock cycle against that of one ceiling commit; retired by issue
+  // 25 (a cycle is two durable commits), printed for information
   for (const mode of ['write', 'read'] as const) {
     targets.push({
       id: `14.3 ${mode} c=${c}`,
-      label: `server CPU per ${mode} cycle (distinct) ÷ per ceiling commit`,
+      label: `server CPU per ${mode} cycle (distinct) ÷ per ceiling commit (retired)`,
       of: { case: `lib.${mode}.distinct`, c, metric: 'serverCpuUsPerOp' },
       per: { case: CEILING, c, metric: 'serverCpuUsPerOp' },
-      atMost: 2.5,
     });
   }
 }

@@ -1,0 +1,86 @@
+// One-commit sections (`{ section: true }`) and multi-resource locks (`withLocks`) against the
+// durable fenced operation and a plain transaction with the same business write (bench/cases/fenced.ts).
+// Every case's work is that one-row UPDATE, so the ratios are the cost of the lock alone: a
+// two-resource case takes two locks around the same write as its one-resource counterpart.
+import type { Knex } from 'knex';
+import type { Family } from '../lib/family.js';
+import type { Target } from '../lib/targets.js';
+import { businessUpdate } from './fenced.js';
+
+const SECTION = { section: true } as const;
+
+const targets: Target[] = [];
+for (const c of [1, 16]) {
+  targets.push({
+    id: `25.1 c=${c}`,
+    label: 'section ÷ plain txn (distinct)',
+    of: { case: 'section.write.distinct', c },
+    per: { case: 'plain.txn.distinct', c },
+    atLeast: c === 1 ? 0.7 : 0.6,
+  });
+}
+targets.push({
+  id: '25.2 c=16',
+  label: 'one hot resource: sections ÷ fenced withWriteLock, ops/s',
+  of: { case: 'section.write.hot', c: 16 },
+  per: { case: 'fenced.write.hot', c: 16 },
+  atLeast: 2,
+});
+for (const c of [1, 16]) {
+  targets.push({
+    id: `25.4 durable c=${c}`,
+    label: 'two-resource fenced withLocks ÷ one-resource withWriteLock (distinct)',
+    of: { case: 'fenced.write2.distinct', c },
+    per: { case: 'fenced.write.distinct', c },
+    atLeast: 0.75,
+  });
+  targets.push({
+    id: `25.4 section c=${c}`,
+    label: 'two-resource withLocks section ÷ one-resource section (distinct)',
+    of: { case: 'section.write2.distinct', c },
+    per: { case: 'section.write.distinct', c },
+    atLeast: 0.75,
+  });
+}
+
+const pair = (prefix: string, w: number): string[] => [`${prefix}-${w}-a`, `${prefix}-${w}-b`];
+const ratios = (plain: string, one?: string) => [
+  { name: 'x plain tx', to: plain },
+  ...(one ? [{ name: 'x one resource', to: one }] : []),
+];
+const update = (id: number) => (trx: Knex.Transaction) => businessUpdate(trx, id);
+
+export const sections: Family = {
+  groups: ['fenced', 'sections'],
+  roundCases: ({ locks }) => [
+    {
+      id: 'section.write.distinct',
+      group: 'sections',
+      label: 'section withWriteLock + 1-row UPDATE, distinct',
+      op: (w) => locks.withWriteLock(`sw-${w}`, update(w + 1), SECTION).then(() => true),
+      ratios: ratios('plain.txn.distinct'),
+    },
+    {
+      id: 'section.write.hot',
+      group: 'sections',
+      label: 'section withWriteLock + 1-row UPDATE, one hot',
+      op: () => locks.withWriteLock('sw-hot', update(1000), SECTION).then(() => true),
+      ratios: [...ratios('plain.txn.hot'), { name: 'x fenced', to: 'fenced.write.hot' }],
+    },
+    {
+      id: 'fenced.write2.distinct',
+      group: 'sections',
+      label: 'fenced withLocks, 2 resources + 1-row UPDATE, distinct',
+      op: (w) => locks.withLocks({ write: pair('fm', w) }, update(w + 1)).then(() => true),
+      ratios: ratios('plain.txn.distinct', 'fenced.write.distinct'),
+    },
+    {
+      id: 'section.write2.distinct',
+      group: 'sections',
+      label: 'section withLocks, 2 resources + 1-row UPDATE, distinct',
+      op: (w) => locks.withLocks({ write: pair('sm', w) }, update(w + 1), SECTION).then(() => true),
+      ratios: ratios('plain.txn.distinct', 'section.write.distinct'),
+    },
+  ],
+  targets,
+};
