@@ -372,40 +372,46 @@ export function orderViolations(events: OpEvent[], grants: GrantRow[]): Violatio
 }
 
 /**
- * Two operations each holding a resource the other waited for, both waits overlapping until one of
- * them gave up: a deadlock (the lock waits are bounded, so it ends as a timeout, not a hang). Seen
- * where an operation takes its resources one call at a time and says so (`waiting` events).
+ * Two operations each holding a resource the other was waiting for, at the same moment: a wait-for
+ * cycle, a deadlock (the lock's waits are bounded, so one of them ends it by giving up). Seen where
+ * an operation takes its resources one call at a time and says so (`waiting` events); a wait lasts
+ * until the resource is granted or the operation ends.
  */
 export function deadlockViolations(events: OpEvent[]): Violation[] {
   const out: Violation[] = [];
-  interface Waiter {
+  interface Wait {
     op: string;
-    held: Set<string>;
+    held: string[];
     waitsFor: string;
     from: number;
     to: number;
   }
-  const open = new Map<string, { held: Set<string>; wait?: { resource: string; t: number } }>();
-  const waiters: Waiter[] = [];
+  const held = new Map<string, string[]>();
+  const open = new Map<string, Omit<Wait, 'to'>>();
+  const waits: Wait[] = [];
+  const close = (op: string, t: number): void => {
+    const w = open.get(op);
+    if (w) waits.push({ ...w, to: t });
+    open.delete(op);
+  };
   for (const e of events) {
-    const o = open.get(e.op) ?? { held: new Set<string>() };
-    open.set(e.op, o);
     if (e.ev === 'granted') {
-      o.held.add(e.resource);
-      delete o.wait;
-    } else if (e.ev === 'waiting') o.wait = { resource: e.resource, t: e.t };
-    else if ((e.ev === 'fail' || e.ev === 'unknown') && o.wait && o.held.size > 0)
-      waiters.push({ op: e.op, held: o.held, waitsFor: o.wait.resource, from: o.wait.t, to: e.t });
+      close(e.op, e.t);
+      held.set(e.op, [...(held.get(e.op) ?? []), e.resource]);
+    } else if (e.ev === 'waiting') {
+      close(e.op, e.t);
+      open.set(e.op, { op: e.op, held: held.get(e.op) ?? [], waitsFor: e.resource, from: e.t });
+    } else if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') close(e.op, e.t);
   }
-  waiters.sort((a, b) => a.from - b.from);
-  for (let i = 0; i < waiters.length; i++) {
-    const a = waiters[i]!;
-    for (let j = i + 1; j < waiters.length && waiters[j]!.from < a.to; j++) {
-      const b = waiters[j]!;
-      if (a.held.has(b.waitsFor) && b.held.has(a.waitsFor))
+  waits.sort((a, b) => a.from - b.from);
+  for (let i = 0; i < waits.length; i++) {
+    const a = waits[i]!;
+    for (let j = i + 1; j < waits.length && waits[j]!.from < a.to; j++) {
+      const b = waits[j]!;
+      if (b.op !== a.op && a.held.includes(b.waitsFor) && b.held.includes(a.waitsFor))
         out.push({
           check: 'deadlock',
-          detail: `${a.op} held ${[...a.held].join(', ')} and waited for ${a.waitsFor} while ${b.op} held ${[...b.held].join(', ')} and waited for ${b.waitsFor}; both gave up`,
+          detail: `${a.op} held ${a.held.join(', ')} and waited for ${a.waitsFor} while ${b.op} held ${b.held.join(', ')} and waited for ${b.waitsFor}`,
         });
     }
   }

@@ -99,6 +99,8 @@ function base(
     slowFraction: 0.1,
     readFraction: 0.3,
     transitionFraction: 0.15,
+    sectionFraction: 0,
+    multiFraction: 0,
     faultLoops: 2,
     livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
@@ -242,6 +244,46 @@ describe('reliability under faults', () => {
         required: {},
       },
       expect: ['read-stability'],
+    },
+    {
+      name: 'section-unguarded',
+      defect:
+        "a one-commit section whose first statement takes the lock row but not the guard: it ignores a durable holder's counts",
+      tweak: {
+        workerVariant: 'section-unguarded',
+        minDurationMs: 12_000,
+        sectionFraction: 0.5,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['overlap', 'lost-update'],
+    },
+    {
+      name: 'multi-first-fence',
+      defect:
+        'a two-resource operation whose fence checks only its first grant: it commits on a resource whose grant was reaped',
+      tweak: {
+        workerVariant: 'multi-first-fence',
+        minDurationMs: 12_000,
+        multiFraction: 0.6,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['fence'],
+    },
+    {
+      name: 'multi-caller-order',
+      defect: "two-resource operations that take their grants in the order the caller named them, not the lock's order",
+      tweak: {
+        workerVariant: 'multi-caller-order',
+        minDurationMs: 12_000,
+        multiFraction: 0.8,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['deadlock'],
     },
   ];
   for (const c of controls) {

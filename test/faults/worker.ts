@@ -19,11 +19,20 @@ import {
 import { knexExecutor } from '../../src/lock/fenced.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
-import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
+import { referenceFence, splitDowngrade, unguardedRelease, unguardedSection } from './broken.js';
 import { readStep, writeStep } from './business.js';
+import { byIdBytes } from './checker.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
+import { inSection, withMany, type Held } from './modes.js';
 
-export type WorkerVariant = 'correct' | 'nofence' | 'release-unguarded' | 'downgrade-split';
+export type WorkerVariant =
+  | 'correct'
+  | 'nofence'
+  | 'release-unguarded'
+  | 'downgrade-split'
+  | 'section-unguarded'
+  | 'multi-first-fence'
+  | 'multi-caller-order';
 export type Phase = 'before' | 'during' | 'after';
 
 export interface WorkerConfig {
@@ -39,6 +48,10 @@ export interface WorkerConfig {
   readFraction: number;
   /** Of the scoped operations, the share that change mode: writes downgrade, reads try to upgrade. */
   transitionFraction: number;
+  /** Of the scoped operations, the share run as one-commit sections (`section: true`). */
+  sectionFraction: number;
+  /** Of all operations, the share on two resources (half of them as sections). */
+  multiFraction: number;
   staleAfterMs: number;
   /** The reapers' tick: slow operations aim their final commit at a reaper round. */
   reaperPeriodMs: number;
@@ -59,6 +72,12 @@ const send = (m: FromWorker): void => {
   process.send?.(m);
 };
 const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+/** Two distinct items, in random order (the caller's order, not the lock's). */
+const twoOf = <T>(list: T[]): [T, T] => {
+  const i = Math.floor(Math.random() * list.length);
+  const j = (i + 1 + Math.floor(Math.random() * (list.length - 1))) % list.length;
+  return [list[i]!, list[j]!];
+};
 const rand = (lo: number, hi: number): number => lo + Math.random() * (hi - lo);
 
 let armed: { token: number; phase: Phase } | undefined;
@@ -85,8 +104,8 @@ const lockManager = (knex: Knex): LockManager =>
     resolveTimeoutMs: config.resolveTimeoutMs,
     deadlockRetries: 20,
   });
-/** Scoped calls (withWriteLock/withReadLock) as the library runs them; the split-downgrade variant breaks only the downgrade. */
-const scoped = config.variant === 'correct' || config.variant === 'downgrade-split';
+/** Scoped calls (withWriteLock/withReadLock) as the library runs them; the other variants break only their own kind of operation. */
+const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
 let db = connect();
 let locks = lockManager(db);
 
@@ -330,6 +349,109 @@ async function readOp(
   return seen;
 }
 
+/**
+ * A one-commit section: the business transaction takes the lock with its first statement, writes
+ * (or reads twice) and commits once. The 'section-unguarded' variant takes the row without the guard.
+ */
+async function sectionOp(op: string, kind: OpKind, resource: string): Promise<number | undefined> {
+  const pause = rand(2, 15);
+  const work = async (trx: Knex.Transaction, grant: number | undefined): Promise<number | undefined> => {
+    log({ op, kind, resource, ev: 'granted', ...(grant ? { grant } : {}) });
+    let seen: number | undefined;
+    if (kind === 'write') await writeStep(trx, op, resource, grant ?? 0, pause, undefined, true);
+    else seen = await readStep(trx, op, resource, grant ?? 0, pause, true, undefined, true);
+    log({ op, kind, resource, ev: 'work-done', ...(grant ? { grant } : {}), ...(seen !== undefined ? { seen } : {}) });
+    return seen;
+  };
+  if (config.variant === 'section-unguarded') return unguardedSection(db, resource, (trx) => work(trx, undefined));
+  return inSection(locks, kind, resource, (trx, held) => work(trx, held.grant), {
+    waitMs: config.waitMs,
+    signal: stopper.signal,
+    isolationLevel: 'read committed',
+  });
+}
+
+/** The business work of an operation on several resources: a row on each, under its own grant. */
+async function manyStep(
+  trx: Knex.Transaction,
+  op: string,
+  held: Held[],
+  pauseMs: number,
+  section: boolean,
+): Promise<void> {
+  // The pause comes first, so the rows (and their `at`) come after anything that happened to the grants meanwhile.
+  if (pauseMs > 0) await sleep(pauseMs);
+  for (const h of held) {
+    if (h.mode === 'write') await writeStep(trx, op, h.resource, h.grant ?? 0, 0, undefined, section);
+    else await readStep(trx, op, h.resource, h.grant ?? 0, 0, true, undefined, section);
+  }
+}
+
+/**
+ * An operation on two resources (a transfer between two loans), durable or as sections. A slow one
+ * keeps its first grant's lease ahead and pauses until the reapers have taken the others: a fence
+ * covering every grant must refuse the commit.
+ * The broken variants take the grants one call at a time: 'multi-first-fence' in the lock's
+ * order, fencing only the first; 'multi-caller-order' in the order the caller named them.
+ */
+async function manyOp(
+  op: string,
+  set: { write: string[]; read: string[] },
+  section: boolean,
+  slow: boolean,
+): Promise<void> {
+  // A slow one waits out the cutoff and two reaper periods: by then the reapers have taken every grant
+  // whose lease was not kept ahead.
+  const grantedAt = now();
+  const pause = (): number =>
+    slow ? grantedAt + config.staleAfterMs + 2 * config.reaperPeriodMs - now() : rand(2, 15);
+  const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
+  const kind: OpKind = set.write.length > 0 ? 'write' : 'read';
+  const logHeld = (h: Held): void =>
+    log({ op, kind, resource: h.resource, ev: 'granted', ...(h.grant ? { grant: h.grant } : {}) });
+  if (config.variant !== 'multi-first-fence' && config.variant !== 'multi-caller-order') {
+    await withMany(
+      locks,
+      set,
+      async (trx, held) => {
+        held.forEach(logHeld);
+        if (slow) await held[0]?.extend?.(config.staleAfterMs * 4);
+        await manyStep(trx, op, held, pause(), section);
+        log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
+      },
+      { ...opts, section, isolationLevel: 'read committed' },
+    );
+    return;
+  }
+  const named = [
+    ...set.write.map((r) => ({ r, mode: 'write' as const })),
+    ...set.read.map((r) => ({ r, mode: 'read' as const })),
+  ];
+  if (config.variant === 'multi-first-fence') named.sort((a, b) => byIdBytes(a.r, b.r));
+  const grants: Grant[] = [];
+  try {
+    for (const { r, mode } of named) {
+      if (grants.length > 0) log({ op, kind, resource: r, ev: 'waiting' });
+      const g = mode === 'write' ? await locks.acquireWrite(r, opts) : await locks.acquireRead(r, opts);
+      grants.push(g);
+      log({ op, kind, resource: r, ev: 'granted', grant: g.id });
+    }
+    if (slow) await grants[0]!.extend(config.staleAfterMs * 4);
+    await db.transaction(
+      async (trx) => {
+        const held = grants.map((g) => ({ resource: g.resourceId, mode: g.mode, grant: g.id }));
+        await manyStep(trx, op, held, pause(), section);
+        log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
+        for (const g of config.variant === 'multi-first-fence' ? grants.slice(0, 1) : grants)
+          await g.fence(knexExecutor(trx));
+      },
+      { isolationLevel: 'read committed' },
+    );
+  } finally {
+    for (const g of grants) await g.release().catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   send({ type: 'ready' });
   for (let n = 0; !stopper.signal.aborted; n++) {
@@ -342,26 +464,42 @@ async function main(): Promise<void> {
     let manual = false;
     let slow = false;
     let transition = false;
+    let section = false;
+    let many: { write: string[]; read: string[] } | undefined;
     if (phase === 'after') {
       kind = 'read';
       manual = true;
     } else if (phase !== undefined) {
       kind = 'write';
+    } else if (Math.random() < config.multiFraction) {
+      // Two resources: both written (a transfer), or one written and one read; durable or as sections.
+      const [a, b] = twoOf(config.resources);
+      many = Math.random() < 0.6 ? { write: [a, b], read: [] } : { write: [a], read: [b] };
+      kind = 'write';
+      section =
+        Math.random() < 0.5 && config.variant !== 'multi-first-fence' && config.variant !== 'multi-caller-order';
+      slow = !section && Math.random() < (config.variant === 'multi-first-fence' ? 0.5 : config.slowFraction);
     } else {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
       manual = kind === 'read' && Math.random() < 0.5;
       slow = kind === 'write' && Math.random() < config.slowFraction;
       transition = !manual && Math.random() < config.transitionFraction;
+      section =
+        !manual && !slow && !transition && Math.random() < config.sectionFraction / (1 - config.transitionFraction);
     }
-    const resource = slow ? pick(config.slowResources) : pick(config.resources);
-    log({ op, kind, resource, ev: 'invoke' });
+    const resource = many ? many.write[0]! : slow ? pick(config.slowResources) : pick(config.resources);
+    const resources = many ? [...many.write, ...many.read] : undefined;
+    log({ op, kind, resource, ev: 'invoke', ...(section ? { section } : {}), ...(resources ? { resources } : {}) });
     try {
-      const seen =
-        kind === 'read'
-          ? await readOp(op, resource, manual, transition, active)
-          : transition
-            ? await downgradeOp(op, resource, slow)
-            : (await writeOp(op, resource, slow, active), undefined);
+      const seen = many
+        ? (await manyOp(op, many, section, slow), undefined)
+        : section
+          ? await sectionOp(op, kind, resource)
+          : kind === 'read'
+            ? await readOp(op, resource, manual, transition, active)
+            : transition
+              ? await downgradeOp(op, resource, slow)
+              : (await writeOp(op, resource, slow, active), undefined);
       log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
     } catch (err) {

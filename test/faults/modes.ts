@@ -1,0 +1,40 @@
+// How the worker calls the lock's one-commit sections and multi-resource locks: the one place that
+// names those entry points, so the workload reads the same whichever API shape carries them.
+import type { Knex } from 'knex';
+import type { LockManager } from '../../src/index.js';
+
+export interface ModeOptions {
+  waitMs: number;
+  signal: AbortSignal;
+  isolationLevel?: 'read committed';
+}
+
+/** A resource and the grant the work runs under (a section reports one if its log row has an id). */
+export interface Held {
+  resource: string;
+  mode: 'write' | 'read';
+  grant?: number;
+  /** Extends this grant's lease (a durable grant); undefined for a section. */
+  extend?: (ms: number) => Promise<boolean>;
+}
+
+/** `withWriteLock` / `withReadLock` with `section: true`. */
+export function inSection<T>(
+  _locks: LockManager,
+  _mode: 'write' | 'read',
+  _resource: string,
+  _work: (trx: Knex.Transaction, held: Held) => Promise<T>,
+  _options: ModeOptions,
+): Promise<T> {
+  return Promise.reject(new Error('one-commit sections are not in this build'));
+}
+
+/** `locks.withLocks({ write, read }, work, options)`: every grant fenced in the one commit. */
+export function withMany<T>(
+  _locks: LockManager,
+  _set: { write: string[]; read: string[] },
+  _work: (trx: Knex.Transaction, held: Held[]) => Promise<T>,
+  _options: ModeOptions & { section?: boolean },
+): Promise<T> {
+  return Promise.reject(new Error('multi-resource locks are not in this build'));
+}
