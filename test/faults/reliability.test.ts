@@ -220,7 +220,14 @@ describe('reliability under faults', () => {
     {
       name: 'reaper-unguarded',
       defect: 'reference-style reaper: no version/status check between reading candidates and releasing them',
-      tweak: { reaperVariant: 'reference', referenceDelayMs: 400, slowFraction: 0.35, processFaults: [], required: {} },
+      tweak: {
+        reaperVariant: 'reference',
+        referenceDelayMs: 400,
+        slowFraction: 0.35,
+        processFaults: [],
+        required: {},
+        minDurationMs: 15_000,
+      },
       expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
     },
     {
@@ -239,6 +246,7 @@ describe('reliability under faults', () => {
       tweak: {
         workerVariant: 'downgrade-split',
         transitionFraction: 0.5,
+        minDurationMs: 15_000,
         slowFraction: 0,
         processFaults: [],
         required: {},
