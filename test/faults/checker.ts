@@ -351,15 +351,15 @@ export const byIdBytes = (a: string, b: string): number => Buffer.compare(Buffer
 export function orderViolations(events: OpEvent[], grants: GrantRow[]): Violation[] {
   const out: Violation[] = [];
   const byId = new Map(grants.map((g) => [g.id, g]));
-  const given = new Map<string, number[]>();
-  for (const e of events)
-    if (e.ev === 'granted' && e.grant !== undefined) given.set(e.op, [...(given.get(e.op) ?? []), e.grant]);
-  for (const [op, ids] of given) {
-    if (ids.length < 2) continue;
-    const made = ids
-      .map((id) => byId.get(id))
-      .filter((g): g is GrantRow => g !== undefined)
-      .sort((a, b) => a.id - b.id);
+  const given = new Map<string, GrantRow[]>();
+  for (const e of events) {
+    const g = e.ev === 'granted' && e.grant !== undefined ? byId.get(e.grant) : undefined;
+    // The worker's own grant (after a failover an id may name another's grant on the new primary).
+    if (g && g.owner === e.w && g.resource === e.resource) given.set(e.op, [...(given.get(e.op) ?? []), g]);
+  }
+  for (const [op, list] of given) {
+    if (list.length < 2) continue;
+    const made = [...list].sort((a, b) => a.id - b.id);
     const names = made.map((g) => g.resource);
     const sorted = [...names].sort(byIdBytes);
     if (names.some((n, i) => n !== sorted[i]))
