@@ -2,7 +2,7 @@
 // or the tables as a whole are in `mysql-rwlock/admin`; the tracing channels in
 // `mysql-rwlock/tracing`; metrics in `mysql-rwlock/prometheus`. docs/api.md lists every export.
 export { createLockManager, type LockManager } from './lock/manager.js';
-export type { Grant, FenceExecutor, LockedWork } from './lock/api.js';
+export type { Grant, FenceExecutor, LockedWork, LockGroup } from './lock/api.js';
 export {
   DEFAULTS,
   LIMITS,

@@ -68,6 +68,8 @@ export const LIMITS = Object.freeze({
   maxBackoffMs: 60_000,
   maxWriterIntentMs: 3_600_000,
   maxRetries: 1_000,
+  /** Resources one `withLocks` or `acquireMany` call locks: its fence is one statement with a term per grant. */
+  maxGroupResources: 64,
 });
 
 export interface LockManagerOptions {

@@ -28,12 +28,14 @@ function exportedNames(file: string): string[] {
 }
 
 describe('the public surface', () => {
-  it('exports 40 names from the main entry, what an application uses at run time, and one over with its reason', () => {
+  it('exports 40 names from the main entry, what an application uses at run time, and two over with their reasons', () => {
     const names = exportedNames(ENTRIES['mysql-rwlock']!);
     expect(new Set(names).size).toBe(names.length);
     // 40 was the aim. PrivilegeError came after it: the typed refusal any application can meet when its
     // database user lacks a grant, which callers must be able to tell apart (docs/api.md, Errors).
-    const overTheAim = ['PrivilegeError'];
+    // LockGroup: what acquireMany returns, which an application holds and passes around as it does a
+    // Grant; its sets and work types stay unexported (written inline, as object literal and callback).
+    const overTheAim = ['PrivilegeError', 'LockGroup'];
     for (const name of overTheAim) expect(names).toContain(name);
     expect(names.filter((n) => !overTheAim.includes(n)).length).toBeLessThanOrEqual(40);
     for (const admin of [

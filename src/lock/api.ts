@@ -203,3 +203,87 @@ export interface Grant {
    */
   [Symbol.asyncDispose](): Promise<void>;
 }
+
+/**
+ * The resources of `withLocks` and `acquireMany`, each in its mode: ids to lock for writing and ids
+ * to lock for reading. Either list may be left out; together they name at least one resource and
+ * at most `LIMITS.maxGroupResources`, each once (an id in both lists is refused: name it under
+ * `write`).
+ */
+export interface LockSets {
+  write?: readonly string[];
+  read?: readonly string[];
+}
+
+/**
+ * Business work run under a group of locks, inside the transaction they commit with. `grants` are
+ * the group's grants sorted by resource id bytes (the order they were taken in), one per resource.
+ */
+export type LockedGroupWork<T> = (trx: Knex.Transaction, grants: readonly Grant[]) => Promise<T>;
+
+/**
+ * Locks on several resources held together, as `acquireMany` gives them: taken in one order (by
+ * resource id bytes), all or none. Its methods keep working after the manager that made it is
+ * closed.
+ *
+ * @example
+ * ```ts
+ * import type { LockManager } from 'mysql-rwlock';
+ * declare const locks: LockManager;
+ *
+ * await using group = await locks.acquireMany({ write: ['loan:1', 'loan:2'] }, { waitMs: 5_000 });
+ * console.log(group.grants.map((g) => `${g.resourceId}#${g.id}`)); // released when the scope ends
+ * ```
+ */
+export interface LockGroup {
+  /** One grant per resource, sorted by resource id bytes. */
+  readonly grants: readonly Grant[];
+
+  /** True once every grant of the group has ended. */
+  readonly settled: boolean;
+
+  /**
+   * The fence of the whole group, as `Grant.fence` is for one grant: ONE statement, sent through
+   * `execute` as the last statement before the caller's COMMIT, that checks every grant is live and
+   * releases them all inside the transaction. If any grant is no longer live it throws
+   * LockLostError and the caller must roll back, then call `release()`: that releases the grants
+   * still held and aborts the `signal` of each grant found lost (its `grantId` is the group's
+   * first grant; the lost one is the grant whose `signal` is aborted after `release()`). After a
+   * commit, call `committed()` or `release()`.
+   *
+   * @example
+   * ```ts
+   * import type { LockGroup } from 'mysql-rwlock';
+   * import type { Connection, ResultSetHeader } from 'mysql2/promise';
+   * declare const conn: Connection;
+   * declare const group: LockGroup;
+   *
+   * await conn.beginTransaction();
+   * try {
+   *   await conn.execute('UPDATE loan SET balance = balance - 10 WHERE id = 1');
+   *   await conn.execute('UPDATE loan SET balance = balance + 10 WHERE id = 2');
+   *   await group.fence(async (sql, params) => (await conn.execute<ResultSetHeader>(sql, params))[0].affectedRows);
+   *   await conn.commit();
+   *   group.committed();
+   * } catch (err) {
+   *   await conn.rollback();
+   *   await group.release();
+   *   throw err;
+   * }
+   * ```
+   */
+  fence(execute: FenceExecutor): Promise<void>;
+
+  /** Records that the transaction that ran `fence()` committed: every grant is released. No round trip. */
+  committed(): void;
+
+  /**
+   * Releases every grant of the group still held, each as `Grant.release` does (a lost reply is
+   * settled the same way). True when this call released every grant; false when any had already
+   * been released. Tries every grant even if one fails, then rejects with the first failure.
+   */
+  release(): Promise<boolean>;
+
+  /** `await using group = await locks.acquireMany(...)` releases the group when the scope ends. */
+  [Symbol.asyncDispose](): Promise<void>;
+}

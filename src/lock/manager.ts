@@ -1,9 +1,16 @@
 import { acquire, attempt, type Target } from './acquire.js';
 import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockUpgradeError, ManagerClosedError, PoolTooSmallError } from '../errors.js';
-import { runFenced } from './fenced.js';
-import type { Grant, LockedWork } from './api.js';
+import {
+  InvalidOptionsError,
+  LockLostError,
+  LockUpgradeError,
+  ManagerClosedError,
+  PoolTooSmallError,
+} from '../errors.js';
+import { runFenced, runFencedHold } from './fenced.js';
+import type { Grant, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
+import { acquireGroup, groupTargets, type HeldGroup } from './group.js';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
@@ -36,6 +43,7 @@ import {
 } from '../sql/operate.js';
 import { operatorRelease } from '../sql/release-note.js';
 import type { LockMode } from '../types.js';
+import type { Knex } from 'knex';
 import { Scopes } from './scope.js';
 import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
 import { WaitQueues } from './wait.js';
@@ -196,6 +204,58 @@ export class LockManager {
       return withConnection(this.#ctx.knex, (conn) =>
         inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs),
       );
+    });
+  }
+
+  /**
+   * Runs `work` in one transaction under locks on several resources, each in its mode: all are
+   * taken, in one order (by resource id bytes, the same in every process, so two such calls cannot
+   * deadlock on each other), within `waitMs`, or none is held and LockTimeoutError,
+   * LockAbortedError or the database's error is thrown. The transaction's last statement is one
+   * fence covering every grant: it commits only if every grant is still live, and releases them
+   * all inside that commit; otherwise it rolls back and LockLostError names a lost grant. Settled
+   * as withWriteLock is (a lost COMMIT reply, deadlock and certification retries under the same
+   * grants). `grants` are sorted by resource id bytes. Inside `work`, a nested `with*Lock` or
+   * `withLocks` on resources the group holds joins it (see docs/api.md).
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * await locks.withLocks({ write: ['loan:1', 'loan:2'] }, async (trx) => {
+   *   await trx('loan').where({ id: 1 }).decrement('balance', 100);
+   *   await trx('loan').where({ id: 2 }).increment('balance', 100);
+   * }, { waitMs: 5_000 });
+   * ```
+   */
+  withLocks<T>(sets: LockSets, work: LockedGroupWork<T>, options?: WithLockOptions): Promise<T> {
+    return this.#track('withLocks', () => this.#scopedGroup(sets, work, options));
+  }
+
+  /**
+   * Waits for locks on several resources, each in its mode, taken in one order (by resource id
+   * bytes) within `waitMs`, all or none: the group, or LockTimeoutError / LockAbortedError with
+   * nothing held. Release it with `release()`, or fence a transaction with `fence()`.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const group = await locks.acquireMany({ write: ['claim:9'], read: ['loan:1'] }, { waitMs: 5_000 });
+   * try {
+   *   // ... work under both locks
+   * } finally {
+   *   await group.release();
+   * }
+   * ```
+   */
+  acquireMany(sets: LockSets, options?: AcquireOptions): Promise<LockGroup> {
+    return this.#track('acquireMany', async () => {
+      const targets = groupTargets('acquireMany', sets);
+      const { waitMs, signal } = resolveCallOptions('acquireMany', options, false);
+      return this.#acquireGroup(targets, waitMs, signal);
     });
   }
 
@@ -425,6 +485,71 @@ export class LockManager {
       // An error is already on its way to the caller; if this release fails too, the reaper releases it.
       if (!grant.settled) await grant.release().catch(() => undefined);
     }
+  }
+
+  #acquireGroup(targets: Target[], waitMs: number, signal: AbortSignal | undefined): Promise<HeldGroup> {
+    return acquireGroup(this.#ctx, targets, waitMs, signal, (t, w, run) => this.#traceAcquire(t, w, run));
+  }
+
+  async #scopedGroup<T>(sets: LockSets, work: LockedGroupWork<T>, options: WithLockOptions | undefined): Promise<T> {
+    const what = 'withLocks';
+    const targets = groupTargets(what, sets);
+    const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
+    if (typeof work !== 'function')
+      throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
+    // SEAM (issue 25, sections): `section: true` takes the rows in this same order in one
+    // transaction through runSection (src/lock/section.ts, branch `section`); not wired yet.
+    const joined = this.#joinGroup(targets);
+    if (joined) return work(joined.trx, joined.grants);
+    this.#checkPool(leaseMs !== undefined, what);
+    const group = await this.#acquireGroup(targets, waitMs, signal);
+    const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs));
+    try {
+      await Promise.all(keepAlive.map((k) => k.first));
+      return await runFencedHold(
+        this.#ctx,
+        group,
+        (trx) =>
+          this.#ctx.scopes.run(
+            group.grants.map((grant) => [grant.ref.resource.toString('hex'), { grant, trx }] as const),
+            () => work(trx, group.grants),
+          ),
+        isolationLevel,
+      );
+    } catch (err) {
+      // A refused group fence cannot say which grant was lost: releasing the rest finds it.
+      if (err instanceof LockLostError && !group.settled) {
+        await group.release().catch(() => undefined);
+        throw group.lost() ?? err;
+      }
+      throw err;
+    } finally {
+      for (const k of keepAlive) k.stop();
+      // An error is already on its way to the caller; if this release fails too, the reaper releases them.
+      if (!group.settled) await group.release().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Reentrancy of withLocks: when one enclosing operation's transaction holds every resource named,
+   * each in the mode asked or a stronger one, the call joins it (its grants in resource byte
+   * order); a write asked where a read is held is refused (LockUpgradeError), as is a call that
+   * names some held resources and not others, or resources held by different enclosing operations:
+   * it cannot join one transaction, and waiting could deadlock with its own enclosing grants.
+   */
+  #joinGroup(targets: Target[]): { trx: Knex.Transaction; grants: Grant[] } | undefined {
+    const held = targets.map((t) => ({ t, outer: this.#ctx.scopes.held(t.resource.toString('hex')) }));
+    if (held.every((h) => h.outer === undefined)) return undefined;
+    const trx = held[0]!.outer?.trx;
+    const partial = held.find((h) => h.outer === undefined || h.outer.trx !== trx);
+    if (partial)
+      throw new InvalidOptionsError(
+        `withLocks: ${JSON.stringify(partial.t.resourceId)} is not held by the enclosing operation that holds the others; a nested withLocks names only resources one enclosing operation holds, or none of them`,
+      );
+    for (const h of held)
+      if (h.t.mode === 'write' && h.outer!.grant.mode === 'read') throw new LockUpgradeError(h.t.resourceId);
+    const sorted = [...held].sort((a, b) => Buffer.compare(a.t.resource, b.t.resource));
+    return { trx: trx!, grants: sorted.map((h) => h.outer!.grant) };
   }
 
   /**

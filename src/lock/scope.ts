@@ -22,16 +22,19 @@ export class Scopes {
     return this.#als.getStore()?.get(resourceHex);
   }
 
-  /** Fenced transactions open around the current async context, each holding a connection. */
+  /**
+   * Fenced transactions open around the current async context, each holding a connection. A group
+   * of locks holds several resources in one transaction: transactions are counted, not resources.
+   */
   get depth(): number {
-    return this.#als.getStore()?.size ?? 0;
+    const store = this.#als.getStore();
+    return store ? new Set(Array.from(store.values(), (h) => h.trx)).size : 0;
   }
 
-  /** Runs `work` with `held` added to the enclosing operations. */
-  run<T>(resourceHex: string, held: Held, work: () => Promise<T>): Promise<T> {
-    const outer = this.#als.getStore();
-    const inner = new Map(outer);
-    inner.set(resourceHex, held);
+  /** Runs `work` with `held` (resource hex, operation) added to the enclosing operations. */
+  run<T>(held: ReadonlyArray<readonly [string, Held]>, work: () => Promise<T>): Promise<T> {
+    const inner = new Map(this.#als.getStore());
+    for (const [resourceHex, h] of held) inner.set(resourceHex, h);
     return this.#als.run(inner, work);
   }
 }

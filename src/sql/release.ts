@@ -58,3 +58,28 @@ export async function releaseGrant(
   const result = await query<{ affectedRows: number }>(conn, RELEASE_SQL, releaseParams(grant, by));
   return result.affectedRows === RELEASED_ROWS;
 }
+
+/**
+ * Releases a group of grants, on distinct resources, in one statement: RELEASE_SQL's join, with
+ * one WHERE term per grant naming the state it expects. Each grant changes its log row and its
+ * resource row, so the statement changes `RELEASED_ROWS` × n rows exactly when every grant was
+ * live; fewer means one of them was not, and the caller's transaction must roll back (its other
+ * releases with it). Each resource row gives back its own grant's count: the mode travels in the
+ * WHERE term (`lock_type`), and the SET reads it from the grant row it joined.
+ */
+export function releaseManySql(n: number): string {
+  const term = '(l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.token = UNHEX(?))';
+  return `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+       r.w_count = r.w_count - (l.lock_type = ${LOCK_TYPE.write}), r.r_count = r.r_count - (l.lock_type = ${LOCK_TYPE.read}),
+       r.version = r.version + 1
+ WHERE l.status = ${STATUS.live} AND (${Array.from({ length: n }, () => term).join('\n    OR ')})`;
+}
+
+/** releaseManySql's parameters: who releases, then id, resource hex, lock type and token hex per grant. */
+export function releaseManyParams(grants: readonly GrantRef[], by: keyof typeof RELEASED_BY): (number | Hex)[] {
+  return [
+    RELEASED_BY[by],
+    ...grants.flatMap((g) => [g.id, hex(g.resource), LOCK_TYPE[g.mode], hex(g.token)] as (number | Hex)[]),
+  ];
+}

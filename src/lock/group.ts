@@ -1,0 +1,207 @@
+import { translate } from '../sql/connection.js';
+import type { LockContext } from './context.js';
+import { InvalidOptionsError, LockInvariantError, LockLostError, LockTimeoutError } from '../errors.js';
+import type { FenceExecutor, LockGroup } from './api.js';
+import type { FencedHold } from './fenced.js';
+import type { HeldGrant } from './grant.js';
+import { acquire, type Target } from './acquire.js';
+import { LIMITS, optionsObject } from '../options.js';
+import { RELEASED_ROWS, releaseManyParams, releaseManySql } from '../sql/release.js';
+import { resourceKey } from './resource-id.js';
+import { fenceChannel, traced } from '../observability/tracing.js';
+import type { LockMode } from '../types.js';
+
+/**
+ * The targets of `withLocks` / `acquireMany`, validated before anything is written: a plain object
+ * with `write` and `read` arrays of valid resource ids, each resource named once across both,
+ * at least one and at most LIMITS.maxGroupResources. Returned in the caller's order.
+ */
+export function groupTargets(what: string, sets: unknown): Target[] {
+  if (typeof sets !== 'object' || sets === null || Array.isArray(sets))
+    throw new InvalidOptionsError(`${what} needs the resources as { write: [...ids], read: [...ids] }`);
+  const o = optionsObject(what, sets, ['write', 'read']);
+  const targets: Target[] = [];
+  const seen = new Set<string>();
+  for (const mode of ['write', 'read'] as const) {
+    const ids = o[mode];
+    if (ids === undefined) continue;
+    if (!Array.isArray(ids)) throw new InvalidOptionsError(`${mode} must be an array of resource ids`);
+    for (const resourceId of ids as unknown[]) {
+      const resource = resourceKey(resourceId);
+      const key = resource.toString('hex');
+      if (seen.has(key))
+        throw new InvalidOptionsError(
+          `${what}: resource ${JSON.stringify(resourceId)} is named more than once (name it once, under write for a write lock)`,
+        );
+      seen.add(key);
+      targets.push({ mode, resourceId: resourceId as string, resource });
+    }
+  }
+  if (targets.length === 0) throw new InvalidOptionsError(`${what}: no resource to lock (write and read are empty)`);
+  if (targets.length > LIMITS.maxGroupResources)
+    throw new InvalidOptionsError(
+      `${what}: ${targets.length} resources; at most ${LIMITS.maxGroupResources} can be locked together`,
+    );
+  return targets;
+}
+
+/**
+ * Test-only, to show that any other order can deadlock: `callerOrder` takes a group's locks in the
+ * order the caller named them instead of by resource bytes; `afterFirst` is awaited once the first
+ * is held. Not exported from any package entry.
+ * @internal
+ */
+export const acquireOrderForTests: { callerOrder: boolean; afterFirst: (() => Promise<void>) | undefined } = {
+  callerOrder: false,
+  afterFirst: undefined,
+};
+
+/** Traces one acquire of the group, as the manager traces any acquire. */
+export type TraceAcquire = (t: Target, waitMs: number, run: () => Promise<HeldGrant>) => Promise<HeldGrant>;
+
+/**
+ * Takes every target, one after another in resource byte order (every group waits in the same
+ * order, so two groups cannot each hold what the other waits for), all within one `waitMs`. All or
+ * nothing: when one cannot be taken (timeout, abort, error) those already taken are released, a
+ * lost reply settled as `Grant.release` settles it, and the error is rethrown; a timeout names the
+ * resource that was not granted and the whole `waitMs`.
+ */
+export async function acquireGroup(
+  ctx: LockContext,
+  targets: readonly Target[],
+  waitMs: number,
+  signal: AbortSignal | undefined,
+  trace: TraceAcquire,
+): Promise<HeldGroup> {
+  const sorted = [...targets].sort((a, b) => Buffer.compare(a.resource, b.resource));
+  const order = acquireOrderForTests.callerOrder ? targets : sorted;
+  const deadline = performance.now() + waitMs;
+  const taken: HeldGrant[] = [];
+  try {
+    for (const t of order) {
+      const left = Math.max(0, Math.floor(deadline - performance.now()));
+      try {
+        taken.push(await trace(t, left, () => acquire(ctx, t, left, signal)));
+        if (taken.length === 1) await acquireOrderForTests.afterFirst?.();
+      } catch (err) {
+        throw err instanceof LockTimeoutError ? new LockTimeoutError(t.resourceId, t.mode, waitMs) : err;
+      }
+    }
+  } catch (err) {
+    // Newest first; a release that cannot be settled is left to the reaper, and the caller learns
+    // why the group was not granted.
+    for (const grant of taken.reverse()) await grant.release().catch(() => undefined);
+    throw err;
+  }
+  return new HeldGroup(sorted.map((t) => taken.find((g) => g.ref.resource.equals(t.resource)) as HeldGrant));
+}
+
+/** A group of grants taken together: the implementation of {@link LockGroup}. */
+export class HeldGroup implements LockGroup, FencedHold {
+  readonly grants: readonly HeldGrant[];
+
+  constructor(grants: readonly HeldGrant[]) {
+    this.grants = grants;
+  }
+
+  /** The first grant: what LockOutcomeUnknownError and a refused fence name. */
+  get id(): number {
+    return this.grants[0]!.id;
+  }
+
+  get token(): string {
+    return this.grants[0]!.token;
+  }
+
+  get settled(): boolean {
+    return this.grants.every((g) => g.settled);
+  }
+
+  /** One fence event per grant, nested around the one statement, each with the group's outcome. */
+  fence(execute: FenceExecutor): Promise<void> {
+    return this.grants.reduceRight<() => Promise<void>>(
+      (inner, g) => () =>
+        traced(fenceChannel, () => ({ grant: g, grantId: g.id, resourceId: g.resourceId, mode: g.mode }), inner),
+      () => this.#fence(execute),
+    )();
+  }
+
+  async #fence(execute: FenceExecutor): Promise<void> {
+    const ended = this.grants.find((g) => g.settled);
+    if (ended) throw new LockLostError(ended.id, 'it was already released');
+    const expected = RELEASED_ROWS * this.grants.length;
+    let changed: unknown;
+    try {
+      changed = await execute(
+        releaseManySql(this.grants.length),
+        releaseManyParams(
+          this.grants.map((g) => g.ref),
+          'holder',
+        ),
+      );
+    } catch (err) {
+      throw translate(err);
+    }
+    if (changed === expected) return;
+    if (typeof changed === 'number' && Number.isInteger(changed) && changed >= 0 && changed < expected)
+      throw new LockLostError(
+        this.id,
+        `a grant of the group ${this.grants.map((g) => g.id).join(', ')} is no longer live; release() the group to learn which`,
+      );
+    throw new LockInvariantError(
+      `execute() resolved to ${typeof changed === 'number' ? changed : `${String(changed)} (a ${typeof changed})`}, expected the number ${expected} (released) or less (one lost): does it resolve to the affected-row count, as a number?`,
+    );
+  }
+
+  committed(): void {
+    for (const g of this.grants) g.committed();
+  }
+
+  async release(): Promise<boolean> {
+    let all = true;
+    let failure: { error: unknown } | undefined;
+    for (const g of this.grants) {
+      try {
+        if (!(await g.release())) all = false;
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+    return all;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** @internal True while every grant is live; asks each, so each learns its own state. */
+  async isLive(): Promise<boolean> {
+    let live = true;
+    for (const g of this.grants) if (!(await g.isLive())) live = false;
+    return live;
+  }
+
+  /**
+   * @internal After the group's fenced commit lost its reply: settles each grant (each release
+   * waits for the lost transaction's row locks). One commit released all or none of them.
+   */
+  async settleLostCommit(): Promise<'committed' | 'rolled-back' | 'lost' | undefined> {
+    const outcomes = [];
+    for (const g of this.grants) outcomes.push(await g.settleLostCommit());
+    if (outcomes.includes(undefined)) return undefined;
+    if (outcomes.includes('lost')) return 'lost';
+    return outcomes.every((o) => o === 'committed') ? 'committed' : 'rolled-back';
+  }
+
+  /** @internal */
+  lost(): LockLostError | null {
+    const g = this.grants.find((x) => x.signal.aborted);
+    return g ? new LockLostError(g.id) : null;
+  }
+
+  /** @internal */
+  modes(): string {
+    return this.grants.map((g): LockMode => g.mode).join(',');
+  }
+}
