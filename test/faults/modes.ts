@@ -31,10 +31,20 @@ export function inSection<T>(
 
 /** `locks.withLocks({ write, read }, work, options)`: every grant fenced in the one commit. */
 export function withMany<T>(
-  _locks: LockManager,
-  _set: { write: string[]; read: string[] },
-  _work: (trx: Knex.Transaction, held: Held[]) => Promise<T>,
-  _options: ModeOptions & { section?: boolean },
+  locks: LockManager,
+  set: { write: string[]; read: string[] },
+  work: (trx: Knex.Transaction, held: Held[]) => Promise<T>,
+  options: ModeOptions & { section?: boolean },
 ): Promise<T> {
-  return Promise.reject(new Error('multi-resource locks are not in this build'));
+  const { section, ...rest } = options;
+  if (section) return Promise.reject(new Error('multi-resource sections are not in this build'));
+  return locks.withLocks(
+    set,
+    (trx, grants) =>
+      work(
+        trx,
+        grants.map((g) => ({ resource: g.resourceId, mode: g.mode, grant: g.id, extend: (ms) => g.extend(ms) })),
+      ),
+    rest,
+  );
 }

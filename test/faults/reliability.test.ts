@@ -100,7 +100,7 @@ function base(
     readFraction: 0.3,
     transitionFraction: 0.15,
     sectionFraction: 0,
-    multiFraction: 0,
+    multiFraction: 0.1,
     faultLoops: 2,
     livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),

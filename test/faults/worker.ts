@@ -476,8 +476,12 @@ async function main(): Promise<void> {
       const [a, b] = twoOf(config.resources);
       many = Math.random() < 0.6 ? { write: [a, b], read: [] } : { write: [a], read: [b] };
       kind = 'write';
+      // As sections where this lane runs sections at all.
       section =
-        Math.random() < 0.5 && config.variant !== 'multi-first-fence' && config.variant !== 'multi-caller-order';
+        config.sectionFraction > 0 &&
+        Math.random() < 0.5 &&
+        config.variant !== 'multi-first-fence' &&
+        config.variant !== 'multi-caller-order';
       slow = !section && Math.random() < (config.variant === 'multi-first-fence' ? 0.5 : config.slowFraction);
     } else {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
