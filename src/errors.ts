@@ -183,6 +183,20 @@ export class LockUpgradeError extends RwLockError {
 }
 
 /**
+ * Something a one-commit section (`{ section: true }`) cannot do, refused at once with nothing
+ * changed: a grant method with no meaning inside a section (its commit is the release, so there is
+ * no `fence`, `release`, `extend`, `downgrade` or `tryUpgrade`), or a durable acquire of a resource
+ * the enclosing section holds (it would wait on the section's own row lock until `waitMs`).
+ * Not exported from the main entry (which keeps to its name budget): tell it by its `code`,
+ * `ERR_RWLOCK_SECTION`, on an `RwLockError`.
+ */
+export class SectionError extends RwLockError {
+  constructor(message: string) {
+    super('ERR_RWLOCK_SECTION', message);
+  }
+}
+
+/**
  * The knex pool is too small for what was asked: a fenced operation holds a connection for its
  * transaction, a nested one on another resource needs another, and a lease keep-alive one more.
  * Waiting would only end in knex's acquireConnectionTimeout.

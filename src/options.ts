@@ -18,6 +18,7 @@ export const DEFAULTS = deepFreeze({
   deadlockRetries: 5,
   resolveTimeoutMs: 30_000,
   procedures: 'auto' as ProceduresMode,
+  sectionIdleTimeoutMs: 10_000,
   /** `locks.list()` */
   list: { limit: 100 },
   /** `locks.history()` */
@@ -70,6 +71,8 @@ export const LIMITS = Object.freeze({
   maxRetries: 1_000,
   /** Resources one `withLocks` or `acquireMany` call locks: its fence is one statement with a term per grant. */
   maxGroupResources: 64,
+  /** A section's idle bound is whole seconds in a session variable: one day is far beyond "short work". */
+  maxSectionIdleTimeoutMs: 86_400_000,
 });
 
 export interface LockManagerOptions {
@@ -104,6 +107,15 @@ export interface LockManagerOptions {
    * @defaultValue none
    */
   onLockLost?: LockLostHandler;
+  /**
+   * How long the server keeps a one-commit section's connection in its transaction while it sends
+   * nothing (a paused or partitioned holder): past it the server closes the connection, the
+   * transaction rolls back and the resource is free again. Whole seconds on the server, rounded up:
+   * MariaDB's `idle_transaction_timeout`, MySQL's `wait_timeout`, set for the section's
+   * transaction and restored after it. Keep it above the longest pause between two statements of
+   * a section's work. @defaultValue `DEFAULTS.sectionIdleTimeoutMs`
+   */
+  sectionIdleTimeoutMs?: number;
 }
 
 export interface ResolvedManagerOptions {
@@ -117,6 +129,7 @@ export interface ResolvedManagerOptions {
   resolveTimeoutMs: number;
   procedures: ProceduresMode;
   onLockLost: LockLostHandler | undefined;
+  sectionIdleTimeoutMs: number;
 }
 
 export interface AcquireOptions {
@@ -138,6 +151,18 @@ export interface WithLockOptions extends AcquireOptions {
    * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
    */
   leaseMs?: number;
+  /**
+   * Runs the callback as a one-commit section: the business transaction takes the lock with its
+   * first statement (a guarded update of the resource row, whose row lock it keeps until the
+   * commit), logs the section in the history and commits once; no durable grant is written, so
+   * nothing is left for the reaper if the process dies. For short work only: a section holds the
+   * row lock (and a connection) throughout, and the server ends a section idle longer than the
+   * manager's `sectionIdleTimeoutMs`. Waits on another section's row lock are bounded in whole
+   * seconds (rounded up, at least 1 s). The grant passed to the callback cannot `fence`,
+   * `release`, `extend`, `downgrade` or `tryUpgrade` (SectionError). Not with `leaseMs`. See
+   * docs/api.md, Sections. @defaultValue false
+   */
+  section?: boolean;
 }
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
@@ -220,6 +245,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     'resolveTimeoutMs',
     'procedures',
     'onLockLost',
+    'sectionIdleTimeoutMs',
   ]);
   if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
     throw new InvalidOptionsError(
@@ -252,6 +278,12 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     ),
     procedures: proceduresOption(o.procedures),
     onLockLost: o.onLockLost as LockLostHandler | undefined,
+    sectionIdleTimeoutMs: integerOption(
+      'sectionIdleTimeoutMs',
+      o.sectionIdleTimeoutMs ?? DEFAULTS.sectionIdleTimeoutMs,
+      1,
+      LIMITS.maxSectionIdleTimeoutMs,
+    ),
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
     throw new InvalidOptionsError(
@@ -272,13 +304,14 @@ export interface ResolvedAcquireOptions {
   signal: AbortSignal | undefined;
   isolationLevel: IsolationLevel | undefined;
   leaseMs: number | undefined;
+  section: boolean;
 }
 
 export function resolveCallOptions(what: string, input: unknown, allowIsolation: boolean): ResolvedAcquireOptions {
   const o = optionsObject(
     what,
     input,
-    allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] : ['waitMs', 'signal'],
+    allowIsolation ? ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'section'] : ['waitMs', 'signal'],
   );
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
@@ -295,7 +328,10 @@ export function resolveCallOptions(what: string, input: unknown, allowIsolation:
   }
   const leaseMs =
     o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
-  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs };
+  const section = booleanOption('section', o.section, false);
+  if (section && leaseMs !== undefined)
+    throw new InvalidOptionsError('leaseMs cannot be used with section: a section holds no durable grant to extend');
+  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs, section };
 }
 
 export interface ListOptions {

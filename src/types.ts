@@ -22,9 +22,11 @@ export const STATUS = Object.freeze({ live: 0, released: 2 } as const);
 
 /**
  * `t_lock_log.released_by`. `withdrawn` marks the row an acquirer writes in place of a grant whose
- * reply it lost: the acquire then cannot commit, and the row was never a live grant.
+ * reply it lost: the acquire then cannot commit, and the row was never a live grant. `section` marks
+ * the row of a one-commit section (`{ section: true }`), written granted and released in the
+ * section's own commit: it was never live outside that transaction.
  */
-export const RELEASED_BY = Object.freeze({ holder: 1, reaper: 2, operator: 3, withdrawn: 4 } as const);
+export const RELEASED_BY = Object.freeze({ holder: 1, reaper: 2, operator: 3, withdrawn: 4, section: 5 } as const);
 
 /**
  * How a grant ended, in every report of it: `history()`'s `releasedBy`, `onLockLost`'s info, the

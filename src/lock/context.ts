@@ -3,6 +3,7 @@ import type { ResolvedManagerOptions } from '../options.js';
 import type { RetryPolicy } from '../sql/retry.js';
 import type { Scopes } from './scope.js';
 import type { WaitQueues } from './wait.js';
+import type { SectionServer } from '../sql/section.js';
 
 /** What a lock manager shares with its grants and its acquire and fence machinery. */
 export interface LockContext {
@@ -16,4 +17,6 @@ export interface LockContext {
   readonly ownerBytes: Buffer;
   /** Whether acquires run as plain statements: set at start, or once 'auto' finds no procedure. */
   readonly acquirePath: { statements: boolean };
+  /** What one-commit sections need of the server, asked by the first section (see `detectSectionServer`). */
+  readonly sections: { server?: Promise<SectionServer> };
 }

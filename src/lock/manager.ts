@@ -7,6 +7,7 @@ import {
   LockUpgradeError,
   ManagerClosedError,
   PoolTooSmallError,
+  SectionError,
 } from '../errors.js';
 import { runFenced, runFencedHold } from './fenced.js';
 import type { Grant, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
@@ -47,6 +48,7 @@ import type { Knex } from 'knex';
 import { Scopes } from './scope.js';
 import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
 import { WaitQueues } from './wait.js';
+import { runSection, SectionGrant } from './section.js';
 
 /**
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
@@ -70,6 +72,7 @@ export class LockManager {
       scopes: new Scopes(),
       ownerBytes: Buffer.from(o.owner, 'utf8'),
       acquirePath: { statements: o.procedures === false },
+      sections: {},
     };
   }
 
@@ -419,6 +422,17 @@ export class LockManager {
     return { mode, resourceId, resource: resourceKey(resourceId) };
   }
 
+  /**
+   * A durable acquire of a resource that an enclosing section holds would wait on the section's
+   * own row lock until its waitMs: refused at once.
+   */
+  #notInSection(t: Target, what: string): void {
+    if (this.#ctx.scopes.held(t.resource.toString('hex'))?.grant instanceof SectionGrant)
+      throw new SectionError(
+        `${what}(${JSON.stringify(t.resourceId)}) inside a section on the same resource would wait on the section itself: use the section's grant, or with*Lock (which joins it)`,
+      );
+  }
+
   #tryOnce(mode: LockMode, resourceId: string, argumentCount: number, what: string): Promise<Grant | null> {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
@@ -427,6 +441,7 @@ export class LockManager {
         throw new InvalidOptionsError(
           `${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`,
         );
+      this.#notInSection(target, what);
       return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
     });
   }
@@ -443,6 +458,7 @@ export class LockManager {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
       const { waitMs, signal } = resolveCallOptions(what, options, false);
+      this.#notInSection(target, what);
       return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     });
   }
@@ -465,16 +481,23 @@ export class LockManager {
     what: string,
   ): Promise<T> {
     const target = this.#target(mode, resourceId);
-    const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
+    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, true);
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
-    // Reentrant: inside an operation on the same resource, join its grant and transaction.
+    // Reentrant: inside an operation on the same resource (durable or section), join its grant and
+    // transaction, which hold the resource until they commit.
     const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
     if (outer) {
       if (mode === 'write' && outer.grant.mode === 'read') throw new LockUpgradeError(resourceId);
       return work(outer.trx, outer.grant);
     }
     this.#checkPool(leaseMs !== undefined, what);
+    if (section)
+      return runSection(this.#ctx, [target], (trx, grants) => work(trx, grants[0]!), {
+        waitMs,
+        signal,
+        isolationLevel,
+      });
     const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
     try {

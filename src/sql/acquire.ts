@@ -41,7 +41,8 @@ const GUARDED_UPDATE: Readonly<Record<LockMode, string>> = {
 };
 /** First use of a resource: the row is created already holding the lock. IGNORE: 0 rows when it exists. */
 const FIRST_USE = 'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
-const WRITER_INTENT = `UPDATE t_read_write_lock
+/** Marks a waiting writer: new readers hold back for `intentMs` (parameters: µs, resource, µs / 2). */
+export const WRITER_INTENT = `UPDATE t_read_write_lock
    SET w_wait_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
  WHERE resource_id = ? AND (w_wait_until IS NULL OR w_wait_until < NOW(6) + INTERVAL ? MICROSECOND)`;
 const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)

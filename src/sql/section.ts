@@ -1,0 +1,131 @@
+import { query, type RawConnection } from './connection.js';
+import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+
+/*
+ * The statements of a one-commit section (see runSection in src/lock/section.ts). A section takes
+ * the lock with the business transaction's first statement on the resource row and keeps it by
+ * the row's InnoDB lock until that transaction commits: the counts never change, so a section that
+ * dies or is rolled back leaves nothing behind.
+ */
+
+/**
+ * How a section takes a resource row. `write` and `readExclusive` change the row (an exclusive row
+ * lock); `readShared` reads it with a shared lock, which readers share. Each returns 1 row (changed
+ * or read) when taken. The guards are the durable acquire's: a writer needs no holder at all (and,
+ * like a durable writer, ignores the writer intent, which holds back readers only); a reader needs
+ * no writer and no writer intent in force.
+ */
+export const TAKE: Readonly<Record<'write' | 'readShared' | 'readExclusive', string>> = {
+  write: `UPDATE t_read_write_lock SET version = version + 1
+ WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
+  readShared: `SELECT 1 AS taken FROM t_read_write_lock
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6)) LOCK IN SHARE MODE`,
+  readExclusive: `UPDATE t_read_write_lock SET version = version + 1
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6))`,
+};
+
+/** After a refused take: whether the row exists at all (a resource never used has none). */
+export const ROW_EXISTS = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ?';
+
+/** First use of a resource by a section: a free row. IGNORE: nothing when another first user made it. */
+export const CREATE_ROW = 'INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)';
+
+/**
+ * The section's log row: granted and released in the same commit, marked `released_by = section`
+ * so that history tells it from a durable grant (which ends as `holder`, `reaper` or `operator`).
+ * Written right after the take, so its id (the fencing token) is known to the work;
+ * `released_at` is then the time of the take too: a section's commit time is not recorded.
+ */
+const LOG_SECTION = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+VALUES (?, ?, ${STATUS.released}, NOW(6), 1, CONVERT(? USING utf8mb4), ?, NOW(6), ${RELEASED_BY.section})`;
+
+export async function logSection(
+  conn: RawConnection,
+  resource: Buffer,
+  mode: LockMode,
+  owner: Buffer,
+  token: Buffer,
+): Promise<number> {
+  const result = await query<{ insertId: number | string }>(conn, LOG_SECTION, [
+    resource,
+    LOCK_TYPE[mode],
+    owner,
+    token,
+  ]);
+  return Number(result.insertId);
+}
+
+/** What a section needs to know of the server: asked once per manager. */
+export interface SectionServer {
+  mariadb: boolean;
+  /**
+   * Whether a shared row lock excludes writers on every member that can write: true on a single
+   * server or a single primary; false on Galera and Group Replication multi-primary, where
+   * certification checks only the rows a transaction writes.
+   */
+  sharedLocksCertified: boolean;
+  /** What was found, for the error message of a refused option and for diagnostics. */
+  topology: 'single' | 'galera' | 'group-replication-single-primary' | 'group-replication-multi-primary';
+}
+
+export async function detectSectionServer(conn: RawConnection): Promise<SectionServer> {
+  const [v] = await query<Array<{ version: string }>>(conn, 'SELECT VERSION() AS version');
+  const rows = await query<Array<{ Variable_name: string; Value: string }>>(
+    conn,
+    "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'group_replication_single_primary_mode', 'group_replication_group_name')",
+  );
+  const vars = new Map(rows.map((r) => [r.Variable_name.toLowerCase(), String(r.Value).toUpperCase()]));
+  const mariadb = /mariadb/i.test(v?.version ?? '');
+  let topology: SectionServer['topology'] = 'single';
+  if (vars.get('wsrep_on') === 'ON') topology = 'galera';
+  // The plugin loaded with a group name configured: a member (or about to be one). Multi-primary
+  // unless single-primary mode is on.
+  else if (vars.has('group_replication_single_primary_mode') && (vars.get('group_replication_group_name') ?? '') !== '')
+    topology =
+      vars.get('group_replication_single_primary_mode') === 'ON' ||
+      vars.get('group_replication_single_primary_mode') === '1'
+        ? 'group-replication-single-primary'
+        : 'group-replication-multi-primary';
+  return {
+    mariadb,
+    topology,
+    sharedLocksCertified: topology === 'single' || topology === 'group-replication-single-primary',
+  };
+}
+
+/**
+ * Bounds, for the section's transaction, how long the server waits for the client's next
+ * statement (MariaDB: idle_transaction_timeout, which counts only inside a transaction; MySQL:
+ * wait_timeout, which has no in-transaction variant) and, on MySQL, how long a statement waits for
+ * a row lock (MariaDB sets that per statement instead, see `takeStatement`). Whole seconds, as the
+ * server counts them. The previous values are kept in user variables for `restoreBounds`.
+ */
+export function boundStatement(server: SectionServer, idleSec: number | null, lockWaitSec: number): string | null {
+  const parts: string[] = [];
+  if (idleSec !== null) {
+    const v = server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout';
+    parts.push(`@rwlock_idle = @@SESSION.${v}`, `SESSION ${v} = ${idleSec}`);
+  }
+  if (!server.mariadb)
+    parts.push('@rwlock_lwt = @@SESSION.innodb_lock_wait_timeout', `SESSION innodb_lock_wait_timeout = ${lockWaitSec}`);
+  return parts.length === 0 ? null : `SET ${parts.join(', ')}`;
+}
+
+/** MySQL: the work's statements wait for row locks as the session did before the section's take. */
+export const RESTORE_LOCK_WAIT = 'SET SESSION innodb_lock_wait_timeout = @rwlock_lwt';
+
+/**
+ * After the commit (or rollback): the session's bounds as they were, for the pool's next user.
+ * Null when `boundStatement` set none.
+ */
+export function restoreBounds(server: SectionServer, idle: boolean): string | null {
+  const parts: string[] = [];
+  if (idle) parts.push(`SESSION ${server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout'} = @rwlock_idle`);
+  if (!server.mariadb) parts.push('SESSION innodb_lock_wait_timeout = @rwlock_lwt');
+  return parts.length === 0 ? null : `SET ${parts.join(', ')}`;
+}
+
+/** The take, with MariaDB's per-statement lock wait bound (`SET STATEMENT ... FOR`). */
+export function takeStatement(server: SectionServer, sql: string, lockWaitSec: number): string {
+  return server.mariadb ? `SET STATEMENT innodb_lock_wait_timeout = ${lockWaitSec} FOR ${sql}` : sql;
+}

@@ -1,0 +1,230 @@
+// One-commit sections ({ section: true }): exclusion between sections and with durable grants
+// both ways (with a negative control: an unguarded take is caught by the same check), waitMs and
+// abort while waiting on another section's row lock, history, reentrancy and refused options.
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createLockManager,
+  InvalidOptionsError,
+  LockAbortedError,
+  LockTimeoutError,
+  RwLockError,
+} from '../src/index.js';
+import { sectionTesting } from '../src/lock/section.js';
+import { useTestDatabase } from './support/db.js';
+import { invariantViolations } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+afterEach(() => {
+  sectionTesting.guard = true;
+});
+
+/** A promise and its resolver: a step the test opens when it chooses. */
+function gate(): { open: () => void; opened: Promise<void> } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+async function counter(name: string): Promise<number> {
+  const [rows] = (await db.knex.raw('SELECT n FROM counters WHERE name = ?', [name])) as unknown as [
+    Array<{ n: number }>,
+  ];
+  return Number(rows[0]?.n ?? -1);
+}
+
+async function counts(resource: string): Promise<{ w: number; r: number }> {
+  const [rows] = (await db.knex.raw('SELECT w_count AS w, r_count AS r FROM t_read_write_lock WHERE resource_id = ?', [
+    Buffer.from(resource),
+  ])) as unknown as [Array<{ w: number; r: number }>];
+  return { w: Number(rows[0]!.w), r: Number(rows[0]!.r) };
+}
+
+/** 12 write sections at once, each a read-modify-write with a pause between: lost updates show a broken exclusion. */
+async function racingIncrements(name: string): Promise<number> {
+  await db.knex.raw('CREATE TABLE IF NOT EXISTS counters (name VARCHAR(32) PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB');
+  await db.knex.raw('INSERT INTO counters VALUES (?, 0)', [name]);
+  const locks = createLockManager({ knex: db.knex });
+  await Promise.all(
+    Array.from({ length: 12 }, () =>
+      locks.withWriteLock(
+        name,
+        async (trx) => {
+          const [rows] = (await trx.raw('SELECT n FROM counters WHERE name = ?', [name])) as unknown as [
+            Array<{ n: number }>,
+          ];
+          await new Promise((r) => setTimeout(r, 5));
+          await trx.raw('UPDATE counters SET n = ? WHERE name = ?', [Number(rows[0]!.n) + 1, name]);
+        },
+        { section: true, isolationLevel: 'read committed' },
+      ),
+    ),
+  );
+  return counter(name);
+}
+
+describe('one-commit sections', () => {
+  it('write sections exclude each other; a section logs one released row marked section and leaves no count', async () => {
+    expect(await racingIncrements('s-excl')).toBe(12);
+    expect(await counts('s-excl')).toEqual({ w: 0, r: 0 });
+    const locks = createLockManager({ knex: db.knex });
+    const { grants } = await locks.history('s-excl', { limit: 100 });
+    expect(grants).toHaveLength(12);
+    expect(grants.every((g) => g.releasedBy === 'section' && g.mode === 'write')).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('negative control: the same check catches sections that take the row without the guard', async () => {
+    await db.knex.raw('INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)', [Buffer.from('s-bad')]);
+    sectionTesting.guard = false;
+    expect(await racingIncrements('s-bad')).toBeLessThan(12);
+  });
+
+  it('a section waits for a durable writer (its work never runs meanwhile) and runs once it is released', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const durable = await locks.acquireWrite('s-dur');
+    let ran = 0;
+    await expect(
+      locks.withWriteLock('s-dur', async () => void ran++, { section: true, waitMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(
+      locks.withReadLock('s-dur', async () => void ran++, { section: true, waitMs: 300 }),
+    ).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(ran).toBe(0);
+    const waiting = locks.withWriteLock('s-dur', async () => ++ran, { section: true, waitMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ran).toBe(0);
+    await durable.release();
+    expect(await waiting).toBe(1);
+    expect(await counts('s-dur')).toEqual({ w: 0, r: 0 });
+  });
+
+  it('a durable acquire meeting a section waits on its row and decides on the counts it leaves', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const other = createLockManager({ knex: db.knex });
+    const inside = gate();
+    const finish = gate();
+    const section = locks.withWriteLock(
+      's-row',
+      async () => {
+        inside.open();
+        await finish.opened;
+        return 'done';
+      },
+      { section: true },
+    );
+    await inside.opened;
+    let granted = false;
+    const durable = other.acquireWrite('s-row', { waitMs: 10_000 }).then((g) => {
+      granted = true;
+      return g;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(granted).toBe(false);
+    finish.open();
+    expect(await section).toBe('done');
+    const grant = await durable;
+    expect(await counts('s-row')).toEqual({ w: 1, r: 0 });
+    await grant.release();
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('reading sections share; a writing section waits for them', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const both = gate();
+    let inside = 0;
+    const reader = () =>
+      locks.withReadLock(
+        's-read',
+        async () => {
+          if (++inside === 2) both.open();
+          await both.opened; // only returns if the two readers are inside together
+        },
+        { section: true, waitMs: 5_000 },
+      );
+    await Promise.all([reader(), reader()]);
+    expect(inside).toBe(2);
+  });
+
+  it('waitMs bounds a wait on another section (whole seconds, rounded up) and signal aborts it', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const inside = gate();
+    const finish = gate();
+    const holder = locks.withWriteLock(
+      's-wait',
+      async () => {
+        inside.open();
+        await finish.opened;
+      },
+      { section: true },
+    );
+    await inside.opened;
+    let started = performance.now();
+    await expect(locks.withWriteLock('s-wait', async () => 1, { section: true, waitMs: 1_500 })).rejects.toBeInstanceOf(
+      LockTimeoutError,
+    );
+    const timedOutAfter = performance.now() - started;
+    expect(timedOutAfter).toBeGreaterThanOrEqual(1_500);
+    expect(timedOutAfter).toBeLessThan(2_000 + 1_500); // 2 s of lock wait, plus margin
+    const controller = new AbortController();
+    started = performance.now();
+    const aborted = locks.withWriteLock('s-wait', async () => 1, {
+      section: true,
+      waitMs: 30_000,
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error('stop')), 200);
+    await expect(aborted).rejects.toBeInstanceOf(LockAbortedError);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    finish.open();
+    await holder;
+    expect(await locks.withWriteLock('s-wait', async () => 'free', { section: true, waitMs: 0 })).toBe('free');
+  });
+
+  it('reentrancy: a section inside a durable scope joins it; a durable acquire inside a section is refused', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    await locks.withWriteLock('s-re', async (trx, grant) => {
+      await locks.withWriteLock(
+        's-re',
+        async (trx2, grant2) => {
+          expect(trx2).toBe(trx);
+          expect(grant2).toBe(grant);
+        },
+        { section: true },
+      );
+    });
+    await locks.withWriteLock(
+      's-re',
+      async (trx, grant) => {
+        const code = (p: Promise<unknown>) =>
+          p.then(
+            () => 'resolved',
+            (e: unknown) => (e instanceof RwLockError ? e.code : String(e)),
+          );
+        expect(await code(locks.acquireWrite('s-re', { waitMs: 100 }))).toBe('ERR_RWLOCK_SECTION');
+        expect(await code(locks.tryAcquireRead('s-re'))).toBe('ERR_RWLOCK_SECTION');
+        for (const call of [grant.release(), grant.extend(1000), grant.downgrade(), grant.tryUpgrade()])
+          expect(await code(call)).toBe('ERR_RWLOCK_SECTION');
+        expect(await grant.isLive()).toBe(true);
+        // A nested scoped call on the same resource joins the section.
+        await locks.withReadLock('s-re', async (trx2) => expect(trx2).toBe(trx));
+      },
+      { section: true },
+    );
+  });
+
+  it('refuses leaseMs with section, a non-boolean section and a bad sectionIdleTimeoutMs, with nothing written', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    await expect(locks.withWriteLock('s-opt', async () => 1, { section: true, leaseMs: 1_000 })).rejects.toBeInstanceOf(
+      InvalidOptionsError,
+    );
+    await expect(
+      locks.withWriteLock('s-opt', async () => 1, { section: 'yes' as unknown as boolean }),
+    ).rejects.toBeInstanceOf(InvalidOptionsError);
+    expect(() => createLockManager({ knex: db.knex, sectionIdleTimeoutMs: 0 })).toThrow(InvalidOptionsError);
+    const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_read_write_lock WHERE resource_id = ?', [
+      Buffer.from('s-opt'),
+    ])) as unknown as [Array<{ n: number }>];
+    expect(Number(rows[0]!.n)).toBe(0);
+  });
+});
