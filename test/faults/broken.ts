@@ -88,23 +88,3 @@ export async function splitDowngrade(
   await new Promise((r) => setTimeout(r, windowMs));
   return locks.acquireRead(grant.resourceId, options);
 }
-
-/**
- * A one-commit section without the guard: its first statement takes the lock row (so sections
- * still queue behind each other) but ignores the counts, so it runs beside a durable holder.
- */
-export async function unguardedSection<T>(
-  db: Knex,
-  resource: string,
-  work: (trx: Knex.Transaction) => Promise<T>,
-): Promise<T> {
-  return db.transaction(
-    async (trx) => {
-      await trx.raw('UPDATE t_read_write_lock SET version = version + 1 WHERE resource_id = ?', [
-        Buffer.from(resource),
-      ]);
-      return work(trx);
-    },
-    { isolationLevel: 'read committed' },
-  );
-}

@@ -1,7 +1,7 @@
 // How the worker calls the lock's one-commit sections and multi-resource locks: the one place that
 // names those entry points, so the workload reads the same whichever API shape carries them.
 import type { Knex } from 'knex';
-import type { LockManager } from '../../src/index.js';
+import type { Grant, LockManager } from '../../src/index.js';
 
 export interface ModeOptions {
   waitMs: number;
@@ -18,16 +18,24 @@ export interface Held {
   extend?: (ms: number) => Promise<boolean>;
 }
 
-/** `withWriteLock` / `withReadLock` with `section: true`. */
+/** `withWriteLock` / `withReadLock` with `section: true`; the grant is the section's log row. */
 export function inSection<T>(
-  _locks: LockManager,
-  _mode: 'write' | 'read',
-  _resource: string,
-  _work: (trx: Knex.Transaction, held: Held) => Promise<T>,
-  _options: ModeOptions,
+  locks: LockManager,
+  mode: 'write' | 'read',
+  resource: string,
+  work: (trx: Knex.Transaction, held: Held) => Promise<T>,
+  options: ModeOptions,
 ): Promise<T> {
-  return Promise.reject(new Error('one-commit sections are not in this build'));
+  const run = (trx: Knex.Transaction, grant: Grant): Promise<T> => work(trx, { resource, mode, grant: grant.id });
+  const o = { ...options, section: true };
+  return mode === 'write' ? locks.withWriteLock(resource, run, o) : locks.withReadLock(resource, run, o);
 }
+
+/**
+ * Whether `withLocks` takes `section: true` in this build. Off until the multi-resource sections are
+ * wired to runSection: the workload then runs its two-resource operations durable only.
+ */
+export const MANY_SECTIONS = false;
 
 /** `locks.withLocks({ write, read }, work, options)`: every grant fenced in the one commit. */
 export function withMany<T>(

@@ -99,7 +99,7 @@ function base(
     slowFraction: 0.1,
     readFraction: 0.3,
     transitionFraction: 0.15,
-    sectionFraction: 0,
+    sectionFraction: 0.15,
     multiFraction: 0.1,
     faultLoops: 2,
     livenessSlackMs: 1500,
@@ -256,7 +256,7 @@ describe('reliability under faults', () => {
     {
       name: 'section-unguarded',
       defect:
-        "a one-commit section whose first statement takes the lock row but not the guard: it ignores a durable holder's counts",
+        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test-only sectionTesting.guard = false)",
       tweak: {
         workerVariant: 'section-unguarded',
         minDurationMs: 12_000,

@@ -19,11 +19,12 @@ import {
 import { knexExecutor } from '../../src/lock/fenced.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
-import { referenceFence, splitDowngrade, unguardedRelease, unguardedSection } from './broken.js';
+import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
+import { sectionTesting } from '../../src/lock/section.js';
 import { readStep, writeStep } from './business.js';
 import { byIdBytes } from './checker.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
-import { inSection, withMany, type Held } from './modes.js';
+import { inSection, MANY_SECTIONS, withMany, type Held } from './modes.js';
 
 export type WorkerVariant =
   | 'correct'
@@ -106,6 +107,8 @@ const lockManager = (knex: Knex): LockManager =>
   });
 /** Scoped calls (withWriteLock/withReadLock) as the library runs them; the other variants break only their own kind of operation. */
 const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
+// The section helper's test-only switch: sections take their row with a plain read, no guard, no lock.
+if (config.variant === 'section-unguarded') sectionTesting.guard = false;
 let db = connect();
 let locks = lockManager(db);
 
@@ -351,7 +354,7 @@ async function readOp(
 
 /**
  * A one-commit section: the business transaction takes the lock with its first statement, writes
- * (or reads twice) and commits once. The 'section-unguarded' variant takes the row without the guard.
+ * (or reads twice) and commits once. The 'section-unguarded' variant takes it without the guard.
  */
 async function sectionOp(op: string, kind: OpKind, resource: string): Promise<number | undefined> {
   const pause = rand(2, 15);
@@ -363,7 +366,6 @@ async function sectionOp(op: string, kind: OpKind, resource: string): Promise<nu
     log({ op, kind, resource, ev: 'work-done', ...(grant ? { grant } : {}), ...(seen !== undefined ? { seen } : {}) });
     return seen;
   };
-  if (config.variant === 'section-unguarded') return unguardedSection(db, resource, (trx) => work(trx, undefined));
   return inSection(locks, kind, resource, (trx, held) => work(trx, held.grant), {
     waitMs: config.waitMs,
     signal: stopper.signal,
@@ -478,6 +480,7 @@ async function main(): Promise<void> {
       kind = 'write';
       // As sections where this lane runs sections at all.
       section =
+        MANY_SECTIONS &&
         config.sectionFraction > 0 &&
         Math.random() < 0.5 &&
         config.variant !== 'multi-first-fence' &&
