@@ -270,7 +270,7 @@ describe('reliability under faults', () => {
     {
       name: 'multi-first-fence',
       defect:
-        'a two-resource operation whose fence checks only its first grant: it commits on a resource whose grant was reaped',
+        "a two-resource group whose one fence statement covers only its first grant (the library's test-only fenceForTests.firstOnly): it commits on a resource whose grant was reaped",
       tweak: {
         workerVariant: 'multi-first-fence',
         minDurationMs: 12_000,
@@ -282,7 +282,8 @@ describe('reliability under faults', () => {
     },
     {
       name: 'multi-caller-order',
-      defect: "two-resource operations that take their grants in the order the caller named them, not the lock's order",
+      defect:
+        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test-only acquireOrderForTests.callerOrder)",
       tweak: {
         workerVariant: 'multi-caller-order',
         minDurationMs: 12_000,

@@ -20,9 +20,9 @@ import { knexExecutor } from '../../src/lock/fenced.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
+import { acquireOrderForTests, fenceForTests } from '../../src/lock/group.js';
 import { sectionTesting } from '../../src/lock/section.js';
 import { readStep, writeStep } from './business.js';
-import { byIdBytes } from './checker.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
 import { inSection, MANY_SECTIONS, withMany, type Held } from './modes.js';
 
@@ -107,8 +107,11 @@ const lockManager = (knex: Knex): LockManager =>
   });
 /** Scoped calls (withWriteLock/withReadLock) as the library runs them; the other variants break only their own kind of operation. */
 const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
-// The section helper's test-only switch: sections take their row with a plain read, no guard, no lock.
+// The library's test-only switches, one per negative control: sections take their row with a plain
+// read (no guard, no lock); a group's fence covers its first grant alone; a group is taken in the caller's order.
 if (config.variant === 'section-unguarded') sectionTesting.guard = false;
+if (config.variant === 'multi-first-fence') fenceForTests.firstOnly = true;
+if (config.variant === 'multi-caller-order') acquireOrderForTests.callerOrder = true;
 let db = connect();
 let locks = lockManager(db);
 
@@ -390,11 +393,12 @@ async function manyStep(
 }
 
 /**
- * An operation on two resources (a transfer between two loans), durable or as sections. A slow one
- * keeps its first grant's lease ahead and pauses until the reapers have taken the others: a fence
- * covering every grant must refuse the commit.
- * The broken variants take the grants one call at a time: 'multi-first-fence' in the lock's
- * order, fencing only the first; 'multi-caller-order' in the order the caller named them.
+ * An operation on two resources (a transfer between two loans) through `withLocks`, durable or as
+ * sections. A slow one keeps its first grant's lease ahead and pauses until the reapers have taken
+ * the other: the group's fence, covering every grant, must refuse the commit. The broken variants
+ * set the multi-resource branch's test-only switches: 'multi-first-fence' fences the first grant
+ * alone; 'multi-caller-order' takes the grants in the caller's order, and says what it holds and
+ * waits for once the first is held.
  */
 async function manyOp(
   op: string,
@@ -407,51 +411,27 @@ async function manyOp(
   const grantedAt = now();
   const pause = (): number =>
     slow ? grantedAt + config.staleAfterMs + 2 * config.reaperPeriodMs - now() : rand(2, 15);
-  const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
   const kind: OpKind = set.write.length > 0 ? 'write' : 'read';
-  const logHeld = (h: Held): void =>
-    log({ op, kind, resource: h.resource, ev: 'granted', ...(h.grant ? { grant: h.grant } : {}) });
-  if (config.variant !== 'multi-first-fence' && config.variant !== 'multi-caller-order') {
-    await withMany(
-      locks,
-      set,
-      async (trx, held) => {
-        held.forEach(logHeld);
-        if (slow) await held[0]?.extend?.(config.staleAfterMs * 4);
-        await manyStep(trx, op, held, pause(), section);
-        log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
-      },
-      { ...opts, section, isolationLevel: 'read committed' },
-    );
-    return;
-  }
-  const named = [
-    ...set.write.map((r) => ({ r, mode: 'write' as const })),
-    ...set.read.map((r) => ({ r, mode: 'read' as const })),
-  ];
-  if (config.variant === 'multi-first-fence') named.sort((a, b) => byIdBytes(a.r, b.r));
-  const grants: Grant[] = [];
-  try {
-    for (const { r, mode } of named) {
-      if (grants.length > 0) log({ op, kind, resource: r, ev: 'waiting' });
-      const g = mode === 'write' ? await locks.acquireWrite(r, opts) : await locks.acquireRead(r, opts);
-      grants.push(g);
-      log({ op, kind, resource: r, ev: 'granted', grant: g.id });
-    }
-    if (slow) await grants[0]!.extend(config.staleAfterMs * 4);
-    await db.transaction(
-      async (trx) => {
-        const held = grants.map((g) => ({ resource: g.resourceId, mode: g.mode, grant: g.id }));
-        await manyStep(trx, op, held, pause(), section);
-        log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
-        for (const g of config.variant === 'multi-first-fence' ? grants.slice(0, 1) : grants)
-          await g.fence(knexExecutor(trx));
-      },
-      { isolationLevel: 'read committed' },
-    );
-  } finally {
-    for (const g of grants) await g.release().catch(() => undefined);
-  }
+  const named = [...set.write, ...set.read];
+  acquireOrderForTests.afterFirst =
+    config.variant === 'multi-caller-order'
+      ? async () => {
+          log({ op, kind, resource: named[0]!, ev: 'granted' });
+          log({ op, kind, resource: named[1]!, ev: 'waiting' });
+        }
+      : undefined;
+  await withMany(
+    locks,
+    set,
+    async (trx, held) => {
+      for (const h of held)
+        log({ op, kind, resource: h.resource, ev: 'granted', ...(h.grant ? { grant: h.grant } : {}) });
+      if (slow) await held[0]?.extend?.(config.staleAfterMs * 4);
+      await manyStep(trx, op, held, pause(), section);
+      log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
+    },
+    { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal, section, isolationLevel: 'read committed' },
+  );
 }
 
 async function main(): Promise<void> {
@@ -476,7 +456,11 @@ async function main(): Promise<void> {
     } else if (Math.random() < config.multiFraction) {
       // Two resources: both written (a transfer), or one written and one read; durable or as sections.
       const [a, b] = twoOf(config.resources);
-      many = Math.random() < 0.6 ? { write: [a, b], read: [] } : { write: [a], read: [b] };
+      // The caller-order control writes both, so a reader sharing the second cannot pass for a waiter.
+      many =
+        Math.random() < 0.6 || config.variant === 'multi-caller-order'
+          ? { write: [a, b], read: [] }
+          : { write: [a], read: [b] };
       kind = 'write';
       // As sections where this lane runs sections at all.
       section =
