@@ -1,6 +1,7 @@
 // Multi-resource locks (withLocks, acquireMany): one acquisition order, all or nothing, one fence
 // statement covering every grant, exclusion with single-resource locks, a lost COMMIT reply.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
 import {
   ConnectionLostError,
@@ -16,6 +17,7 @@ import {
   type LockManager,
 } from '../src/index.js';
 import { knexExecutor } from '../src/lock/fenced.js';
+import { CHANNELS } from '../src/observability/tracing-entry.js';
 import { acquireOrderForTests } from '../src/lock/group.js';
 import { BAD_RESOURCE_IDS } from './support/bad-resource-ids.js';
 import { useTestDatabase } from './support/db.js';
@@ -364,6 +366,124 @@ describe('a lost COMMIT reply', () => {
     expect(err).toBeInstanceOf(ConnectionLostError);
     expect(await balance('d:1')).toBe(100);
     for (const g of grants) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 2, released_by: 1 });
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
+describe('tracing of a group', () => {
+  it('one acquire and one fence event per grant; a refused group fence fails the fence event of each', async () => {
+    const seen: Array<{ channel: string; resourceId: unknown; error: unknown }> = [];
+    const undo: Array<() => void> = [];
+    for (const name of [CHANNELS.acquire, CHANNELS.fence]) {
+      const tc = diagnostics.tracingChannel<unknown, Record<string, unknown>>(name);
+      const none = (): void => undefined;
+      const handlers = {
+        start: none,
+        end: none,
+        asyncStart: none,
+        error: none,
+        asyncEnd: (c: Record<string, unknown>) =>
+          void seen.push({ channel: name, resourceId: c.resourceId, error: c.error }),
+      };
+      tc.subscribe(handlers);
+      undo.push(() => tc.unsubscribe(handlers));
+    }
+    try {
+      const locks = createLockManager({ knex: db.knex });
+      const operator = createLockManager({ knex: db.connect() });
+      await locks.withLocks({ write: ['tr:2', 'tr:1'] }, async () => undefined);
+      expect(seen).toEqual([
+        { channel: CHANNELS.acquire, resourceId: 'tr:1', error: undefined },
+        { channel: CHANNELS.acquire, resourceId: 'tr:2', error: undefined },
+        { channel: CHANNELS.fence, resourceId: 'tr:2', error: undefined },
+        { channel: CHANNELS.fence, resourceId: 'tr:1', error: undefined },
+      ]);
+      seen.length = 0;
+      await expect(
+        locks.withLocks({ write: ['tr:1', 'tr:2'] }, async (_trx, g) => {
+          await operator.forceRelease(g[1]!.id);
+        }),
+      ).rejects.toBeInstanceOf(LockLostError);
+      const fences = seen.filter((e) => e.channel === CHANNELS.fence);
+      expect(fences.map((e) => e.resourceId).sort()).toEqual(['tr:1', 'tr:2']);
+      for (const e of fences) expect(e.error).toBeInstanceOf(LockLostError);
+    } finally {
+      for (const u of undo) u();
+    }
+  });
+});
+
+describe('withLocks as a one-commit section', () => {
+  it('takes every row in byte order in one transaction, logs each as a section, and leaves nothing held', async () => {
+    await loans('s:2', 's:10');
+    const locks = createLockManager({ knex: db.knex });
+    let grants: readonly Grant[] = [];
+    const value = await locks.withLocks(
+      { write: ['s:2'], read: ['s:10'] },
+      async (trx, g) => {
+        grants = g;
+        await trx.raw('UPDATE loan SET balance = balance - 5 WHERE id = ?', ['s:2']);
+        // A nested call on a resource the section holds joins it.
+        await locks.withReadLock('s:10', async (inner, grant) => {
+          expect(inner).toBe(trx);
+          expect(grant).toBe(g[0]);
+        });
+        return 'ok';
+      },
+      { section: true },
+    );
+    expect(value).toBe('ok');
+    expect(grants.map((g) => [g.resourceId, g.mode])).toEqual([
+      ['s:10', 'read'],
+      ['s:2', 'write'],
+    ]);
+    expect(await balance('s:2')).toBe(95);
+    for (const id of ['s:2', 's:10']) {
+      const { grants: logged } = await locks.history(id);
+      expect(logged.map((g) => g.releasedBy)).toEqual(['section']);
+    }
+    expect(await holders(locks, 's:2', 's:10')).toEqual([[], []]);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('crosswise section groups from two managers all commit; a durable holder makes one time out, holding nothing', async () => {
+    await loans('sx:a', 'sx:b');
+    const first = createLockManager({ knex: db.knex });
+    const second = createLockManager({ knex: db.connect() });
+    const rounds = 15;
+    const run = (locks: LockManager, ids: string[]): Promise<void[]> =>
+      Promise.all(
+        Array.from({ length: rounds }, () =>
+          locks.withLocks(
+            { write: ids },
+            async (trx) => {
+              await trx.raw('UPDATE loan SET balance = balance + 1 WHERE id IN (?, ?)', ids);
+            },
+            { section: true, waitMs: 30_000 },
+          ),
+        ),
+      );
+    await Promise.all([run(first, ['sx:a', 'sx:b']), run(second, ['sx:b', 'sx:a'])]);
+    expect([await balance('sx:a'), await balance('sx:b')]).toEqual([100 + 2 * rounds, 100 + 2 * rounds]);
+
+    const durable = await second.acquireWrite('sx:b');
+    let ran = false;
+    const err = await first
+      .withLocks(
+        { write: ['sx:a', 'sx:b'] },
+        async () => {
+          ran = true;
+        },
+        { section: true, waitMs: 300 },
+      )
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockTimeoutError);
+    expect(ran).toBe(false);
+    // The section's take of sx:a rolled back with it: a durable writer gets it at once.
+    const after = await second.tryAcquireWrite('sx:a');
+    expect(after).not.toBeNull();
+    await after!.release();
+    await durable.release();
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@ import {
   type Grant,
   type FenceExecutor,
   type LockedWork,
+  type LockGroup,
   DEFAULTS,
   LIMITS,
   type LockManagerOptions,
@@ -92,6 +93,13 @@ export async function lockClient(db: Knex): Promise<number> {
     const upgraded: Grant | null = await read.tryUpgrade();
     if (upgraded) await upgraded.downgrade();
     console.log(mode, read.token, read.signal.aborted, await read.extend(1000), await read.isLive(), read.settled);
+  }
+  await locks.withLocks({ write: ['loan-1', 'loan-2'] }, async (_trx, grants) => grants.length, { section: true });
+  {
+    await using group: LockGroup = await locks.acquireMany({ write: ['loan-1'], read: ['loan-2'] }, acquire);
+    await group.fence(execute);
+    group.committed();
+    console.log(group.grants.length, group.settled, await group.release());
   }
   const id = (await locks.tryAcquireRead('loan-2'))?.id ?? 0;
   await locks.close();

@@ -45,6 +45,11 @@ export function groupTargets(what: string, sets: unknown): Target[] {
   return targets;
 }
 
+/** The targets in resource byte order: the one order every group, durable or section, takes them in. */
+export function inResourceOrder<T extends { resource: Buffer }>(targets: readonly T[]): T[] {
+  return [...targets].sort((a, b) => Buffer.compare(a.resource, b.resource));
+}
+
 /**
  * Test-only, to show that any other order can deadlock: `callerOrder` takes a group's locks in the
  * order the caller named them instead of by resource bytes; `afterFirst` is awaited once the first
@@ -80,7 +85,7 @@ export async function acquireGroup(
   signal: AbortSignal | undefined,
   trace: TraceAcquire,
 ): Promise<HeldGroup> {
-  const sorted = [...targets].sort((a, b) => Buffer.compare(a.resource, b.resource));
+  const sorted = inResourceOrder(targets);
   const order = acquireOrderForTests.callerOrder ? targets : sorted;
   const deadline = performance.now() + waitMs;
   const taken: HeldGrant[] = [];

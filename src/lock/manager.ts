@@ -11,7 +11,7 @@ import {
 } from '../errors.js';
 import { runFenced, runFencedHold } from './fenced.js';
 import type { Grant, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
-import { acquireGroup, groupTargets, type HeldGroup } from './group.js';
+import { acquireGroup, groupTargets, inResourceOrder, type HeldGroup } from './group.js';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import {
@@ -258,6 +258,7 @@ export class LockManager {
     return this.#track('acquireMany', async () => {
       const targets = groupTargets('acquireMany', sets);
       const { waitMs, signal } = resolveCallOptions('acquireMany', options, false);
+      for (const t of targets) this.#notInSection(t, 'acquireMany');
       return this.#acquireGroup(targets, waitMs, signal);
     });
   }
@@ -517,14 +518,14 @@ export class LockManager {
   async #scopedGroup<T>(sets: LockSets, work: LockedGroupWork<T>, options: WithLockOptions | undefined): Promise<T> {
     const what = 'withLocks';
     const targets = groupTargets(what, sets);
-    const { waitMs, signal, isolationLevel, leaseMs } = resolveCallOptions(what, options, true);
+    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, true);
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
-    // SEAM (issue 25, sections): `section: true` takes the rows in this same order in one
-    // transaction through runSection (src/lock/section.ts, branch `section`); not wired yet.
     const joined = this.#joinGroup(targets);
     if (joined) return work(joined.trx, joined.grants);
     this.#checkPool(leaseMs !== undefined, what);
+    // A section takes the rows in the same order, in its one transaction.
+    if (section) return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
     const group = await this.#acquireGroup(targets, waitMs, signal);
     const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs));
     try {
