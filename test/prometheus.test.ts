@@ -43,13 +43,29 @@ afterEach(() => {
 });
 
 describe('registerLockMetrics', () => {
+  it('counts a section under section="true": its take in the acquire waits, take to commit in the hold times', async () => {
+    const registry = new Registry();
+    registered = registerLockMetrics({ registry });
+    const locks = createLockManager({ knex: db.knex });
+    await locks.withWriteLock('metric-section', async () => undefined, { section: true });
+    await locks.withReadLock('metric-section', async () => undefined, { section: true });
+    const s = await scrape(registry);
+    for (const mode of ['write', 'read']) {
+      expect(s.value(`${METRICS.acquireWait}_count`, { mode, outcome: 'granted', section: 'true' })).toBe(1);
+      expect(s.value(`${METRICS.hold}_count`, { mode, section: 'true' })).toBe(1);
+      expect(s.value(`${METRICS.acquireWait}_count`, { mode, outcome: 'granted', section: 'false' })).toBeUndefined();
+    }
+  });
+
   it('counts acquire waits by mode and outcome, hold times, fence refusals, lost grants and reaps, with no resource id in any label', async () => {
     const registry = new Registry();
     registered = registerLockMetrics({ registry });
     const locks = createLockManager({ knex: db.knex });
     const before = await scrape(registry);
     expect(before.value(`${METRICS.lost}`, { released_by: 'operator' })).toBe(0);
-    expect(before.value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted' })).toBeUndefined();
+    expect(
+      before.value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted', section: 'false' }),
+    ).toBeUndefined();
 
     const held = await locks.tryAcquireWrite('secret-resource-A');
     expect(await locks.tryAcquireRead('secret-resource-A')).toBeNull();
@@ -65,17 +81,19 @@ describe('registerLockMetrics', () => {
     expect(await stale!.release()).toBe(false);
 
     const after = await scrape(registry);
-    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted' })).toBe(2);
-    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'busy' })).toBe(1);
-    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'timeout' })).toBe(1);
-    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'granted' })).toBe(2);
-    // The timed-out wait lasted at least its waitMs.
-    expect(after.value(`${METRICS.acquireWait}_sum`, { mode: 'read', outcome: 'timeout' })).toBeGreaterThanOrEqual(
-      0.02,
+    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted', section: 'false' })).toBe(
+      2,
     );
+    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'busy', section: 'false' })).toBe(1);
+    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'timeout', section: 'false' })).toBe(1);
+    expect(after.value(`${METRICS.acquireWait}_count`, { mode: 'read', outcome: 'granted', section: 'false' })).toBe(2);
+    // The timed-out wait lasted at least its waitMs.
+    expect(
+      after.value(`${METRICS.acquireWait}_sum`, { mode: 'read', outcome: 'timeout', section: 'false' }),
+    ).toBeGreaterThanOrEqual(0.02);
     // Held: the released write grant and the fenced commit; not the lost or reaped ones.
-    expect(after.value(`${METRICS.hold}_count`, { mode: 'write' })).toBe(2);
-    expect(after.value(`${METRICS.hold}_count`, { mode: 'read' }) ?? 0).toBe(0);
+    expect(after.value(`${METRICS.hold}_count`, { mode: 'write', section: 'false' })).toBe(2);
+    expect(after.value(`${METRICS.hold}_count`, { mode: 'read', section: 'false' }) ?? 0).toBe(0);
     expect(after.value(METRICS.fenceRefusals, { mode: 'read' })).toBe(1);
     expect(after.value(METRICS.fenceRefusals, { mode: 'write' })).toBe(0);
     expect(after.value(METRICS.reaped, { mode: 'read' })).toBe(1);
@@ -155,7 +173,11 @@ describe('registerLockMetrics', () => {
     await (await locks.tryAcquireWrite('after-unregister'))!.release();
     registered = registerLockMetrics({ registry });
     expect(
-      (await scrape(registry)).value(`${METRICS.acquireWait}_count`, { mode: 'write', outcome: 'granted' }),
+      (await scrape(registry)).value(`${METRICS.acquireWait}_count`, {
+        mode: 'write',
+        outcome: 'granted',
+        section: 'false',
+      }),
     ).toBeUndefined();
   });
 });

@@ -88,6 +88,27 @@ describe('tracing channels', () => {
     ]);
   });
 
+  it('a section traces its take on the acquire channel and its commit on the fence channel, with section: true', async () => {
+    recorder = record();
+    const locks = createLockManager({ knex: db.knex, owner: 'tracer' });
+    let seen: unknown;
+    const id = await locks.withWriteLock(
+      'tr-section',
+      async (_trx, grant) => {
+        seen = grant;
+        return grant.id;
+      },
+      { section: true, waitMs: 1_000 },
+    );
+    expect(recorder.finished<AcquireContext>(CHANNELS.acquire)).toEqual([
+      expect.objectContaining({ resourceId: 'tr-section', mode: 'write', waitMs: 1_000, section: true, result: seen }),
+    ]);
+    expect(recorder.finished<FenceContext>(CHANNELS.fence)).toEqual([
+      expect.objectContaining({ grantId: id, resourceId: 'tr-section', mode: 'write', section: true }),
+    ]);
+    expect(recorder.finished<FenceContext>(CHANNELS.fence)[0]).not.toHaveProperty('error');
+  });
+
   it('a fenced operation traces its acquire and its fence', async () => {
     recorder = record();
     const locks = createLockManager({ knex: db.knex });

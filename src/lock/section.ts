@@ -40,6 +40,7 @@ import {
 import { withdrawAcquire } from '../sql/withdraw.js';
 import type { LockMode } from '../types.js';
 import { newToken } from './token.js';
+import { acquireChannel, fenceChannel, isTraced, traced } from '../observability/tracing.js';
 import { backoffDelay, type Ticket } from './wait.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
@@ -98,6 +99,23 @@ export async function runSection<T>(
   const { waitMs, signal } = options;
   if (signal?.aborted) throw new LockAbortedError(signal.reason);
   await checkSchemaVersion(ctx.knex);
+  const traces = new SectionTraces(ctx, targets, waitMs);
+  try {
+    return await waitAndRun(ctx, targets, work, options, traces);
+  } catch (err) {
+    traces.failed(err);
+    throw err;
+  }
+}
+
+async function waitAndRun<T>(
+  ctx: LockContext,
+  targets: readonly SectionTarget[],
+  work: SectionWork<T>,
+  options: SectionOptions,
+  traces: SectionTraces,
+): Promise<T> {
+  const { waitMs, signal } = options;
   const server = await sectionServer(ctx);
   const startedAt = performance.now();
   const deadline = startedAt + waitMs;
@@ -110,7 +128,7 @@ export async function runSection<T>(
       const seen = ticket?.epoch ?? 0;
       let outcome: Outcome<T>;
       try {
-        outcome = await attempt(ctx, server, targets, work, options, deadline);
+        outcome = await attempt(ctx, server, targets, work, options, deadline, traces);
       } catch (err) {
         if (!isConflict(err)) throw err;
         if (++conflicts > ctx.policy.retries) throw new TransactionConflictError('the section', conflicts, err);
@@ -175,6 +193,7 @@ async function attempt<T>(
   work: SectionWork<T>,
   options: SectionOptions,
   deadline: number,
+  traces: SectionTraces,
 ): Promise<Outcome<T>> {
   const { signal, isolationLevel, waitMs } = options;
   const idleSec = sectionTesting.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
@@ -188,6 +207,7 @@ async function attempt<T>(
     let commitSent = false;
     let value: T | undefined;
     let grants: SectionGrant[] = [];
+    let commit: Deferred<void> | undefined;
     try {
       let refusedWithIntent: Outcome<T> | undefined;
       await ctx.knex.transaction(
@@ -209,15 +229,19 @@ async function attempt<T>(
             const id = await logSection(conn, t.resource, t.mode, ctx.ownerBytes, tokens[i]!);
             grants.push(new SectionGrant(id, t, ctx.options.owner, tokens[i]!.toString('hex')));
           }
+          traces.taken(grants);
           value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
           commitSent = true;
+          commit = traces.commit(grants);
         },
         { connection: conn, ...(isolationLevel ? { isolationLevel } : {}) },
       );
       ended = true;
+      commit?.resolve();
       if (refusedWithIntent) return refusedWithIntent;
       return { value: value as T };
     } catch (err) {
+      commit?.reject(err);
       if (err instanceof Refused) {
         ended = true;
         return err.outcome as Outcome<T>;
@@ -325,6 +349,76 @@ async function settleLostCommit<T>(
   if (reply === undefined) throw new LockOutcomeUnknownError('section commit', token.toString('hex'), null, err);
   if (reply.answer) return value;
   throw new ConnectionLostError('the section', err);
+}
+
+interface Deferred<V> {
+  promise: Promise<V>;
+  resolve: (value: V) => void;
+  reject: (err: unknown) => void;
+}
+
+function deferred<V>(): Deferred<V> {
+  let resolve!: (value: V) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<V>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // The traced copy reports a rejection; this one is not awaited by anyone else.
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/**
+ * A section on the tracing channels, one context per target, marked `section: true`: on the
+ * acquire channel from the call to the first take of its rows (or the failure that ended it before
+ * any), on the fence channel its commit. Nothing is built while no one listens.
+ */
+class SectionTraces {
+  readonly #takes: Array<Deferred<Grant>> = [];
+  #taken = false;
+
+  constructor(
+    readonly ctx: LockContext,
+    readonly targets: readonly SectionTarget[],
+    waitMs: number,
+  ) {
+    if (!isTraced(acquireChannel)) return;
+    for (const t of targets) {
+      const take = deferred<Grant>();
+      this.#takes.push(take);
+      void traced(
+        acquireChannel,
+        () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: ctx.options.owner, section: true as const }),
+        () => take.promise,
+      ).catch(() => undefined);
+    }
+  }
+
+  taken(grants: readonly Grant[]): void {
+    if (this.#taken) return;
+    this.#taken = true;
+    this.#takes.forEach((take, i) => take.resolve(grants[i]!));
+  }
+
+  failed(err: unknown): void {
+    if (this.#taken) return;
+    this.#taken = true;
+    for (const take of this.#takes) take.reject(err);
+  }
+
+  /** The commit about to be sent: settle the returned deferred with its outcome. */
+  commit(grants: readonly Grant[]): Deferred<void> | undefined {
+    if (!isTraced(fenceChannel)) return undefined;
+    const done = deferred<void>();
+    for (const grant of grants)
+      void traced(
+        fenceChannel,
+        () => ({ grant, grantId: grant.id, resourceId: grant.resourceId, mode: grant.mode, section: true as const }),
+        () => done.promise,
+      ).catch(() => undefined);
+    return done;
+  }
 }
 
 /** The negative control's take: any existing row, no lock. */

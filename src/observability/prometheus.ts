@@ -72,15 +72,15 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
 
   const acquireWait = new Histogram({
     name: METRICS.acquireWait,
-    help: 'Time from an acquire call to its grant or failure, by mode and outcome (granted, busy: one attempt found it held, timeout, aborted, error)',
-    labelNames: ['mode', 'outcome'],
+    help: 'Time from an acquire call to its grant or failure, by mode, outcome (granted, busy: one attempt found it held, timeout, aborted, error) and section (true: the take of a one-commit section)',
+    labelNames: ['mode', 'outcome', 'section'],
     buckets: WAIT_BUCKETS,
     registers,
   });
   const hold = new Histogram({
     name: METRICS.hold,
-    help: "Time from grant to the holder's release or fenced commit",
-    labelNames: ['mode'],
+    help: "Time from grant to the holder's release or fenced commit, by mode and section (true: a one-commit section, from its take to its commit)",
+    labelNames: ['mode', 'section'],
     buckets: HOLD_BUCKETS,
     registers,
   });
@@ -207,10 +207,10 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     diagnostics.tracingChannel(channel).subscribe(full);
     subscriptions.push({ channel, handlers: full });
   };
-  const holdEnded = (grant: Grant | undefined): void => {
+  const holdEnded = (grant: Grant | undefined, section = false): void => {
     const held = grant && seconds(grantedAt.get(grant));
     if (grant && held !== undefined) {
-      hold.observe({ mode: grant.mode }, held);
+      hold.observe({ mode: grant.mode, section: String(section) }, held);
       grantedAt.delete(grant);
     }
   };
@@ -219,13 +219,14 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     start: stamp,
     asyncEnd: (c) => {
       const waited = seconds(startedAt.get(c));
-      if (waited !== undefined) acquireWait.observe({ mode: c.mode, outcome: outcomeOf(c) }, waited);
+      if (waited !== undefined)
+        acquireWait.observe({ mode: c.mode, outcome: outcomeOf(c), section: String(c.section === true) }, waited);
       if (c.result) grantedAt.set(c.result, performance.now());
     },
   });
   subscribe<FenceContext>(CHANNELS.fence, {
     asyncEnd: (c) => {
-      if (c.error === undefined) holdEnded(c.grant);
+      if (c.error === undefined) holdEnded(c.grant, c.section === true);
       else if (c.error instanceof LockLostError) fenceRefusals.inc({ mode: c.mode });
     },
   });

@@ -23,18 +23,29 @@ export interface AcquireContext {
   /** 0 for one attempt (`tryAcquire*`). */
   waitMs: number;
   owner: string;
+  /**
+   * True for the take of a one-commit section (`{ section: true }`): the context ends when the
+   * section's transaction has taken the row, and its `result` is the section's grant. Absent for
+   * a durable acquire.
+   */
+  section?: true;
   /** Set by diagnostics_channel on success: the Grant, or null when one attempt found the lock held. */
   result?: Grant | null;
   /** Set on failure: LockTimeoutError, LockAbortedError, or what the database threw. */
   error?: unknown;
 }
 
-/** One `grant.fence()`: the last statement of a fenced business transaction. */
+/**
+ * One `grant.fence()`: the last statement of a fenced business transaction; or, with
+ * `section: true`, the commit of a one-commit section (which is its release).
+ */
 export interface FenceContext {
   grant: Grant;
   grantId: number;
   resourceId: string;
   mode: LockMode;
+  /** True for a section's commit; absent for a durable grant's fence. */
+  section?: true;
   /** LockLostError when the fence refused: the grant had been released by someone else. */
   error?: unknown;
 }
