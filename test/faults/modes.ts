@@ -31,28 +31,25 @@ export function inSection<T>(
   return mode === 'write' ? locks.withWriteLock(resource, run, o) : locks.withReadLock(resource, run, o);
 }
 
-/**
- * Whether `withLocks` takes `section: true` in this build. Off until the multi-resource sections are
- * wired to runSection: the workload then runs its two-resource operations durable only.
- */
-export const MANY_SECTIONS = false;
-
-/** `locks.withLocks({ write, read }, work, options)`: every grant fenced in the one commit. */
+/** `locks.withLocks({ write, read }, work, options)`: every grant fenced in the one commit, or one section over all. */
 export function withMany<T>(
   locks: LockManager,
   set: { write: string[]; read: string[] },
   work: (trx: Knex.Transaction, held: Held[]) => Promise<T>,
   options: ModeOptions & { section?: boolean },
 ): Promise<T> {
-  const { section, ...rest } = options;
-  if (section) return Promise.reject(new Error('multi-resource sections are not in this build'));
   return locks.withLocks(
     set,
     (trx, grants) =>
       work(
         trx,
-        grants.map((g) => ({ resource: g.resourceId, mode: g.mode, grant: g.id, extend: (ms) => g.extend(ms) })),
+        grants.map((g) => ({
+          resource: g.resourceId,
+          mode: g.mode,
+          grant: g.id,
+          ...(options.section ? {} : { extend: (ms: number) => g.extend(ms) }),
+        })),
       ),
-    rest,
+    options,
   );
 }

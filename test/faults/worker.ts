@@ -24,7 +24,7 @@ import { acquireOrderForTests, fenceForTests } from '../../src/lock/group.js';
 import { sectionTesting } from '../../src/lock/section.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
-import { inSection, MANY_SECTIONS, withMany, type Held } from './modes.js';
+import { inSection, withMany, type Held } from './modes.js';
 
 export type WorkerVariant =
   | 'correct'
@@ -464,7 +464,6 @@ async function main(): Promise<void> {
       kind = 'write';
       // As sections where this lane runs sections at all.
       section =
-        MANY_SECTIONS &&
         config.sectionFraction > 0 &&
         Math.random() < 0.5 &&
         config.variant !== 'multi-first-fence' &&
