@@ -473,9 +473,11 @@ async function main(): Promise<void> {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
       manual = kind === 'read' && Math.random() < 0.5;
       slow = kind === 'write' && Math.random() < config.slowFraction;
-      transition = !manual && Math.random() < config.transitionFraction;
-      section =
-        !manual && !slow && !transition && Math.random() < config.sectionFraction / (1 - config.transitionFraction);
+      // Of the scoped operations: sections, mode changes, the rest plain (a section is never slow).
+      const r = Math.random();
+      section = !manual && r < config.sectionFraction;
+      transition = !manual && !section && r < config.sectionFraction + config.transitionFraction;
+      if (section) slow = false;
     }
     const resource = many ? many.write[0]! : slow ? pick(config.slowResources) : pick(config.resources);
     const resources = many ? [...many.write, ...many.read] : undefined;
