@@ -274,7 +274,9 @@ describe('reliability under faults', () => {
       tweak: {
         workerVariant: 'multi-first-fence',
         minDurationMs: 12_000,
-        multiFraction: 0.6,
+        // Every operation names both loans and is slow (the variant): two workers, so each gets both often.
+        workers: 2,
+        multiFraction: 1,
         processFaults: [],
         required: {},
       },

@@ -430,7 +430,8 @@ async function manyOp(
       await manyStep(trx, op, held, pause(), section);
       log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
     },
-    { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal, section, isolationLevel: 'read committed' },
+    // A slow one waits as long as the others (under the cutoff, so its first grant is not reaped while it waits for the second).
+    { waitMs: config.waitMs, signal: stopper.signal, section, isolationLevel: 'read committed' },
   );
 }
 
@@ -468,7 +469,7 @@ async function main(): Promise<void> {
         Math.random() < 0.5 &&
         config.variant !== 'multi-first-fence' &&
         config.variant !== 'multi-caller-order';
-      slow = !section && Math.random() < (config.variant === 'multi-first-fence' ? 0.5 : config.slowFraction);
+      slow = !section && Math.random() < (config.variant === 'multi-first-fence' ? 1 : config.slowFraction);
     } else {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
       manual = kind === 'read' && Math.random() < 0.5;
