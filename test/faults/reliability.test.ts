@@ -226,7 +226,6 @@ describe('reliability under faults', () => {
         slowFraction: 0.35,
         processFaults: [],
         required: {},
-        minDurationMs: 15_000,
       },
       expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
     },
