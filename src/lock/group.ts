@@ -61,6 +61,13 @@ export const acquireOrderForTests: { callerOrder: boolean; afterFirst: (() => Pr
   afterFirst: undefined,
 };
 
+/**
+ * Test-only, to show that the checker catches a fence that does not cover the whole group:
+ * `firstOnly` fences the group's first grant alone. Not exported from any package entry.
+ * @internal
+ */
+export const fenceForTests = { firstOnly: false };
+
 /** Traces one acquire of the group, as the manager traces any acquire. */
 export type TraceAcquire = (t: Target, waitMs: number, run: () => Promise<HeldGrant>) => Promise<HeldGrant>;
 
@@ -134,13 +141,14 @@ export class HeldGroup implements LockGroup, FencedHold {
   async #fence(execute: FenceExecutor): Promise<void> {
     const ended = this.grants.find((g) => g.settled);
     if (ended) throw new LockLostError(ended.id, 'it was already released');
-    const expected = RELEASED_ROWS * this.grants.length;
+    const fenced = fenceForTests.firstOnly ? this.grants.slice(0, 1) : this.grants;
+    const expected = RELEASED_ROWS * fenced.length;
     let changed: unknown;
     try {
       changed = await execute(
-        releaseManySql(this.grants.length),
+        releaseManySql(fenced.length),
         releaseManyParams(
-          this.grants.map((g) => g.ref),
+          fenced.map((g) => g.ref),
           'holder',
         ),
       );

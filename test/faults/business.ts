@@ -1,5 +1,7 @@
 // The business data the workload changes under the lock, in the same database as the lock tables:
-// a counter per resource, an effect row per write (the chain prev -> next), a row per read.
+// a counter per resource, an effect row per write (the chain prev -> next), a row per read. Each
+// row records the database time of the operation's first business statement (`from_at`) and of its
+// last (`at`): a section holds its resource at least over that span, which the checker judges.
 import type { Knex } from 'knex';
 
 export const BUSINESS_TABLES = [
@@ -14,6 +16,8 @@ export const BUSINESS_TABLES = [
      grant_id BIGINT UNSIGNED NOT NULL,
      prev INT NOT NULL,
      next INT NOT NULL,
+     section TINYINT NOT NULL DEFAULT 0,
+     from_at DATETIME(6) NOT NULL,
      at DATETIME(6) NOT NULL,
      KEY ix_effect_op (op_id)
    ) ENGINE=InnoDB`,
@@ -25,6 +29,8 @@ export const BUSINESS_TABLES = [
      seen INT NOT NULL,
      seen_again INT NOT NULL,
      fenced TINYINT NOT NULL,
+     section TINYINT NOT NULL DEFAULT 0,
+     from_at DATETIME(6) NOT NULL,
      at DATETIME(6) NOT NULL,
      KEY ix_read_op (op_id)
    ) ENGINE=InnoDB`,
@@ -38,6 +44,9 @@ export async function createBusinessTables(db: Knex, resources: string[]): Promi
 
 type Rows<T> = [T[], unknown];
 
+/** The statement's database time as text, so it goes back into a DATETIME(6) unchanged by any time zone. */
+const NOW_TEXT = 'CAST(NOW(6) AS CHAR)';
+
 /**
  * The critical section of a write: a plain (consistent, non-locking) read of the counter, a pause,
  * a blind write of prev + 1 and the effect row last, so `at` is as close to the commit as it gets.
@@ -50,22 +59,21 @@ export async function writeStep(
   grantId: number,
   pauseMs: number | (() => number),
   onRead?: () => Promise<void>,
+  section = false,
 ): Promise<{ prev: number; next: number }> {
-  const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{
-    value: number;
-  }>;
+  const [rows] = (await trx.raw(`SELECT value, ${NOW_TEXT} AS t FROM f_counter WHERE resource_id = ?`, [
+    resource,
+  ])) as unknown as Rows<{ value: number; t: string }>;
   const prev = Number(rows[0]?.value);
+  const from = rows[0]?.t ?? null;
   if (onRead) await onRead();
   const ms = typeof pauseMs === 'function' ? pauseMs() : pauseMs;
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   await trx.raw('UPDATE f_counter SET value = ? WHERE resource_id = ?', [prev + 1, resource]);
-  await trx.raw('INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, at) VALUES (?, ?, ?, ?, ?, NOW(6))', [
-    op,
-    resource,
-    grantId,
-    prev,
-    prev + 1,
-  ]);
+  await trx.raw(
+    'INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, NOW(6)), NOW(6))',
+    [op, resource, grantId, prev, prev + 1, section ? 1 : 0, from],
+  );
   return { prev, next: prev + 1 };
 }
 
@@ -81,11 +89,14 @@ export async function readStep(
   pauseMs: number,
   fenced: boolean,
   onRead?: () => Promise<void>,
+  section = false,
 ): Promise<number> {
+  let from: string | null = null;
   const read = async (): Promise<number> => {
-    const [rows] = (await trx.raw('SELECT value FROM f_counter WHERE resource_id = ?', [resource])) as unknown as Rows<{
-      value: number;
-    }>;
+    const [rows] = (await trx.raw(`SELECT value, ${NOW_TEXT} AS t FROM f_counter WHERE resource_id = ?`, [
+      resource,
+    ])) as unknown as Rows<{ value: number; t: string }>;
+    from ??= rows[0]?.t ?? null;
     return Number(rows[0]?.value);
   };
   const seen = await read();
@@ -93,8 +104,8 @@ export async function readStep(
   if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   const again = await read();
   await trx.raw(
-    'INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, at) VALUES (?, ?, ?, ?, ?, ?, NOW(6))',
-    [op, resource, grantId, seen, again, fenced ? 1 : 0],
+    'INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(6)), NOW(6))',
+    [op, resource, grantId, seen, again, fenced ? 1 : 0, section ? 1 : 0, from],
   );
   return seen;
 }

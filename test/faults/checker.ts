@@ -36,6 +36,10 @@ export interface EffectRow {
   grant: number;
   prev: number;
   next: number;
+  /** Written by a one-commit section: judged over [fromMs, atMs], not through a grant row. */
+  section?: boolean;
+  /** The database time of the operation's first business statement; atMs that of its last. */
+  fromMs?: number;
   atMs: number;
 }
 
@@ -47,6 +51,8 @@ export interface ReadRow {
   seenAgain: number;
   /** Read inside the fenced commit (withReadLock); unfenced reads (acquire + release) are not fenced by design. */
   fenced?: boolean;
+  section?: boolean;
+  fromMs?: number;
   atMs: number;
 }
 
@@ -77,7 +83,16 @@ export interface Liveness {
 }
 
 export type CheckName =
-  'invariant' | 'overlap' | 'lost-update' | 'read-stability' | 'fence' | 'ack' | 'transition' | 'liveness';
+  | 'invariant'
+  | 'overlap'
+  | 'lost-update'
+  | 'read-stability'
+  | 'fence'
+  | 'ack'
+  | 'transition'
+  | 'liveness'
+  | 'order'
+  | 'deadlock';
 
 export interface Violation {
   check: CheckName;
@@ -114,6 +129,8 @@ export function check(input: CheckInput): CheckResult {
     for (const v of invariantViolations(s.locks, s.live, `sample@${Math.round(s.t)}`)) add(v);
   // (2) no overlapping write grants, nor a write grant overlapping a read grant, on the database clock
   for (const v of overlapViolations(db.grants)) add(v);
+  // ... nor a one-commit section's span overlapping a grant or another section in a conflicting mode
+  for (const v of sectionViolations(db)) add(v);
   // (3) effect chains without lost updates; readers saw a stable value
   for (const v of chainViolations(db.effects, db.counters)) add(v);
   for (const r of db.reads) {
@@ -130,7 +147,10 @@ export function check(input: CheckInput): CheckResult {
   for (const v of ackV) add(v);
   // (6) mode changes the workers were told of are in the log, once per grant
   for (const v of transitionViolations(input.events, db.grants)) add(v);
-  // (7) liveness
+  // (7) operations on several resources: taken in one order, and no two of them each holding what the other waits for
+  for (const v of orderViolations(input.events, db.grants)) add(v);
+  for (const v of deadlockViolations(input.events)) add(v);
+  // (8) liveness
   const l = input.liveness;
   if (l) {
     if (l.freeAt === null) add({ check: 'liveness', detail: 'resources never became free after the faults stopped' });
@@ -246,6 +266,158 @@ export function overlapViolations(grants: GrantRow[]): Violation[] {
   return out;
 }
 
+/** What a one-commit section held: its resource, in its mode, at least from its first business statement to its last. */
+interface SectionSpan {
+  op: string;
+  resource: string;
+  type: 0 | 1;
+  grant: number;
+  fromMs: number;
+  toMs: number;
+}
+
+/**
+ * A section holds its resource from its first statement (the guarded lock statement) to its commit.
+ * The database clock shows part of that span for certain: from the first business statement to the
+ * last (both inside it). No grant phase in a conflicting mode, and no other section's span, may
+ * meet that part. The section's own log row (granted and released in its commit) is not another holder.
+ */
+export function sectionViolations(db: DbState): Violation[] {
+  const out: Violation[] = [];
+  const spans: SectionSpan[] = [];
+  for (const e of db.effects)
+    if (e.section)
+      spans.push({
+        op: e.op,
+        resource: e.resource,
+        type: LOCK_TYPE_WRITE,
+        grant: e.grant,
+        fromMs: e.fromMs ?? e.atMs,
+        toMs: e.atMs,
+      });
+  for (const r of db.reads)
+    if (r.section)
+      spans.push({
+        op: r.op,
+        resource: r.resource,
+        type: LOCK_TYPE_READ,
+        grant: r.grant,
+        fromMs: r.fromMs ?? r.atMs,
+        toMs: r.atMs,
+      });
+  if (spans.length === 0) return out;
+  const own = new Set(spans.map((s) => s.grant));
+  const phases = new Map<string, Phase[]>();
+  for (const g of db.grants)
+    if (!own.has(g.id)) phases.set(g.resource, [...(phases.get(g.resource) ?? []), ...phasesOf(g)]);
+  const mode = (t: 0 | 1): string => (t === LOCK_TYPE_WRITE ? 'write' : 'read');
+  const bySpanResource = new Map<string, SectionSpan[]>();
+  for (const s of spans) bySpanResource.set(s.resource, [...(bySpanResource.get(s.resource) ?? []), s]);
+  for (const [resource, list] of bySpanResource) {
+    for (const s of list) {
+      for (const p of phases.get(resource) ?? []) {
+        if (s.type !== LOCK_TYPE_WRITE && p.type !== LOCK_TYPE_WRITE) continue;
+        if (s.fromMs < p.toMs && p.fromMs < s.toMs)
+          out.push({
+            check: 'overlap',
+            detail: `${resource}: ${mode(s.type)} section ${s.op} ran ${s.fromMs.toFixed(3)}..${s.toMs.toFixed(3)} while ${mode(p.type)} grant ${p.grant.id} was live (${p.fromMs.toFixed(3)}..${p.toMs.toFixed(3)})`,
+          });
+      }
+    }
+    const sorted = [...list].sort((a, b) => a.fromMs - b.fromMs);
+    for (let i = 0; i < sorted.length; i++) {
+      const a = sorted[i]!;
+      for (let j = i + 1; j < sorted.length && sorted[j]!.fromMs < a.toMs; j++) {
+        const b = sorted[j]!;
+        if (b.op === a.op || (a.type !== LOCK_TYPE_WRITE && b.type !== LOCK_TYPE_WRITE)) continue;
+        out.push({
+          check: 'overlap',
+          detail: `${resource}: ${mode(b.type)} section ${b.op} started while ${mode(a.type)} section ${a.op} ran`,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** Resource ids in the lock's order: by their bytes. */
+export const byIdBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * An operation on several resources takes them in one order (by the resource id's bytes), so two
+ * of them can never each hold what the other waits for. Judged from the log: the grants an
+ * operation was given, in the order the database made them (their ids), name its resources in that order.
+ */
+export function orderViolations(events: OpEvent[], grants: GrantRow[]): Violation[] {
+  const out: Violation[] = [];
+  const byId = new Map(grants.map((g) => [g.id, g]));
+  const given = new Map<string, GrantRow[]>();
+  for (const e of events) {
+    const g = e.ev === 'granted' && e.grant !== undefined ? byId.get(e.grant) : undefined;
+    // The worker's own grant (after a failover an id may name another's grant on the new primary).
+    if (g && g.owner === e.w && g.resource === e.resource) given.set(e.op, [...(given.get(e.op) ?? []), g]);
+  }
+  for (const [op, list] of given) {
+    if (list.length < 2) continue;
+    const made = [...list].sort((a, b) => a.id - b.id);
+    const names = made.map((g) => g.resource);
+    const sorted = [...names].sort(byIdBytes);
+    if (names.some((n, i) => n !== sorted[i]))
+      out.push({
+        check: 'order',
+        detail: `${op} took ${names.join(', ')} in that order (grants ${made.map((g) => g.id).join(', ')})`,
+      });
+  }
+  return out;
+}
+
+/**
+ * Two operations each holding a resource the other was waiting for, at the same moment: a wait-for
+ * cycle, a deadlock (the lock's waits are bounded, so one of them ends it by giving up). Seen where
+ * an operation takes its resources one call at a time and says so (`waiting` events); a wait lasts
+ * until the resource is granted or the operation ends.
+ */
+export function deadlockViolations(events: OpEvent[]): Violation[] {
+  const out: Violation[] = [];
+  interface Wait {
+    op: string;
+    held: string[];
+    waitsFor: string;
+    from: number;
+    to: number;
+  }
+  const held = new Map<string, string[]>();
+  const open = new Map<string, Omit<Wait, 'to'>>();
+  const waits: Wait[] = [];
+  const close = (op: string, t: number): void => {
+    const w = open.get(op);
+    if (w) waits.push({ ...w, to: t });
+    open.delete(op);
+  };
+  for (const e of events) {
+    if (e.ev === 'granted') {
+      close(e.op, e.t);
+      held.set(e.op, [...(held.get(e.op) ?? []), e.resource]);
+    } else if (e.ev === 'waiting') {
+      close(e.op, e.t);
+      open.set(e.op, { op: e.op, held: held.get(e.op) ?? [], waitsFor: e.resource, from: e.t });
+    } else if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') close(e.op, e.t);
+  }
+  waits.sort((a, b) => a.from - b.from);
+  for (let i = 0; i < waits.length; i++) {
+    const a = waits[i]!;
+    for (let j = i + 1; j < waits.length && waits[j]!.from < a.to; j++) {
+      const b = waits[j]!;
+      if (b.op !== a.op && a.held.includes(b.waitsFor) && b.held.includes(a.waitsFor))
+        out.push({
+          check: 'deadlock',
+          detail: `${a.op} held ${a.held.join(', ')} and waited for ${a.waitsFor} while ${b.op} held ${b.held.join(', ')} and waited for ${b.waitsFor}`,
+        });
+    }
+  }
+  return out;
+}
+
 /**
  * Every downgrade or upgrade a worker was told succeeded is in the log (the grant's type is the new
  * mode and its change time is set), and no grant was told of two: the log could not show both.
@@ -336,13 +508,19 @@ export function fenceViolations(db: DbState): Violation[] {
       });
     }
   };
-  for (const e of db.effects) checkOne('effect', e.op, e.grant, e.atMs, LOCK_TYPE_WRITE);
-  for (const r of db.reads) if (r.fenced !== false) checkOne('read', r.op, r.grant, r.atMs, LOCK_TYPE_READ);
+  // A section has no grant to fence: its guard is the row lock its first statement took (sectionViolations).
+  for (const e of db.effects) if (!e.section) checkOne('effect', e.op, e.grant, e.atMs, LOCK_TYPE_WRITE);
+  for (const r of db.reads)
+    if (r.fenced !== false && !r.section) checkOne('read', r.op, r.grant, r.atMs, LOCK_TYPE_READ);
   return out;
 }
 
 interface OpSummary {
   kind: OpEvent['kind'];
+  /** The kind as the summary counts it: `write`, `read`, `write.section`, `write.2-resource` ... */
+  label: string;
+  /** The resources it names: one business row each. */
+  resources: string[];
   outcome: Outcome;
   committed: boolean;
   grants: number[];
@@ -358,6 +536,8 @@ export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
   for (const e of events) {
     const o = ops.get(e.op) ?? {
       kind: e.kind,
+      label: e.kind,
+      resources: [e.resource],
       outcome: 'unknown' as Outcome,
       committed: false,
       grants: [],
@@ -367,6 +547,10 @@ export function summarizeOps(events: OpEvent[]): Map<string, OpSummary> {
     o.trail.push(
       `${e.ev}${e.grant !== undefined ? ` ${e.grant}` : ''}${e.err !== undefined ? ` (${e.err})` : ''} +${Math.round(e.t - o.from)}ms`,
     );
+    if (e.ev === 'invoke') {
+      o.resources = e.resources ?? [e.resource];
+      o.label = `${e.kind}${o.resources.length > 1 ? `.${o.resources.length}-resource` : ''}${e.section ? '.section' : ''}`;
+    }
     if (e.ev === 'granted' && e.grant !== undefined) o.grants.push(e.grant);
     if (e.ev === 'commit-ok') o.committed = true;
     if (e.ev === 'ok' || e.ev === 'fail' || e.ev === 'unknown') o.outcome = e.ev;
@@ -382,29 +566,44 @@ export function ackViolations(
 ): { violations: Violation[]; ops: Record<string, number> } {
   const out: Violation[] = [];
   const counts: Record<string, number> = {};
-  const rowsByOp = new Map<string, Array<{ grant: number }>>();
+  const rowsByOp = new Map<string, Array<{ grant: number; resource: string }>>();
   for (const e of db.effects) rowsByOp.set(e.op, [...(rowsByOp.get(e.op) ?? []), e]);
   for (const r of db.reads) rowsByOp.set(r.op, [...(rowsByOp.get(r.op) ?? []), r]);
   const ops = summarizeOps(events);
   for (const [op, s] of ops) {
     // A manual read whose business transaction committed is acknowledged even if its release failed.
     const outcome: Outcome = s.committed ? 'ok' : s.outcome;
-    counts[`${s.kind}.${outcome}`] = (counts[`${s.kind}.${outcome}`] ?? 0) + 1;
+    counts[`${s.label}.${outcome}`] = (counts[`${s.label}.${outcome}`] ?? 0) + 1;
     const rows = rowsByOp.get(op) ?? [];
-    if (rows.length > 1) out.push({ check: 'ack', detail: `${op}: ${rows.length} business rows for one operation` });
+    // One business row per resource the operation names, all in one commit: all of them or none.
+    const named = new Set(s.resources);
+    const perResource = new Set(rows.map((r) => r.resource));
+    if (rows.length > named.size || perResource.size !== rows.length)
+      out.push({
+        check: 'ack',
+        detail: `${op}: ${rows.length} business rows for one operation${named.size > 1 ? ` on ${named.size} resources` : ''}`,
+      });
+    for (const r of rows)
+      if (!named.has(r.resource))
+        out.push({ check: 'ack', detail: `${op}: a business row on ${r.resource}, which it did not name` });
     if (outcome === 'ok' && rows.length === 0)
       out.push({ check: 'ack', detail: `${s.kind} ${op} was acknowledged but its business row is missing` });
+    else if (rows.length > 0 && rows.length < named.size)
+      out.push({
+        check: 'ack',
+        detail: `${op} named ${named.size} resources but committed ${rows.length} business rows (${[...perResource].join(', ')})`,
+      });
     if (outcome === 'fail' && rows.length > 0)
       out.push({
         check: 'ack',
         detail: `${s.kind} ${op} failed (${s.err ?? 'no error recorded'}) but its business row (grant ${rows[0]!.grant}) committed; its events: ${s.trail.join(', ')}`,
       });
-    if (rows.length === 1 && s.grants.length > 0 && !s.grants.includes(rows[0]!.grant)) {
-      out.push({
-        check: 'ack',
-        detail: `${op}: business row names grant ${rows[0]!.grant}, the worker held ${s.grants.join(', ')}`,
-      });
-    }
+    for (const r of rows)
+      if (s.grants.length > 0 && !s.grants.includes(r.grant))
+        out.push({
+          check: 'ack',
+          detail: `${op}: business row names grant ${r.grant}, the worker held ${s.grants.join(', ')}`,
+        });
   }
   for (const op of rowsByOp.keys())
     if (!ops.has(op)) out.push({ check: 'ack', detail: `business row of ${op}, which no worker invoked` });

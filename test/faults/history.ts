@@ -13,7 +13,10 @@ export type Outcome = 'ok' | 'fail' | 'unknown';
 /**
  * One business operation of a worker:
  *  - `invoke`   the worker asks for the lock (withWriteLock / withReadLock / acquireRead);
- *  - `granted`  the work function started (or acquire returned) with grant `grant`;
+ *  - `granted`  the work function started (or acquire returned) with grant `grant` on `resource`; an
+ *               operation on several resources logs one per resource, a section without a grant row none;
+ *  - `waiting`  (acquisition one resource at a time, the caller-order control only) the operation,
+ *               holding what it was granted so far, asks for `resource`;
  *  - `downgraded` | `upgraded` grant `grant` changed mode in place (the call resolved);
  *  - `work-done` the business statements ran; the fenced commit (or the commit) is next;
  *  - `commit-ok` (manual read path only) the business transaction committed, release is next;
@@ -26,7 +29,11 @@ export interface OpEvent {
   op: string;
   kind: OpKind;
   resource: string;
-  ev: 'invoke' | 'granted' | 'downgraded' | 'upgraded' | 'work-done' | 'commit-ok' | Outcome;
+  ev: 'invoke' | 'granted' | 'waiting' | 'downgraded' | 'upgraded' | 'work-done' | 'commit-ok' | Outcome;
+  /** One-commit section (the lock taken by the business transaction's first statement). */
+  section?: boolean;
+  /** On `invoke` of an operation on several resources: every resource it names (one business row each). */
+  resources?: string[];
   grant?: number;
   /** For reads: the counter value seen. */
   seen?: number;

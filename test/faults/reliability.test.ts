@@ -99,6 +99,8 @@ function base(
     slowFraction: 0.1,
     readFraction: 0.3,
     transitionFraction: 0.15,
+    sectionFraction: 0.15,
+    multiFraction: 0.1,
     faultLoops: 2,
     livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
@@ -218,7 +220,13 @@ describe('reliability under faults', () => {
     {
       name: 'reaper-unguarded',
       defect: 'reference-style reaper: no version/status check between reading candidates and releasing them',
-      tweak: { reaperVariant: 'reference', referenceDelayMs: 400, slowFraction: 0.35, processFaults: [], required: {} },
+      tweak: {
+        reaperVariant: 'reference',
+        referenceDelayMs: 400,
+        slowFraction: 0.35,
+        processFaults: [],
+        required: {},
+      },
       expect: ['overlap', 'invariant', 'lost-update', 'read-stability'],
     },
     {
@@ -237,11 +245,55 @@ describe('reliability under faults', () => {
       tweak: {
         workerVariant: 'downgrade-split',
         transitionFraction: 0.5,
+        minDurationMs: 15_000,
         slowFraction: 0,
         processFaults: [],
         required: {},
       },
       expect: ['read-stability'],
+    },
+    {
+      name: 'section-unguarded',
+      defect:
+        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test-only sectionTesting.guard = false)",
+      tweak: {
+        workerVariant: 'section-unguarded',
+        minDurationMs: 12_000,
+        sectionFraction: 0.5,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['overlap', 'lost-update'],
+    },
+    {
+      name: 'multi-first-fence',
+      defect:
+        "a two-resource group whose one fence statement covers only its first grant (the library's test-only fenceForTests.firstOnly): it commits on a resource whose grant was reaped",
+      tweak: {
+        workerVariant: 'multi-first-fence',
+        minDurationMs: 12_000,
+        // Every operation names both loans and is slow (the variant): two workers, so each gets both often.
+        workers: 2,
+        multiFraction: 1,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['fence'],
+    },
+    {
+      name: 'multi-caller-order',
+      defect:
+        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test-only acquireOrderForTests.callerOrder)",
+      tweak: {
+        workerVariant: 'multi-caller-order',
+        minDurationMs: 12_000,
+        multiFraction: 0.8,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['deadlock'],
     },
   ];
   for (const c of controls) {

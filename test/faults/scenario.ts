@@ -65,6 +65,10 @@ export interface ScenarioOptions {
   readFraction: number;
   /** Of the scoped operations, the share that change mode: writes downgrade, reads try to upgrade. */
   transitionFraction: number;
+  /** Of the scoped operations, the share run as one-commit sections. */
+  sectionFraction: number;
+  /** Of all operations, the share on two resources (half of them as sections). */
+  multiFraction: number;
   processFaults: ProcessFault[];
   /** Fault loops of process faults running side by side. */
   faultLoops: number;
@@ -131,6 +135,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         slowFraction: o.slowFraction,
         readFraction: o.readFraction,
         transitionFraction: o.transitionFraction,
+        sectionFraction: o.sectionFraction,
+        multiFraction: o.multiFraction,
         staleAfterMs: o.staleAfterMs,
         reaperPeriodMs: o.reaperPeriodMs,
         resolveTimeoutMs: 15_000,

@@ -96,9 +96,18 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
       t,
       'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock',
     );
-    const effects = await q<{ op: string; resource: string; grant_id: number; prev: number; next: number; at: string }>(
+    const effects = await q<{
+      op: string;
+      resource: string;
+      grant_id: number;
+      prev: number;
+      next: number;
+      section: number;
+      from_at: string;
+      at: string;
+    }>(
       t,
-      'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, UNIX_TIMESTAMP(at) AS at FROM f_effect',
+      'SELECT op_id AS op, resource_id AS resource, grant_id, prev, next, section, UNIX_TIMESTAMP(from_at) AS from_at, UNIX_TIMESTAMP(at) AS at FROM f_effect',
     );
     const reads = await q<{
       op: string;
@@ -107,10 +116,12 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
       seen: number;
       seen_again: number;
       fenced: number;
+      section: number;
+      from_at: string;
       at: string;
     }>(
       t,
-      'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, fenced, UNIX_TIMESTAMP(at) AS at FROM f_read',
+      'SELECT op_id AS op, resource_id AS resource, grant_id, seen, seen_again, fenced, section, UNIX_TIMESTAMP(from_at) AS from_at, UNIX_TIMESTAMP(at) AS at FROM f_read',
     );
     const counters = await q<{ resource: string; value: number }>(
       t,
@@ -125,6 +136,8 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
         grant: Number(e.grant_id),
         prev: Number(e.prev),
         next: Number(e.next),
+        section: Number(e.section) === 1,
+        fromMs: ms(e.from_at),
         atMs: ms(e.at),
       })),
       reads: reads.map((e) => ({
@@ -134,6 +147,8 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
         seen: Number(e.seen),
         seenAgain: Number(e.seen_again),
         fenced: Number(e.fenced) === 1,
+        section: Number(e.section) === 1,
+        fromMs: ms(e.from_at),
         atMs: ms(e.at),
       })),
       counters: counters.map((c) => ({ resource: c.resource, value: Number(c.value) })),

@@ -51,7 +51,7 @@ export function formatSummary(s: SuiteSummary): string {
     lines.push('');
   }
   lines.push(
-    '## Negative controls (deliberately broken variants in test code)',
+    "## Negative controls (deliberately broken variants: copies in test code, or the library's test-only switches)",
     '',
     '| variant | defect | caught | checks that fired | example |',
     '|---|---|---|---|---|',

@@ -20,10 +20,20 @@ import { fromKnex } from '../../src/adapters/index.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
+import { acquireOrderForTests, fenceForTests } from '../../src/lock/group.js';
+import { sectionTesting } from '../../src/lock/section.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
+import { inSection, withMany, type Held } from './modes.js';
 
-export type WorkerVariant = 'correct' | 'nofence' | 'release-unguarded' | 'downgrade-split';
+export type WorkerVariant =
+  | 'correct'
+  | 'nofence'
+  | 'release-unguarded'
+  | 'downgrade-split'
+  | 'section-unguarded'
+  | 'multi-first-fence'
+  | 'multi-caller-order';
 export type Phase = 'before' | 'during' | 'after';
 
 export interface WorkerConfig {
@@ -39,6 +49,10 @@ export interface WorkerConfig {
   readFraction: number;
   /** Of the scoped operations, the share that change mode: writes downgrade, reads try to upgrade. */
   transitionFraction: number;
+  /** Of the scoped operations, the share run as one-commit sections (`section: true`). */
+  sectionFraction: number;
+  /** Of all operations, the share on two resources (half of them as sections). */
+  multiFraction: number;
   staleAfterMs: number;
   /** The reapers' tick: slow operations aim their final commit at a reaper round. */
   reaperPeriodMs: number;
@@ -59,6 +73,12 @@ const send = (m: FromWorker): void => {
   process.send?.(m);
 };
 const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+/** Two distinct items, in random order (the caller's order, not the lock's). */
+const twoOf = <T>(list: T[]): [T, T] => {
+  const i = Math.floor(Math.random() * list.length);
+  const j = (i + 1 + Math.floor(Math.random() * (list.length - 1))) % list.length;
+  return [list[i]!, list[j]!];
+};
 const rand = (lo: number, hi: number): number => lo + Math.random() * (hi - lo);
 
 let armed: { token: number; phase: Phase } | undefined;
@@ -85,8 +105,13 @@ const lockManager = (knex: Knex): LockManager =>
     resolveTimeoutMs: config.resolveTimeoutMs,
     deadlockRetries: 20,
   });
-/** Scoped calls (withWriteLock/withReadLock) as the library runs them; the split-downgrade variant breaks only the downgrade. */
-const scoped = config.variant === 'correct' || config.variant === 'downgrade-split';
+/** Scoped calls (withWriteLock/withReadLock) as the library runs them; the other variants break only their own kind of operation. */
+const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
+// The library's test-only switches, one per negative control: sections take their row with a plain
+// read (no guard, no lock); a group's fence covers its first grant alone; a group is taken in the caller's order.
+if (config.variant === 'section-unguarded') sectionTesting.guard = false;
+if (config.variant === 'multi-first-fence') fenceForTests.firstOnly = true;
+if (config.variant === 'multi-caller-order') acquireOrderForTests.callerOrder = true;
 let db = connect();
 let locks = lockManager(db);
 
@@ -330,6 +355,86 @@ async function readOp(
   return seen;
 }
 
+/**
+ * A one-commit section: the business transaction takes the lock with its first statement, writes
+ * (or reads twice) and commits once. The 'section-unguarded' variant takes it without the guard.
+ */
+async function sectionOp(op: string, kind: OpKind, resource: string): Promise<number | undefined> {
+  const pause = rand(2, 15);
+  const work = async (trx: Knex.Transaction, grant: number | undefined): Promise<number | undefined> => {
+    log({ op, kind, resource, ev: 'granted', ...(grant ? { grant } : {}) });
+    let seen: number | undefined;
+    if (kind === 'write') await writeStep(trx, op, resource, grant ?? 0, pause, undefined, true);
+    else seen = await readStep(trx, op, resource, grant ?? 0, pause, true, undefined, true);
+    log({ op, kind, resource, ev: 'work-done', ...(grant ? { grant } : {}), ...(seen !== undefined ? { seen } : {}) });
+    return seen;
+  };
+  return inSection(locks, kind, resource, (trx, held) => work(trx, held.grant), {
+    waitMs: config.waitMs,
+    signal: stopper.signal,
+    isolationLevel: 'read committed',
+  });
+}
+
+/** The business work of an operation on several resources: a row on each, under its own grant. */
+async function manyStep(
+  trx: Knex.Transaction,
+  op: string,
+  held: Held[],
+  pauseMs: number,
+  section: boolean,
+): Promise<void> {
+  // The pause comes first, so the rows (and their `at`) come after anything that happened to the grants meanwhile.
+  if (pauseMs > 0) await sleep(pauseMs);
+  for (const h of held) {
+    if (h.mode === 'write') await writeStep(trx, op, h.resource, h.grant ?? 0, 0, undefined, section);
+    else await readStep(trx, op, h.resource, h.grant ?? 0, 0, true, undefined, section);
+  }
+}
+
+/**
+ * An operation on two resources (a transfer between two loans) through `withLocks`, durable or as
+ * sections. A slow one keeps its first grant's lease ahead and pauses until the reapers have taken
+ * the other: the group's fence, covering every grant, must refuse the commit. The broken variants
+ * set the multi-resource branch's test-only switches: 'multi-first-fence' fences the first grant
+ * alone; 'multi-caller-order' takes the grants in the caller's order, and says what it holds and
+ * waits for once the first is held.
+ */
+async function manyOp(
+  op: string,
+  set: { write: string[]; read: string[] },
+  section: boolean,
+  slow: boolean,
+): Promise<void> {
+  // A slow one waits out the cutoff and two reaper periods: by then the reapers have taken every grant
+  // whose lease was not kept ahead.
+  const grantedAt = now();
+  const pause = (): number =>
+    slow ? grantedAt + config.staleAfterMs + 2 * config.reaperPeriodMs - now() : rand(2, 15);
+  const kind: OpKind = set.write.length > 0 ? 'write' : 'read';
+  const named = [...set.write, ...set.read];
+  acquireOrderForTests.afterFirst =
+    config.variant === 'multi-caller-order'
+      ? async () => {
+          log({ op, kind, resource: named[0]!, ev: 'granted' });
+          log({ op, kind, resource: named[1]!, ev: 'waiting' });
+        }
+      : undefined;
+  await withMany(
+    locks,
+    set,
+    async (trx, held) => {
+      for (const h of held)
+        log({ op, kind, resource: h.resource, ev: 'granted', ...(h.grant ? { grant: h.grant } : {}) });
+      if (slow) await held[0]?.extend?.(config.staleAfterMs * 4);
+      await manyStep(trx, op, held, pause(), section);
+      log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
+    },
+    // A slow one waits as long as the others (under the cutoff, so its first grant is not reaped while it waits for the second).
+    { waitMs: config.waitMs, signal: stopper.signal, section, isolationLevel: 'read committed' },
+  );
+}
+
 async function main(): Promise<void> {
   send({ type: 'ready' });
   for (let n = 0; !stopper.signal.aborted; n++) {
@@ -342,26 +447,52 @@ async function main(): Promise<void> {
     let manual = false;
     let slow = false;
     let transition = false;
+    let section = false;
+    let many: { write: string[]; read: string[] } | undefined;
     if (phase === 'after') {
       kind = 'read';
       manual = true;
     } else if (phase !== undefined) {
       kind = 'write';
+    } else if (Math.random() < config.multiFraction) {
+      // Two resources: both written (a transfer), or one written and one read; durable or as sections.
+      const [a, b] = twoOf(config.resources);
+      // The caller-order control writes both, so a reader sharing the second cannot pass for a waiter.
+      many =
+        Math.random() < 0.6 || config.variant === 'multi-caller-order'
+          ? { write: [a, b], read: [] }
+          : { write: [a], read: [b] };
+      kind = 'write';
+      // As sections where this lane runs sections at all.
+      section =
+        config.sectionFraction > 0 &&
+        Math.random() < 0.5 &&
+        config.variant !== 'multi-first-fence' &&
+        config.variant !== 'multi-caller-order';
+      slow = !section && Math.random() < (config.variant === 'multi-first-fence' ? 1 : config.slowFraction);
     } else {
       kind = Math.random() < config.readFraction ? 'read' : 'write';
       manual = kind === 'read' && Math.random() < 0.5;
       slow = kind === 'write' && Math.random() < config.slowFraction;
-      transition = !manual && Math.random() < config.transitionFraction;
+      // Of the scoped operations: sections, mode changes, the rest plain (a section is never slow).
+      const r = Math.random();
+      section = !manual && r < config.sectionFraction;
+      transition = !manual && !section && r < config.sectionFraction + config.transitionFraction;
+      if (section) slow = false;
     }
-    const resource = slow ? pick(config.slowResources) : pick(config.resources);
-    log({ op, kind, resource, ev: 'invoke' });
+    const resource = many ? many.write[0]! : slow ? pick(config.slowResources) : pick(config.resources);
+    const resources = many ? [...many.write, ...many.read] : undefined;
+    log({ op, kind, resource, ev: 'invoke', ...(section ? { section } : {}), ...(resources ? { resources } : {}) });
     try {
-      const seen =
-        kind === 'read'
-          ? await readOp(op, resource, manual, transition, active)
-          : transition
-            ? await downgradeOp(op, resource, slow)
-            : (await writeOp(op, resource, slow, active), undefined);
+      const seen = many
+        ? (await manyOp(op, many, section, slow), undefined)
+        : section
+          ? await sectionOp(op, kind, resource)
+          : kind === 'read'
+            ? await readOp(op, resource, manual, transition, active)
+            : transition
+              ? await downgradeOp(op, resource, slow)
+              : (await writeOp(op, resource, slow, active), undefined);
       log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
     } catch (err) {

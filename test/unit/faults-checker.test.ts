@@ -1,7 +1,7 @@
 // The checker on hand-made histories and database states: clean ones pass, each broken one fails
 // with the check that names its defect.
 import { describe, expect, it } from 'vitest';
-import { check, type CheckName, type DbState, type GrantRow } from '../faults/checker.js';
+import { check, deadlockViolations, type CheckName, type DbState, type GrantRow } from '../faults/checker.js';
 import type { OpEvent } from '../faults/history.js';
 
 const g = (
@@ -306,6 +306,140 @@ describe('checker', () => {
       expect(check(twice).violations.map((v) => v.detail)).toEqual([
         'grant 1 changed mode 2 times; the log keeps one change',
       ]);
+    });
+  });
+
+  describe('sections and operations on several resources', () => {
+    const at = (t: number, op: string, ev: OpEvent['ev'], extra: Partial<OpEvent> = {}): OpEvent => ({
+      t,
+      w: 'w',
+      op,
+      kind: 'write',
+      resource: 'r1',
+      ev,
+      ...extra,
+    });
+
+    /** A durable write (grant 1, 100..110), then a write section (111..115) and a read section (116..118). */
+    function withSections(): { events: OpEvent[]; db: DbState } {
+      const { events, db } = clean();
+      events.push(
+        at(0, 's1', 'invoke', { section: true }),
+        at(1, 's1', 'ok'),
+        at(2, 's2', 'invoke', { kind: 'read', section: true }),
+        at(3, 's2', 'ok', { kind: 'read' }),
+      );
+      db.grants = [g(1, 0, 100, 110), g(2, 0, 119, 125), g(3, 1, 126, 130)];
+      db.effects = [
+        { op: 'a', resource: 'r1', grant: 1, prev: 0, next: 1, atMs: 109 },
+        { op: 's1', resource: 'r1', grant: 0, prev: 1, next: 2, atMs: 115, fromMs: 111, section: true },
+        { op: 'b', resource: 'r1', grant: 2, prev: 2, next: 3, atMs: 124 },
+      ];
+      db.reads = [
+        { op: 's2', resource: 'r1', grant: 0, seen: 2, seenAgain: 2, atMs: 118, fromMs: 116, section: true },
+        { op: 'c', resource: 'r1', grant: 3, seen: 3, seenAgain: 3, atMs: 129 },
+      ];
+      db.counters = [{ resource: 'r1', value: 3 }];
+      return { events, db };
+    }
+
+    it('passes sections between grants, and counts them apart', () => {
+      const r = check(withSections());
+      expect(r.violations).toEqual([]);
+      expect(r.ops).toEqual({ 'write.ok': 2, 'read.ok': 1, 'write.section.ok': 1, 'read.section.ok': 1 });
+    });
+
+    it("fails a section whose span meets a write grant's, or another section's in a conflicting mode", () => {
+      const inGrant = withSections();
+      inGrant.db.effects[1]!.fromMs = 108; // its first statement ran while grant 1 was live
+      expect(checksOf(check(inGrant))).toEqual(['overlap']);
+      const sections = withSections();
+      sections.db.reads[0]!.fromMs = 114; // the read section started before the write section's last statement
+      expect(check(sections).violations.map((v) => v.detail)).toEqual([
+        'r1: read section s2 started while write section s1 ran',
+      ]);
+      const reads = withSections();
+      reads.db.reads.push({ ...reads.db.reads[0]!, op: 's3', fromMs: 117 });
+      reads.events.push(at(4, 's3', 'invoke', { kind: 'read', section: true }), at(5, 's3', 'ok', { kind: 'read' }));
+      expect(check(reads).violations).toEqual([]); // two reading sections share
+    });
+
+    /** Op m: a transfer from r1 to r2 under grants 1 and 2, taken in that order. */
+    function transfer(): { events: OpEvent[]; db: DbState } {
+      return {
+        events: [
+          at(0, 'm', 'invoke', { resources: ['r1', 'r2'] }),
+          at(1, 'm', 'granted', { grant: 1 }),
+          at(1, 'm', 'granted', { grant: 2, resource: 'r2' }),
+          at(2, 'm', 'ok'),
+        ],
+        db: {
+          grants: [g(1, 0, 100, 110), g(2, 0, 100.5, 110, 1, 'r2')],
+          locks: [
+            { resource: 'r1', w: 0, r: 0 },
+            { resource: 'r2', w: 0, r: 0 },
+          ],
+          effects: [
+            { op: 'm', resource: 'r1', grant: 1, prev: 0, next: 1, atMs: 109 },
+            { op: 'm', resource: 'r2', grant: 2, prev: 0, next: 1, atMs: 109 },
+          ],
+          reads: [],
+          counters: [
+            { resource: 'r1', value: 1 },
+            { resource: 'r2', value: 1 },
+          ],
+        },
+      };
+    }
+
+    it('passes an operation on two resources with a row on each, and counts it apart', () => {
+      const r = check(transfer());
+      expect(r.violations).toEqual([]);
+      expect(r.ops).toEqual({ 'write.2-resource.ok': 1 });
+    });
+
+    it('fails it on every resource it names: a missing row, or a row under a reaped grant past the first', () => {
+      const half = transfer();
+      half.db.effects.pop();
+      half.db.counters[1]!.value = 0;
+      expect(check(half).violations.map((v) => v.detail)).toEqual([
+        'm named 2 resources but committed 1 business rows (r1)',
+      ]);
+      const reaped = transfer();
+      reaped.db.grants[1] = g(2, 0, 100.5, 105, 2, 'r2');
+      expect(checksOf(check(reaped))).toEqual(['fence']);
+    });
+
+    it('fails resources taken out of order, and two operations each holding what the other waited for', () => {
+      const reversed = transfer();
+      reversed.db.grants = [g(1, 0, 100, 110, 1, 'r2'), g(2, 0, 100.5, 110, 1, 'r1')];
+      reversed.events[1] = at(1, 'm', 'granted', { grant: 2 });
+      reversed.events[2] = at(1, 'm', 'granted', { grant: 1, resource: 'r2' });
+      reversed.db.effects = [
+        { op: 'm', resource: 'r1', grant: 2, prev: 0, next: 1, atMs: 109 },
+        { op: 'm', resource: 'r2', grant: 1, prev: 0, next: 1, atMs: 109 },
+      ];
+      expect(check(reversed).violations.map((v) => v.detail)).toEqual(['m took r2, r1 in that order (grants 1, 2)']);
+      const crossed: OpEvent[] = [
+        at(0, 'x1', 'granted', { resource: 'r1', grant: 1 }),
+        at(1, 'y1', 'granted', { resource: 'r2', grant: 2 }),
+        at(2, 'x1', 'waiting', { resource: 'r2' }),
+        at(3, 'y1', 'waiting', { resource: 'r1' }),
+        at(9, 'x1', 'fail', { err: 'ERR_RWLOCK_TIMEOUT' }),
+        at(10, 'y1', 'fail', { err: 'ERR_RWLOCK_TIMEOUT' }),
+      ];
+      expect(deadlockViolations(crossed).map((v) => v.detail)).toEqual([
+        'x1 held r1 and waited for r2 while y1 held r2 and waited for r1',
+      ]);
+      // The same waits one after the other are no deadlock, nor is a wait that ended in a grant before the other began.
+      const apart = crossed.map((e) => (e.op === 'y1' ? { ...e, t: e.t + 10 } : e));
+      expect(deadlockViolations(apart)).toEqual([]);
+      const granted = [
+        ...crossed.slice(0, 3),
+        at(2.5, 'x1', 'granted', { resource: 'r2', grant: 3 }),
+        ...crossed.slice(3),
+      ];
+      expect(deadlockViolations(granted)).toEqual([]);
     });
   });
 });
