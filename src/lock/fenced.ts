@@ -19,6 +19,7 @@ export interface FencedHold {
   readonly token: string;
   fence(execute: FenceExecutor): Promise<void>;
   isLive(): Promise<boolean>;
+  /** @internal */
   settleLostCommit(): Promise<'committed' | 'rolled-back' | 'lost' | undefined>;
   committed(): void;
   lost(): LockLostError | null;
