@@ -120,8 +120,9 @@ export interface Grant {
 
   /**
    * Turns this live read grant into a write grant if it is the resource's only holder: resolves to
-   * this grant, now a write grant, or to null at once when other readers hold it too. Never waits,
-   * so two readers trying to upgrade cannot deadlock.
+   * this grant, now a write grant, or to null at once when other readers hold it too. Never waits
+   * for other grants, so two readers trying to upgrade cannot deadlock; a one-commit section in
+   * progress on the resource holds its row until its commit, and the upgrade waits for that.
    *
    * @example
    * ```ts
