@@ -8,7 +8,8 @@
 //                                 it fails on errors, never on a target not met)
 //   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
 //   options: --seconds=N --rounds=N
-//            --only=ceiling,lib,fenced,sections,ref,peers,contention,handover,writers,reaper,scale (or none)
+//            --only=ceiling,lib,fenced,sections,ref,peers,breakdown,contention,handover,writers,reaper,scale
+//            (or none; a target whose cases a family left out prints n/a with the values it lacks)
 //            --server-arg=--innodb-buffer-pool-size=2G (flags for a throwaway server)
 //
 // Server: RWLOCK_TEST_SERVER=mariadb-10.11|mysql-9.7|mariadb-11.8 starts a throwaway server of that
@@ -33,6 +34,7 @@ import { scale } from './cases/scale.js';
 import { sections } from './cases/sections.js';
 import { throughput, CEILING } from './cases/throughput.js';
 import { writers } from './cases/writers.js';
+import { breakdown } from './cases/breakdown.js';
 import { Results, type BenchContext, type Family, type RoundCase } from './lib/family.js';
 import { fmt } from './lib/format.js';
 import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js';
@@ -46,6 +48,7 @@ const FAMILIES: Family[] = [
   procedures,
   reference,
   peers,
+  breakdown,
   contention,
   handover,
   writers,
@@ -105,8 +108,16 @@ try {
 
   // ---- interleaved rounds of the round cases ------------------------------------------------
   const cases: RoundCase[] = [];
+  const skipped: string[] = [];
   for (const f of families) {
-    for (const c of (await f.roundCases?.(ctx)) ?? []) if (!only || only.includes(c.group)) cases.push(c);
+    for (const c of (await f.roundCases?.(ctx)) ?? []) {
+      if (only && !only.includes(c.group)) continue;
+      if ('skip' in c) {
+        results.skip(c.id, c.skip);
+        skipped.push(`skipped: ${c.label}: ${c.skip}`);
+        log(`[bench] skipped: ${c.label}: ${c.skip}`);
+      } else cases.push(c);
+    }
   }
   const runs = cases.flatMap((c) => (c.concurrency ?? [1, 16]).map((concurrency) => ({ c, concurrency })));
   const port = Number(new URL(server.url).port || 3306);
@@ -177,18 +188,23 @@ try {
       ),
     ].join('\n'),
   );
+  if (skipped.length) console.log(`\n${skipped.join('\n')}`);
   const summary = families.flatMap((f) => f.summary?.(results) ?? []);
   if (summary.length) console.log(`\n${summary.join('\n')}`);
+  // The run's name is its JSON report's: each target names it, so a figure copied elsewhere keeps its run.
+  const run = `bench-${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}`;
   const targets = evaluate(
     families.flatMap((f) => f.targets),
     results,
+    run,
   );
   console.log(
-    `\nTargets (25.n: issue 25; 14.n: issue 14; r1.n: the first round; '(retired)' rows are information), on ${version}:\n${targetTable(targets).join('\n')}`,
+    `\nTargets (32.n: issue 32; 25.n: issue 25; 14.n: issue 14; r1.n: the first round; '(retired)' rows are information), on ${version}, run ${run}:\n${targetTable(targets).join('\n')}`,
   );
   const total = (Date.now() - started) / 1000;
   console.log(`\ntotal ${total.toFixed(0)} s`);
   const report = {
+    run,
     machine,
     server: server.description,
     serverArgs,
@@ -205,7 +221,7 @@ try {
   };
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const file = `${dir}bench-${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`;
+  const file = `${dir}${run}.json`;
   writeFileSync(file, JSON.stringify(report, null, 2));
   log(`[bench] wrote ${file}`);
 } finally {

@@ -231,13 +231,18 @@ export const handover: Family = {
       of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' },
       per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
     },
+    // The ideal (issue 25's, kept by issue 32): 32 cycles of one hand-over at one commit, each the
+    // hold as it really was in this run (its mean) plus the median ceiling commit of this run at
+    // concurrency 1 (the ceiling case must run too). In strict first-come-first-served order a waiter
+    // that asks again as it releases waits for the 31 others' holds and hand-overs: the ideal counts
+    // one cycle more, about 3 %.
     {
-      id: '25.3 max wait',
-      label: `32 waiters in ${PROCESSES} processes as sections: max wait ÷ (32 × one hand-over at one commit)`,
+      id: '32.4 max wait',
+      label: `32 waiters in ${PROCESSES} processes as sections: max wait ÷ (32 × (real hold + one ceiling commit p50))`,
       of: { case: 'handover.32x4.section', metric: 'waitMax' },
       per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' },
       factor: 32,
-      atMost: 2,
+      atMost: 1.5,
     },
     {
       id: '25.3 server CPU',

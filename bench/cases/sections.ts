@@ -9,37 +9,47 @@ import { businessUpdate } from './fenced.js';
 
 const SECTION = { section: true } as const;
 
+// Issue 32 (the section at the one-commit limit) supersedes issue 25's 25.1, 25.2 and 25.4 with
+// the same measures and higher goals, and adds the Redis lock around the same transaction (peers.ts).
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   targets.push({
-    id: `25.1 c=${c}`,
+    id: `32.1 c=${c}`,
+    label: 'section ÷ (Redis lock + plain txn) (distinct)',
+    of: { case: 'section.write.distinct', c },
+    per: { case: 'peer.redis.txn', c },
+    atLeast: 1,
+  });
+  targets.push({
+    id: `32.2 c=${c}`,
     label: 'section ÷ plain txn (distinct)',
     of: { case: 'section.write.distinct', c },
     per: { case: 'plain.txn.distinct', c },
-    atLeast: c === 1 ? 0.7 : 0.6,
+    atLeast: c === 1 ? 0.8 : 0.75,
   });
 }
 targets.push({
-  id: '25.2 c=16',
+  id: '32.3 c=16',
   label: 'one hot resource: sections ÷ fenced withWriteLock, ops/s',
   of: { case: 'section.write.hot', c: 16 },
   per: { case: 'fenced.write.hot', c: 16 },
-  atLeast: 2,
+  atLeast: 2.5,
 });
+// 32.4 (32 waiters in 4 processes as sections) is declared in handover.ts, 32.6 (the floor) in fenced.ts.
 for (const c of [1, 16]) {
   targets.push({
-    id: `25.4 durable c=${c}`,
-    label: 'two-resource fenced withLocks ÷ one-resource withWriteLock (distinct)',
-    of: { case: 'fenced.write2.distinct', c },
-    per: { case: 'fenced.write.distinct', c },
-    atLeast: 0.75,
-  });
-  targets.push({
-    id: `25.4 section c=${c}`,
+    id: `32.5 section c=${c}`,
     label: 'two-resource withLocks section ÷ one-resource section (distinct)',
     of: { case: 'section.write2.distinct', c },
     per: { case: 'section.write.distinct', c },
-    atLeast: 0.75,
+    atLeast: 0.85,
+  });
+  targets.push({
+    id: `32.5 durable c=${c}`,
+    label: 'two-resource fenced withLocks ÷ one-resource withWriteLock (distinct)',
+    of: { case: 'fenced.write2.distinct', c },
+    per: { case: 'fenced.write.distinct', c },
+    atLeast: 0.9,
   });
 }
 
@@ -58,7 +68,7 @@ export const sections: Family = {
       group: 'sections',
       label: 'section withWriteLock + 1-row UPDATE, distinct',
       op: (w) => locks.withWriteLock(`sw-${w}`, update(w + 1), SECTION).then(() => true),
-      ratios: ratios('plain.txn.distinct'),
+      ratios: [...ratios('plain.txn.distinct'), { name: 'x Redis lock + txn', to: 'peer.redis.txn' }],
     },
     {
       id: 'section.write.hot',

@@ -34,11 +34,24 @@ export interface RoundCase {
   ratios?: Array<{ name: string; to: string; factor?: number }>;
 }
 
+/**
+ * A round case that cannot run here (e.g. its Redis is not reachable): the runner prints the
+ * reason, and every target that reads this case prints "skipped: <reason>" instead of a value.
+ */
+export interface SkippedCase {
+  id: string;
+  group: string;
+  label: string;
+  skip: string;
+}
+
 /** Measured values of one case (or one case at one concurrency), by metric name. */
 export type Metrics = Partial<Stats> & Record<string, number | undefined>;
 
 export class Results {
   readonly #byKey = new Map<string, Metrics>();
+  /** Why a case was not measured, by case id (all its concurrencies). */
+  readonly #skipped = new Map<string, string>();
   static key(id: string, concurrency?: number): string {
     return concurrency === undefined ? id : `${id}@${concurrency}`;
   }
@@ -52,16 +65,26 @@ export class Results {
     const v = this.get(id, concurrency)?.[metric];
     return v === undefined || Number.isNaN(v) ? undefined : v;
   }
-  toJSON(): Record<string, Metrics> {
-    return Object.fromEntries(this.#byKey);
+  skip(id: string, reason: string): void {
+    this.#skipped.set(id, reason);
+  }
+  /** The reason the case was skipped, or undefined when it was not. */
+  skipped(id: string): string | undefined {
+    return this.#skipped.get(id);
+  }
+  toJSON(): Record<string, Metrics | { skipped: string }> {
+    return {
+      ...Object.fromEntries(this.#byKey),
+      ...Object.fromEntries([...this.#skipped].map(([id, reason]) => [id, { skipped: reason }])),
+    };
   }
 }
 
 export interface Family {
   /** The --only groups this family answers to. */
   groups: string[];
-  /** Cases run in the interleaved rounds. */
-  roundCases?(ctx: BenchContext): RoundCase[] | Promise<RoundCase[]>;
+  /** Cases run in the interleaved rounds, and those that cannot run here, with the reason. */
+  roundCases?(ctx: BenchContext): Array<RoundCase | SkippedCase> | Promise<Array<RoundCase | SkippedCase>>;
   /** A scenario of its own, run after the rounds (it may read their results). */
   run?(ctx: BenchContext, results: Results): Promise<void>;
   /** Lines printed after the tables. */
