@@ -53,7 +53,7 @@ export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<
   );
   return traced(
     reapChannel,
-    () => ({ staleAfterMs, batchSize }),
+    () => ({ staleAfterMs, batchSize, knex: db }),
     // A missing privilege is the same for every grant: the run stops at the first, naming the role.
     () =>
       reap(db, staleAfterMs, batchSize, waitSec).catch((err: unknown) => {
