@@ -311,7 +311,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
         const released = await fetch(`${page.url}api/release`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', origin: page.url.slice(0, -1), 'x-rwlock-token': token },
-          body: JSON.stringify({ grantId: c.id, reason: 'page' }),
+          body: JSON.stringify({ grantId: c.id, operator: 'Ada', reason: 'page' }),
         });
         expect(released.status, await released.clone().text()).toBe(200);
         expect(await grantRow(db.knex, c.id)).toMatchObject({ status: 2, released_by: 3 });
