@@ -224,7 +224,8 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
 }
 
 /** A throwaway server of the chosen flavour; fails unless it reports that flavour's version. */
-async function startFlavour(flavour: Flavour, options: LocalServerOptions): Promise<FoundServer> {
+/** A throwaway server of `flavour`, checked to report its version: for a test that needs a second server. */
+export async function startFlavour(flavour: Flavour, options: LocalServerOptions = {}): Promise<FoundServer> {
   const spec = FLAVOURS[flavour];
   const log = options.log ?? (() => undefined);
   let found: FoundServer;

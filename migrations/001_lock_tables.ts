@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { replaceProcedures } from './procedures.js';
 import type { CreatedIndex } from './conditional-ddl.js';
 
 /**
@@ -144,10 +145,7 @@ END`,
 export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
   for (const ddl of TABLES) await knex.raw(ddl);
   if (!options.procedures) return;
-  for (const [name, ddl] of Object.entries(PROCEDURES)) {
-    await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-    await knex.raw(ddl);
-  }
+  await replaceProcedures(knex, PROCEDURES);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { replaceProcedures } from './procedures.js';
 
 /**
  * Version 2 of the acquire procedure (the tables are unchanged).
@@ -71,15 +72,11 @@ END`,
 
 export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
   if (!options.procedures) return;
-  for (const [name, ddl] of Object.entries(PROCEDURES)) {
-    await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-    await knex.raw(ddl);
-  }
+  await replaceProcedures(knex, PROCEDURES);
 }
 
 /** Back to version 1's acquire. */
 export async function down(knex: Knex): Promise<void> {
   const v1 = await import('./001_lock_tables.js');
-  await knex.raw('DROP PROCEDURE IF EXISTS rwlock_acquire');
-  await knex.raw(v1.PROCEDURES.rwlock_acquire!);
+  await replaceProcedures(knex, { rwlock_acquire: v1.PROCEDURES.rwlock_acquire! });
 }

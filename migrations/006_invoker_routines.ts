@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { replaceProcedures } from './procedures.js';
 import { PROCEDURES as V2 } from './002_acquire_v2.js';
 
 /**
@@ -42,17 +43,11 @@ export async function up(knex: Knex, options = { procedures: true }): Promise<vo
   for (const name of RETIRED_PROCEDURES)
     if (await exists(knex, name)) await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
   if (!options.procedures) return;
-  for (const [name, ddl] of Object.entries(PROCEDURES)) {
-    await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-    await knex.raw(ddl);
-  }
+  await replaceProcedures(knex, PROCEDURES);
 }
 
 /** Back to version 5's routines: the definer-rights acquire and the id-only release. */
 export async function down(knex: Knex): Promise<void> {
   const v1 = await import('./001_lock_tables.js');
-  await knex.raw('DROP PROCEDURE IF EXISTS rwlock_acquire');
-  await knex.raw(V2.rwlock_acquire!);
-  await knex.raw('DROP PROCEDURE IF EXISTS rwlock_release');
-  await knex.raw(v1.PROCEDURES.rwlock_release!);
+  await replaceProcedures(knex, { rwlock_acquire: V2.rwlock_acquire!, rwlock_release: v1.PROCEDURES.rwlock_release! });
 }

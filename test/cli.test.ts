@@ -87,6 +87,36 @@ describe('reading commands', () => {
   });
 
   it(
+    'status and ls take the cutoff from STALE_AFTER_MS as the reaper does; --stale-after wins; a bad value is bad usage',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const locks = createLockManager({ knex: db.knex });
+      const old = (await locks.tryAcquireWrite('cli-stale-env'))!;
+      await backdate(db.knex, old.id, 300_000);
+      const env = (value: string) => ({ MYSQL_URL: url(), STALE_AFTER_MS: value });
+      const [status, ls, lsStale, flag, fallback, bad] = await Promise.all([
+        cli(['status', '--json'], env('120000')),
+        cli(['ls', '--json'], env('120000')),
+        cli(['ls', '--stale', '--json'], env('120000')),
+        cli(['status', '--json', '--stale-after', '600000'], env('120000')),
+        cli(['status', '--json'], env('')),
+        cli(['status'], env('2m')),
+      ]);
+      // 5 minutes old: stale to a reaper with a 2-minute cutoff, not to the default 10 minutes.
+      expect(JSON.parse(status.stdout)).toMatchObject({ stale: 1, staleAfterMs: 120_000 });
+      expect(JSON.parse(ls.stdout)).toEqual([expect.objectContaining({ id: old.id, stale: true })]);
+      expect(JSON.parse(lsStale.stdout)).toEqual([expect.objectContaining({ id: old.id })]);
+      expect(JSON.parse(flag.stdout)).toMatchObject({ stale: 0, staleAfterMs: 600_000 });
+      expect(JSON.parse(fallback.stdout)).toMatchObject({ stale: 0, staleAfterMs: 600_000 });
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toMatch(/STALE_AFTER_MS/);
+      expect((await locks.list()).grants.map((g) => g.id)).toEqual([old.id]);
+      await releaseAll(db.knex);
+    },
+  );
+
+  it(
     'ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 1 when none matched',
     SLOW,
     async () => {
@@ -462,7 +492,7 @@ describe('changing commands', () => {
     },
   );
 
-  it('migrate creates the schema on an empty database (exit 0), then has nothing to do (exit 1)', async () => {
+  it('migrate creates the schema on an empty database, then has nothing to do: both exit 0 (`migrate && start`)', async () => {
     const name = `rwl_cli_migrate_${process.pid}`;
     await createDatabase(db.url, name);
     try {
@@ -471,8 +501,10 @@ describe('changing commands', () => {
       expect(first.status).toBe(0);
       expect(first.stdout).toBe(MIGRATIONS.map((m) => `applied ${m.name}\n`).join(''));
       const second = await cli(['migrate', '--json'], env);
-      expect(second.status).toBe(1);
+      expect(second.status).toBe(0);
       expect(JSON.parse(second.stdout)).toEqual({ applied: [], repaired: [] });
+      const third = await cli(['migrate'], env);
+      expect(third).toMatchObject({ status: 0, stdout: 'schema up to date: nothing to do\n' });
     } finally {
       await dropDatabase(db.url, name);
     }

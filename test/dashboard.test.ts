@@ -5,6 +5,7 @@
 // cross-site protections, over plain HTTP.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { chromium, type Browser } from 'playwright-core';
@@ -261,13 +262,16 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by
     expect(options).toEqual(expect.arrayContaining(ids));
 
     const target = grants[0]!; // __proto__
-    page.once('dialog', (d) => void d.accept('released from localhost'));
     await page.locator(`#live tr[data-grant-id="${target.id}"] button.release`).click();
+    await page.locator('#release-operator').fill('Grace');
+    await page.locator('#release-reason').fill('released from localhost');
+    await page.locator('#release-confirm').click();
     await page.locator(`#live tr[data-grant-id="${target.id}"]`).waitFor({ state: 'detached' });
     expect(await page.locator('#error').isHidden()).toBe(true);
     expect((await locks.history('__proto__')).grants[0]).toMatchObject({
       id: target.id,
       releasedBy: 'operator',
+      releaser: `Grace via dashboard@${hostname()}`,
       reason: 'released from localhost',
     });
     expect(problems).toEqual([]);
@@ -275,6 +279,118 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page opened by
     expect(await server.exited).toBe(0);
   });
 });
+
+describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page at 1400×900, in chromium', () => {
+  it('every Release… button is in view, reasons wrap whole, and a release records the name the page asks for', async () => {
+    const owner = 'billing-reconciliation-worker@ip-10-42-17-203.eu-west-1.compute.internal/pod-7f9c8d6b5-x2x9z';
+    const locks = createLockManager({ knex: db.knex, owner });
+    const ids = [
+      'tenant:acme-corporation-international-holdings:invoice:2026-11-27:000000123456789:line-items',
+      `catalog:${'segment-'.repeat(16)}end`,
+      'wide:short',
+    ];
+    const grants: Grant[] = [];
+    for (const id of ids) grants.push((await locks.tryAcquireWrite(id))!);
+    closers.push(async () => {
+      for (const g of grants) await g.release();
+    });
+    const reason =
+      'holder pod evicted during the 02:10 node drain and never rescheduled; its transfer batch was re-queued ' +
+      'by hand (ticket OPS-2291), so this grant only blocked the nightly reconciliation: released after checking ' +
+      'with the payments on-call that nothing else runs under it';
+    const ended = (await locks.tryAcquireWrite('wide:reasoned'))!;
+    await locks.forceRelease(ended.id, { reason });
+
+    const d = await serveDashboard({ knex: db.knex, port: 0, allowRelease: true });
+    closers.push(() => d.close());
+    if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
+    const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
+    closers.push(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+    await page.goto(d.url);
+    for (const g of grants) await page.locator(`#live tr[data-grant-id="${g.id}"]`).waitFor();
+    await page.locator(`#releases tr[data-grant-id="${ended.id}"]`).waitFor();
+
+    const layout = (await page.evaluate(layoutProbe(ended.id))) as {
+      scrolls: number[];
+      buttons: Array<{ inPanel: boolean; onTop: boolean }>;
+      reason: { text: string; cutWide: number; cutHigh: number; lines: number };
+    };
+    // Neither table scrolls sideways: nothing is out of view.
+    expect(layout.scrolls).toEqual([0, 0]);
+    expect(layout.buttons.length).toBeGreaterThanOrEqual(grants.length);
+    for (const b of layout.buttons) expect(b).toMatchObject({ inPanel: true, onTop: true });
+    // The reason is shown whole, over several lines, not cut off with an ellipsis.
+    expect(layout.reason).toMatchObject({ text: reason, cutWide: 0, cutHigh: 0 });
+    expect(layout.reason.lines).toBeGreaterThan(1);
+    mkdirSync(join(REPO, '.tmp'), { recursive: true });
+    await page.evaluate('window.scrollTo(0, 0)');
+    await page.screenshot({ path: join(REPO, '.tmp', 'dashboard-1400x900.png') });
+    await page.screenshot({ path: join(REPO, '.tmp', 'dashboard-1400x900-full.png'), fullPage: true });
+
+    // A release from the page: a name is required, then recorded with the release.
+    const target = grants[2]!;
+    await page.locator(`#live tr[data-grant-id="${target.id}"] button.release`).click();
+    expect(await page.locator('#release-dialog').isVisible()).toBe(true);
+    await page.locator('#release-reason').fill('blocked the nightly run');
+    await page.locator('#release-confirm').click();
+    expect(await page.locator('#release-hint').isVisible()).toBe(true);
+    expect(await page.locator('#release-dialog').isVisible()).toBe(true);
+    expect((await locks.inspect(target.resourceId)).holders.map((h) => h.id)).toEqual([target.id]);
+    await page.locator('#release-operator').fill('  Ada Lovelace ');
+    await page.screenshot({ path: join(REPO, '.tmp', 'dashboard-1400x900-release.png') });
+    await page.locator('#release-confirm').click();
+    await page.locator(`#live tr[data-grant-id="${target.id}"]`).waitFor({ state: 'detached' });
+    expect((await locks.history(target.resourceId)).grants[0]).toMatchObject({
+      id: target.id,
+      releasedBy: 'operator',
+      releaser: `Ada Lovelace via dashboard@${hostname()}`,
+      reason: 'blocked the nightly run',
+    });
+    // The page shows who released it, and asks the same browser with the name filled in.
+    const released = page.locator(`#releases tr[data-grant-id="${target.id}"] .tag.operator`);
+    await released.waitFor();
+    expect(await released.getAttribute('title')).toBe(`by Ada Lovelace via dashboard@${hostname()}`);
+    await page.locator(`#live tr[data-grant-id="${grants[0]!.id}"] button.release`).click();
+    expect(await page.locator('#release-operator').inputValue()).toBe('Ada Lovelace');
+    await page.locator('#release-cancel').click();
+    expect(await page.locator('#release-dialog').isVisible()).toBe(false);
+    expect(problems).toEqual([]);
+  });
+});
+
+/**
+ * What the page shows at its size, measured in the browser (as text: the tests compile without the
+ * DOM's types): how far each table scrolls sideways, whether each Release… button lies inside its
+ * panel and is what a click at its centre hits, and whether the reason of grant `reasonedId` is cut.
+ */
+function layoutProbe(reasonedId: number): string {
+  return `(() => {
+    const scrolls = [...document.querySelectorAll('.scroll')].map((e) => e.scrollWidth - e.clientWidth);
+    const buttons = [...document.querySelectorAll('#live button.release')].map((b) => {
+      const r = b.getBoundingClientRect();
+      const panel = b.closest('.scroll').getBoundingClientRect();
+      b.scrollIntoView({ block: 'center', inline: 'nearest' });
+      const box = b.getBoundingClientRect();
+      const atCentre = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+      return { inPanel: r.left >= panel.left && r.right <= panel.right, onTop: atCentre === b };
+    });
+    const cell = document.querySelector('#releases tr[data-grant-id="${reasonedId}"] td.reason');
+    return {
+      scrolls,
+      buttons,
+      reason: {
+        text: cell.innerText,
+        cutWide: cell.scrollWidth - cell.clientWidth,
+        cutHigh: cell.scrollHeight - cell.clientHeight,
+        lines: Math.round(cell.getBoundingClientRect().height / parseFloat(getComputedStyle(cell).lineHeight)),
+      },
+    };
+  })()`;
+}
 
 /** A request with a header fetch() will not send (Host), over node:http. */
 async function request(
@@ -347,7 +463,21 @@ describe('release endpoint', () => {
         403,
       ],
       [{ 'content-type': 'text/plain', origin, 'x-rwlock-token': token }, JSON.stringify({ grantId: g.id }), 415], // a form-like simple request
-      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: 'x' }, 400],
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: 'x', operator: 'Ada' }, 400],
+      // Who releases is required: missing, blank, not text, or with a control character.
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: g.id }, 400],
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: g.id, operator: ' ' }, 400],
+      [{ 'content-type': 'application/json', origin, 'x-rwlock-token': token }, { grantId: g.id, operator: 7 }, 400],
+      [
+        { 'content-type': 'application/json', origin, 'x-rwlock-token': token },
+        { grantId: g.id, operator: 'Ada\u001b[2J' },
+        400,
+      ],
+      [
+        { 'content-type': 'application/json', origin, 'x-rwlock-token': token },
+        { grantId: g.id, operator: 'x'.repeat(101) },
+        400,
+      ],
     ];
     // JSON that is not an object: refused as bad input, not a server error.
     for (const body of ['null', '[]', `[${g.id}]`, String(g.id), '"x"', 'true'])
@@ -363,13 +493,14 @@ describe('release endpoint', () => {
     expect((await locks.inspect('rw-release')).holders.map((h) => h.id)).toEqual([g.id]);
     const ok = await post(
       d,
-      { grantId: g.id, reason: 'from the test' },
+      { grantId: g.id, operator: 'Ada', reason: 'from the test' },
       { 'content-type': 'application/json', origin, 'x-rwlock-token': token },
     );
     expect(ok).toEqual({ status: 200, body: { released: true } });
     expect((await locks.history('rw-release')).grants[0]).toMatchObject({
       id: g.id,
       releasedBy: 'operator',
+      releaser: `Ada via dashboard@${hostname()}`,
       reason: 'from the test',
     });
     expect(await g.release()).toBe(false);
@@ -416,7 +547,7 @@ describe('release endpoint', () => {
       'POST',
       '/api/release',
       { ...headers, origin: `http://localhost:${d.port}` },
-      JSON.stringify({ grantId: g.id, reason: 'via localhost' }),
+      JSON.stringify({ grantId: g.id, operator: 'Ada', reason: 'via localhost' }),
     );
     expect(ok, ok.body).toEqual({ status: 200, body: JSON.stringify({ released: true }) });
   });
@@ -481,7 +612,7 @@ describe('release endpoint', () => {
         'content-type': 'application/json',
         'x-rwlock-token': token,
       },
-      JSON.stringify({ grantId: g.id }),
+      JSON.stringify({ grantId: g.id, operator: 'Ada' }),
     );
     expect(ok.status, ok.body).toBe(200);
   });

@@ -6,7 +6,9 @@ import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { KnexInstrumentation } from '@opentelemetry/instrumentation-knex';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { FoundServer } from '../harness/server.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
@@ -20,6 +22,11 @@ const { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError 
 const { fromKnex } = await import('../src/adapters/index.js');
 const { reapStaleGrants } = await import('../src/admin/index.js');
 const { instrumentLocks, SPANS } = await import('../src/observability/otel.js');
+const { inHoldScope } = await import('../src/observability/hold-scope.js');
+const { migrate } = await import('../src/admin/index.js');
+const { startFlavour } = await import('../harness/server.js');
+const { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } = await import('../harness/database.js');
+const { TEST_PROCEDURES } = await import('./support/db.js');
 
 const db = useTestDatabase(import.meta.filename);
 const tracer = provider.getTracer('test');
@@ -294,6 +301,59 @@ describe('mysql-rwlock/otel', () => {
     }
   });
 
+  it("with no knex option: the spans name the manager's server; a group's work runs in its first grant's hold", async () => {
+    const h = instrumentLocks({ tracerProvider: provider });
+    handle = h;
+    const locks = createLockManager({ knex: db.knex });
+    const [a, b] = [(await locks.acquireWrite('otel:group:a'))!, (await locks.acquireWrite('otel:group:b'))!];
+    // What manager.ts's withLocks is to call around a group's work once its grants are held.
+    const { request } = await inRequest(() =>
+      inHoldScope([a, b], async () => {
+        await db.knex('account').where({ id: 1 }).increment('balance', 1);
+        await db.knex.transaction(async (trx) => {
+          await a.fence(fromKnex(trx));
+          await b.fence(fromKnex(trx));
+        });
+      }),
+    );
+    await h.ready;
+    await flush();
+    const [holdA, holdB] = named(SPANS.hold);
+    expect(holdA!.attributes).toMatchObject({ 'rwlock.grant.id': a.id, 'rwlock.released_by': 'commit' });
+    expect(holdB!.attributes).toMatchObject({ 'rwlock.grant.id': b.id, 'rwlock.released_by': 'commit' });
+    expect(parentOf(accountQueries()[0]!)).toBe(holdA!.spanContext().spanId);
+    expect(named(SPANS.fence).map(parentOf)).toEqual([holdA!.spanContext().spanId, holdA!.spanContext().spanId]);
+    expect(parentOf(holdA!)).not.toBe(request.spanContext().spanId); // acquired before the request
+    for (const span of lockSpans())
+      expect(span.attributes, span.name).toMatchObject({ 'db.system.name': dbSystem, 'db.namespace': db.name });
+  });
+
+  it("a section's work in its hold scope: a query is the hold's child, the hold ends at the section's commit", async () => {
+    const h = instrumentLocks({ tracerProvider: provider, knex: db.knex });
+    handle = h;
+    await h.ready;
+    const locks = createLockManager({ knex: db.knex });
+    await locks.withWriteLock(
+      'otel:section',
+      // What section.ts is to call around a section's work once its rows are taken and the take's
+      // acquire context has ended (its end is what gives the grant its hold span).
+      async (trx, grant) => {
+        await expect.poll(() => named(SPANS.acquire)).toHaveLength(1);
+        await inHoldScope(grant, async () => void (await trx('account').where({ id: 1 }).increment('balance', 1)));
+        await flush();
+        expect(named(SPANS.hold), 'the hold outlasts the work: the commit is still to come').toEqual([]);
+      },
+      { section: true },
+    );
+    await flush();
+    const hold = one(SPANS.hold);
+    const commit = one(SPANS.fence);
+    expect(parentOf(accountQueries()[0]!)).toBe(hold.spanContext().spanId);
+    expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'fence', 'db.namespace': db.name });
+    expect(commit.attributes).toMatchObject({ 'rwlock.outcome': 'released' });
+    expect(hold.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
   it('refuses bad options with InvalidOptionsError', () => {
     expect(() => instrumentLocks(null as never)).toThrow(InvalidOptionsError);
     expect(() => instrumentLocks({ tracerprovider: provider } as never)).toThrow(InvalidOptionsError);
@@ -301,5 +361,85 @@ describe('mysql-rwlock/otel', () => {
     expect(() => instrumentLocks({ dbSystem: 'postgresql' as never })).toThrow(InvalidOptionsError);
     expect(() => instrumentLocks({ recordResourceIds: 'yes' as never })).toThrow(InvalidOptionsError);
     expect(() => instrumentLocks({ knex: {} as never })).toThrow(InvalidOptionsError);
+  });
+});
+
+describe('two managers on two servers in one process', () => {
+  let other: FoundServer | undefined;
+  let otherKnex: Knex | undefined;
+  let otherSystem: string;
+  const otherDb = `rwl_otel_other_${process.pid}`;
+
+  beforeAll(async () => {
+    // The other kind of server than the file's: MySQL 9.7 beside MariaDB, MariaDB beside MySQL.
+    otherSystem = dbSystem === 'mariadb' ? 'mysql' : 'mariadb';
+    other = await startFlavour(otherSystem === 'mysql' ? 'mysql-9.7' : 'mariadb-10.11');
+    await createDatabase(other.url, otherDb);
+    otherKnex = connectKnex(other.url, otherDb);
+    await migrate(otherKnex, { procedures: TEST_PROCEDURES });
+    await otherKnex.raw('CREATE TABLE account (id INT PRIMARY KEY, balance INT NOT NULL)');
+    await otherKnex.raw('INSERT INTO account VALUES (1, 100)');
+  }, 600_000);
+  afterAll(async () => {
+    await otherKnex?.destroy();
+    if (other) await dropDatabase(other.url, otherDb).finally(() => other!.stop());
+  }, 120_000);
+
+  it("every span names its own manager's server, with no knex given to instrumentLocks", async () => {
+    const h = instrumentLocks({ tracerProvider: provider });
+    handle = h;
+    const tenants = [
+      { knex: db.knex, url: db.url, database: db.name, system: dbSystem },
+      { knex: otherKnex!, url: other!.url, database: otherDb, system: otherSystem },
+    ].map((t) => ({
+      ...t,
+      locks: createLockManager({ knex: t.knex }),
+      expected: {
+        'db.system.name': t.system,
+        'server.address': parseMysqlUrl(t.url).host,
+        'server.port': parseMysqlUrl(t.url).port,
+        'db.namespace': t.database,
+      },
+    }));
+    // The two label sets differ in every way the check could miss (negative control of the check).
+    const [first, second] = tenants.map((t) => t.expected);
+    for (const key of ['db.system.name', 'server.port', 'db.namespace'] as const)
+      expect(first![key], key).not.toEqual(second![key]);
+
+    // Both at once, as two tenants' requests in one process; each in a trace of its own.
+    const traces = await Promise.all(
+      tenants.map(async ({ locks, knex }) => {
+        const { request } = await inRequest(async () => {
+          await locks.withWriteLock('otel:two', (trx) => trx('account').where({ id: 1 }).increment('balance', 1));
+          await (await locks.tryAcquireRead('otel:two'))!.release();
+          const held = (await locks.tryAcquireWrite('otel:two:held'))!;
+          await locks.forceRelease(held.id, { reason: 'otel test' });
+          expect(await held.release()).toBe(false); // the holder learns it: its hold ends
+          await reapStaleGrants(knex, { staleAfterMs: 60_000 });
+        });
+        return request.spanContext().traceId;
+      }),
+    );
+    await h.ready;
+    await flush();
+    for (const [i, tenant] of tenants.entries()) {
+      const mine = lockSpans().filter((s) => s.spanContext().traceId === traces[i]);
+      expect(mine.map((s) => s.name).sort()).toEqual(
+        [
+          SPANS.acquire,
+          SPANS.acquire,
+          SPANS.acquire,
+          SPANS.hold,
+          SPANS.hold,
+          SPANS.hold,
+          SPANS.fence,
+          SPANS.release,
+          SPANS.release,
+          SPANS.release,
+          SPANS.reap,
+        ].sort(),
+      );
+      for (const span of mine) expect(span.attributes, `${span.name} of server ${i}`).toMatchObject(tenant.expected);
+    }
   });
 });

@@ -224,24 +224,40 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
   );
 
   it(
-    'negative control, reaper: without INSERT on t_lock_release_note the job fails and names the refusal; without DELETE on it, purge does',
+    'negative control, reaper: without INSERT on t_lock_release_note a run stops at the first refusal with one message naming the role; without DELETE on it, purge fails',
     SPAWNS,
     async () => {
       const noNote = await userFor('reaper', { revoke: 'INSERT ON t_lock_release_note' });
       const locks = createLockManager({ knex: db.knex, owner: 'crashed-holder-2' });
-      const g = (await locks.tryAcquireWrite('reap:neg'))!;
-      await backdate(db.knex, g.id, 120_000);
+      const stale = [];
+      for (const id of ['reap:neg:1', 'reap:neg:2', 'reap:neg:3']) {
+        const g = (await locks.tryAcquireWrite(id))!;
+        await backdate(db.knex, g.id, 120_000);
+        stale.push(g);
+      }
+      await expect(reapStaleGrants(noNote.knex, { staleAfterMs: 60_000, batchSize: 2 })).rejects.toEqual(
+        privilegeRefusal('reaper', /INSERT command denied.*t_lock_release_note/),
+      );
       const job = await run('jobs/reaper.ts', ['--once'], {
         MYSQL_URL: noNote.url,
         STALE_AFTER_MS: '60000',
         RETENTION_MS: '0',
       });
       expect(job.status).toBe(1);
-      expect(job.stdout).toMatch(
-        /"event":"reaper.problem".*INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role/,
+      const lines = job.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      // One message for the run, not one per grant.
+      expect(lines.filter((l) => l.event === 'reaper.problem')).toEqual([]);
+      const failed = lines.filter((l) => l.event === 'reaper.run');
+      expect(failed).toEqual([expect.objectContaining({ ok: false, code: 'ERR_RWLOCK_PRIVILEGE', role: 'reaper' })]);
+      expect(failed[0]!.error).toMatch(
+        /INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role reaper .*the reaper role needs/,
       );
-      expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 }); // not reaped: the release and its note are one transaction
-      await g.release();
+      // Not reaped: the release and its note are one transaction.
+      for (const g of stale) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 });
+      for (const g of stale) await g.release();
       const noDelete = await userFor('reaper', { revoke: 'DELETE ON t_lock_release_note' });
       await expect(purgeReleasedGrants(noDelete.knex, { retentionMs: DAY_MS })).rejects.toEqual(
         privilegeRefusal(undefined, /DELETE command denied.*t_lock_release_note/),
@@ -295,7 +311,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
         const released = await fetch(`${page.url}api/release`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', origin: page.url.slice(0, -1), 'x-rwlock-token': token },
-          body: JSON.stringify({ grantId: c.id, reason: 'page' }),
+          body: JSON.stringify({ grantId: c.id, operator: 'Ada', reason: 'page' }),
         });
         expect(released.status, await released.clone().text()).toBe(200);
         expect(await grantRow(db.knex, c.id)).toMatchObject({ status: 2, released_by: 3 });
@@ -394,7 +410,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       const g = (await createLockManager({ knex: app.knex, procedures: true }).tryAcquireWrite('migrated'))!;
       expect(await g.release()).toBe(true);
       const cli = await run('src/cli/bin.ts', ['migrate'], { MYSQL_URL: m.url });
-      expect(cli.status, cli.stderr).toBe(1); // up to date: nothing to do
+      expect(cli.status, cli.stderr).toBe(0); // up to date: nothing to do, and a deploy goes on
     });
 
     it('negative control: without CREATE ROUTINE, migrate is refused and names the role', async () => {

@@ -336,6 +336,10 @@ describe('jobs/reaper.ts', () => {
       expect(sample(metrics.body, 'mysql_rwlock_live_grants{mode="read"}')).toBe(1);
       expect(sample(metrics.body, 'mysql_rwlock_live_grants{mode="write"}')).toBe(0);
       expect(sample(metrics.body, 'mysql_rwlock_gauges_up')).toBe(1);
+      expect(sample(metrics.body, 'mysql_rwlock_reaper_last_run_timestamp_seconds')).toBeGreaterThan(0);
+      // No count check has run yet (daily by default): absent, not an all-clear 0.
+      expect(sample(metrics.body, 'mysql_rwlock_count_disagreements')).toBeUndefined();
+      expect(sample(metrics.body, 'mysql_rwlock_reaper_last_count_check_timestamp_seconds')).toBeUndefined();
       expect(metrics.body).toContain('process_cpu_seconds_total');
       expect(metrics.body).not.toContain('job-metrics');
       expect((await get(port, '/elsewhere')).status).toBe(404);
@@ -368,7 +372,9 @@ describe('jobs/reaper.ts', () => {
         remaining: 1,
         resources: ['job-counts'],
       });
-      expect(sample((await get(port, '/metrics')).body, 'mysql_rwlock_count_disagreements')).toBe(1);
+      const checked = (await get(port, '/metrics')).body;
+      expect(sample(checked, 'mysql_rwlock_count_disagreements')).toBe(1);
+      expect(sample(checked, 'mysql_rwlock_reaper_last_count_check_timestamp_seconds')).toBeGreaterThan(0);
       checking.child.kill('SIGTERM');
       expect(await checking.exited).toBe(0);
       expect(await locks.tryAcquireWrite('job-counts')).toBeNull(); // reported, not changed

@@ -1,11 +1,13 @@
 // A schema that is not the one this version needs: migrate() notices a procedure left at another
 // definition and replaces it; lock managers refuse a database whose migrations stop short of what
 // they need, and a column narrowed or a procedure re-signed by hand, with a typed error naming the fix.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import * as m001 from '../migrations/001_lock_tables.js';
 import * as m002 from '../migrations/002_acquire_v2.js';
+import * as m006 from '../migrations/006_invoker_routines.js';
 import { CURRENT_PROCEDURES, MIGRATIONS } from '../migrations/index.js';
 import { migrate, normaliseRoutine } from '../src/admin/migrate.js';
 import { createLockManager, SchemaMissingError } from '../src/index.js';
@@ -117,6 +119,41 @@ describe('migrate() and the procedures it keeps current', () => {
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()',
     );
     expect(left.map((r) => r.n)).toEqual(['rwlock_acquire']);
+  });
+});
+
+describe('replacing procedures: one home', () => {
+  it('no migration nor migrate() drops and creates a procedure but through replaceProcedures', () => {
+    const files = [
+      ...readdirSync('migrations').map((f) => join('migrations', f)),
+      ...readdirSync('src/admin').map((f) => join('src/admin', f)),
+    ].filter((f) => f.endsWith('.ts') && f !== join('migrations', 'procedures.ts'));
+    // A DROP PROCEDURE statement whose next statement is not another DROP: a drop-and-create of its own.
+    const own = /DROP PROCEDURE IF EXISTS[^\n]*\);\s*\n\s*await \w+\.raw\((?![`'"]DROP)/;
+    expect(files.filter((f) => own.test(readFileSync(f, 'utf8')))).toEqual([]);
+    // The check finds the loop the migrations used to repeat (negative control).
+    const loop =
+      'for (const [name, ddl] of Object.entries(PROCEDURES)) {\n    await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);\n    await knex.raw(ddl);\n  }';
+    expect(own.test(loop)).toBe(true);
+  });
+
+  it("released migrations install what they did: 002's acquire over 001's, then 006's, which drops the id-only release", async () => {
+    await replaceAcquire(procs.knex, m001.PROCEDURES.rwlock_acquire!);
+    await procs.knex.raw(m001.PROCEDURES.rwlock_release!);
+    await m002.up(procs.knex);
+    expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m002.PROCEDURES.rwlock_acquire!));
+    await m006.up(procs.knex);
+    expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m006.PROCEDURES.rwlock_acquire!));
+    const left = await rows<{ n: string }>(
+      procs.knex,
+      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()',
+    );
+    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire']);
+    // 006's down puts back version 5's routines; its up, again, the current ones.
+    await m006.down(procs.knex);
+    expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m002.PROCEDURES.rwlock_acquire!));
+    await m006.up(procs.knex);
+    expect(await migrate(procs.knex)).toEqual({ applied: [], repaired: [] });
   });
 });
 

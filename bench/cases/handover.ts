@@ -8,6 +8,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { childInbox } from '../lib/child-inbox.js';
 import type { Family } from '../lib/family.js';
 import { fmt } from '../lib/format.js';
 import { percentile, pooled, runFor, serverCpuUs, sortedCopy, stats, type Sample } from '../lib/run.js';
@@ -26,23 +27,7 @@ async function startChild(url: string, db: string): Promise<Child> {
   const proc = fork(fileURLToPath(new URL('./handover-child.ts', import.meta.url)), [url, db], {
     execArgv: ['--import', 'tsx'],
   });
-  const inbox: unknown[] = [];
-  const waiting: Array<(m: unknown) => void> = [];
-  let failure: Error | undefined;
-  proc.on('message', (m) => (waiting.length ? waiting.shift()!(m) : inbox.push(m)));
-  proc.once('exit', (code) => {
-    if (code !== 0) failure = new Error(`hand-over child exited ${code}`);
-  });
-  const child: Child = {
-    process: proc,
-    next: <T>() =>
-      new Promise<T>((resolve, reject) => {
-        if (failure) return reject(failure);
-        if (inbox.length) return resolve(inbox.shift() as T);
-        waiting.push(resolve as (m: unknown) => void);
-        proc.once('exit', () => failure && reject(failure));
-      }),
-  };
+  const child: Child = { process: proc, ...childInbox(proc, 'hand-over child') };
   await child.next();
   return child;
 }

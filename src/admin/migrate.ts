@@ -16,6 +16,7 @@ import {
   RETIRED_PROCEDURES,
   type MigrationOptions,
 } from '../../migrations/index.js';
+import { replaceProcedures } from '../../migrations/procedures.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
 import { privilegeError } from '../sql/connection.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
@@ -188,10 +189,7 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
     for (const m of MIGRATIONS) await m.up(db, options);
     for (const index of CREATED_INDEXES) await runOnOneConnection(db, unlessPresent(index, index.rebuild));
   } else {
-    for (const name of stale) {
-      await db.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-      await db.raw(CURRENT_PROCEDURES[name]!);
-    }
+    await replaceProcedures(db, Object.fromEntries(stale.map((name) => [name, CURRENT_PROCEDURES[name]!])));
     for (const name of retired) await db.raw(`DROP PROCEDURE IF EXISTS ${name}`);
   }
   return { applied: pending.map((m) => m.name), repaired: [...missing, ...stale, ...retired] };

@@ -3,10 +3,12 @@ import {
   isConflict,
   isConnectionLost,
   isLockWaitTimeout,
+  privilegeError,
   withConnection,
   withLockWaitTimeout,
   type RawConnection,
 } from '../sql/connection.js';
+import { PrivilegeError } from '../errors.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
 import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
@@ -51,8 +53,12 @@ export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<
   );
   return traced(
     reapChannel,
-    () => ({ staleAfterMs, batchSize }),
-    () => reap(db, staleAfterMs, batchSize, waitSec),
+    () => ({ staleAfterMs, batchSize, knex: db }),
+    // A missing privilege is the same for every grant: the run stops at the first, naming the role.
+    () =>
+      reap(db, staleAfterMs, batchSize, waitSec).catch((err: unknown) => {
+        throw privilegeError(err, 'reaper') ?? err;
+      }),
   );
 }
 
@@ -90,7 +96,8 @@ interface Passed {
 /**
  * A batch that fails falls back to one grant per transaction, so only the grant at fault is passed
  * over: skipped when its row is busy (1205, 1213), failed for anything else the database refused,
- * such as counts that disagree with the log. One bad row never stops the reaper.
+ * such as counts that disagree with the log. One bad row never stops the reaper; a missing privilege,
+ * which no other grant would get past, does (PrivilegeError).
  */
 async function reapBatchOrEach(
   conn: RawConnection,
@@ -101,14 +108,14 @@ async function reapBatchOrEach(
   try {
     return await reapCandidates(conn, batch, staleUs);
   } catch (err) {
-    if (isConnectionLost(err)) throw err;
+    if (isConnectionLost(err) || err instanceof PrivilegeError) throw err;
   }
   const reaped: ReapedGrant[] = [];
   for (const candidate of batch) {
     try {
       reaped.push(...(await reapCandidates(conn, [candidate], staleUs)));
     } catch (err) {
-      if (isConnectionLost(err)) throw err;
+      if (isConnectionLost(err) || err instanceof PrivilegeError) throw err;
       if (isLockWaitTimeout(err) || isConflict(err)) passed.skipped.add(candidate.id);
       else passed.failed.set(candidate.id, (err as Error).message);
     }

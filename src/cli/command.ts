@@ -7,7 +7,7 @@ import { DEFAULTS } from '../options.js';
 export const EXIT = Object.freeze({
   /** done: something was found, listed or changed */
   done: 0,
-  /** nothing found (no grant matched, no history) or nothing done (nothing to release, reap, purge or migrate) */
+  /** nothing found (no grant matched, no history) or nothing done (nothing to release, reap or purge) */
   nothing: 1,
   /** bad usage: unknown command or flag, a bad id, number or URL; nothing was changed */
   usage: 2,
@@ -39,7 +39,9 @@ export interface CommandContext {
   positionals: string[];
   json: boolean;
   io: Io;
-  /** The lock manager on the database, created on first use; `staleAfterMs` from --stale-after. */
+  /** Age from which a live grant is stale: --stale-after, else the reaper's STALE_AFTER_MS, else the default. */
+  staleAfterMs: number;
+  /** The lock manager on the database, created on first use, with `staleAfterMs`. */
   locks(): LockManager;
   db(): Knex;
   /** Who this CLI is, recorded with an operator release. */
@@ -71,7 +73,7 @@ export const STALE_AFTER: Record<string, OptionSpec> = {
   'stale-after': {
     type: 'string',
     value: 'MS',
-    help: `age after which a grant counts as stale, as your reaper's STALE_AFTER_MS (default ${DEFAULTS.staleAfterMs})`,
+    help: `age after which a grant counts as stale (default: STALE_AFTER_MS as the reaper reads it, else ${DEFAULTS.staleAfterMs})`,
   },
 };
 

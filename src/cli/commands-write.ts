@@ -39,17 +39,16 @@ const reap: Command = {
     'stale-after': {
       type: 'string',
       value: 'MS',
-      help: `release live grants older than this (default ${DEFAULTS.staleAfterMs})`,
+      help: `release live grants older than this (default: STALE_AFTER_MS as the reaper reads it, else ${DEFAULTS.staleAfterMs})`,
     },
     'batch-size': { type: 'string', value: 'N', help: `grants per transaction (default ${DEFAULTS.reap.batchSize})` },
   },
   details:
     'With --json: the result of reapStaleGrants() ({ reaped, skipped, failed, problems, grants, durationMs }). Exit 1 when nothing was stale.',
-  async run({ db, values, json: asJson, io }) {
-    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']);
+  async run({ db, values, staleAfterMs, json: asJson, io }) {
     const batchSize = wholeNumber('--batch-size', values['batch-size']);
     const r = await reapStaleGrants(db(), {
-      ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+      staleAfterMs,
       ...(batchSize !== undefined ? { batchSize } : {}),
     });
     if (asJson) io.out(json(r));
@@ -102,13 +101,15 @@ const migrateCommand: Command = {
   summary: 'create or update the lock tables and procedures (as migrate(db) does)',
   args: [],
   options: {},
-  details: 'With --json: { applied, repaired }. Exit 1 when the schema was already up to date.',
+  details:
+    'With --json: { applied, repaired }. Exit 0 also when the schema was already up to date, so that `migrate && start` runs on every deploy.',
   async run({ db, json: asJson, io }) {
     const r = await migrate(db());
     if (asJson) io.out(json(r));
     else if (r.applied.length === 0 && r.repaired.length === 0) io.out('schema up to date: nothing to do');
     else io.out([...r.applied.map((m) => `applied ${m}`), ...r.repaired.map((o) => `recreated ${o}`)].join('\n'));
-    return r.applied.length + r.repaired.length > 0 ? EXIT.done : EXIT.nothing;
+    // Nothing to do is success: the schema is what this version needs.
+    return EXIT.done;
   },
 };
 

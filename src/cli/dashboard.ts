@@ -33,9 +33,8 @@ export const DASHBOARD_COMMAND: Command = {
   details:
     "Prints the page's URL (with --json: { url, allowRelease }) and serves it until SIGINT or SIGTERM, then exits 0. Read-only unless --allow-release.\n" +
     'The page answers only requests naming an accepted host: --host itself, the loopback names when --host is loopback or 0.0.0.0/::, and each --allowed-host; others get 421.',
-  async run({ db, values, repeated, json: asJson, io }) {
+  async run({ db, values, repeated, staleAfterMs, json: asJson, io }) {
     const port = wholeNumber('--port', values.port) ?? DASHBOARD_DEFAULTS.port;
-    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']);
     const allowRelease = values['allow-release'] === true;
     const page = await serveDashboard({
       knex: db(),
@@ -43,7 +42,7 @@ export const DASHBOARD_COMMAND: Command = {
       allowRelease,
       ...(typeof values.host === 'string' ? { host: values.host } : {}),
       allowedHosts: repeated['allowed-host'],
-      ...(staleAfterMs !== undefined ? { staleAfterMs } : {}),
+      staleAfterMs,
     });
     io.out(
       asJson

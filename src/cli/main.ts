@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import knexFactory, { type Knex } from 'knex';
 import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
 import { createLockManager, type LockManager } from '../lock/manager.js';
-import { DEFAULTS, LIMITS } from '../options.js';
+import { DEFAULTS, integerOption, LIMITS } from '../options.js';
 import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 import {
   COMMON_OPTIONS,
@@ -81,6 +81,16 @@ function operatorName(env: NodeJS.ProcessEnv): string {
 }
 
 /**
+ * The reaper's cutoff when the shell has it (`STALE_AFTER_MS`, read and bounded as the reaper job
+ * reads it), so that what `ls` and `status` call stale is what the reaper releases; else the default.
+ */
+function staleAfterFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env.STALE_AFTER_MS;
+  if (raw === undefined || raw === '') return DEFAULTS.staleAfterMs;
+  return integerOption('STALE_AFTER_MS', /^\d+$/.test(raw) ? Number(raw) : raw, 1, LIMITS.maxRetentionMs);
+}
+
+/**
  * Runs one command line and resolves to its exit code. Nothing is printed that holds the
  * password: the URL is checked without echoing it, and any message is scrubbed of it. Messages
  * may quote a resource id: their control characters are escaped as a table's cells are.
@@ -148,7 +158,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       }
       return conn;
     };
-    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']) ?? DEFAULTS.staleAfterMs;
+    const staleAfterMs = wholeNumber('--stale-after', values['stale-after']) ?? staleAfterFromEnv(io.env);
     const operator = operatorName(io.env);
     let locks: LockManager | undefined;
     const db = (): Knex => {
@@ -169,6 +179,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io,
       operator,
       db,
+      staleAfterMs,
       locks: () => (locks ??= createLockManager({ knex: db(), owner: operator, staleAfterMs })),
     };
     if (command !== GRANTS_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens

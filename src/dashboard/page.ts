@@ -8,6 +8,8 @@ export interface PageConfig {
   database: string;
   staleAfterMs: number;
   windows: readonly number[];
+  /** The longest operator name and reason a release takes, in characters. */
+  maxChars: { operator: number; reason: number };
 }
 
 /** JSON safe inside a <script> element. */
@@ -62,16 +64,26 @@ export function renderPage(config: PageConfig): string {
   <div class="grid">
     <section class="panel">
       <div class="panel-head"><h2>Live holders <span class="muted" id="live-count"></span></h2></div>
-      <div class="scroll"><table id="live"><thead><tr><th>grant</th><th>resource</th><th>mode</th><th>owner</th><th class="num">age</th><th>state</th><th></th></tr></thead><tbody></tbody></table></div>
+      <div class="scroll"><table id="live" class="fixed"><colgroup><col style="width:76px"><col><col style="width:76px"><col><col style="width:84px"><col style="width:170px"><col style="width:100px"></colgroup><thead><tr><th>grant</th><th>resource</th><th>mode</th><th>owner</th><th class="num">age</th><th>state</th><th></th></tr></thead><tbody></tbody></table></div>
       <p class="empty" id="live-empty" hidden>No live grants.</p>
     </section>
     <section class="panel">
       <div class="panel-head"><h2>Recent reaper and operator releases</h2></div>
-      <div class="scroll"><table id="releases"><thead><tr><th>released</th><th>grant</th><th>resource</th><th>mode</th><th>by</th><th class="num">held</th><th>reason</th></tr></thead><tbody></tbody></table></div>
+      <div class="scroll"><table id="releases" class="fixed"><colgroup><col style="width:96px"><col style="width:76px"><col style="width:24%"><col style="width:76px"><col style="width:100px"><col style="width:80px"><col></colgroup><thead><tr><th>released</th><th>grant</th><th>resource</th><th>mode</th><th>by</th><th class="num">held</th><th>reason</th></tr></thead><tbody></tbody></table></div>
       <p class="empty" id="releases-empty" hidden>None yet: every grant so far was released by its holder.</p>
     </section>
   </div>
 </main>
+<dialog id="release-dialog" aria-labelledby="release-title">
+  <h3 id="release-title"></h3>
+  <p class="muted">Its holder's commit will be refused. The release is recorded with your name and reason.</p>
+  <label for="release-operator">Your name</label>
+  <input id="release-operator" autocomplete="name" spellcheck="false">
+  <p id="release-hint" class="hint" hidden>Say who releases: the name is recorded with the release.</p>
+  <label for="release-reason">Reason</label>
+  <textarea id="release-reason" rows="3"></textarea>
+  <div class="actions"><button id="release-cancel" type="button">Cancel</button><button id="release-confirm" class="release" type="button">Release</button></div>
+</dialog>
 <script type="application/json" id="config">${scriptJson(config)}</script>
 <script>${SCRIPT}</script>
 </body>
@@ -125,11 +137,15 @@ svg .bar.ended-operator { stroke:var(--operator); stroke-width:1.5; stroke-dasha
 svg .cap-reaper { fill:var(--reaped); } svg .cap-operator { fill:var(--operator); } svg .cap-live { fill:#fff; }
 svg .grid-line { stroke:#1f2833; } svg .now-line { stroke:#9fb0c4; stroke-dasharray:2 3; } svg .lane-bg { fill:#121820; }
 .tip { position:fixed; pointer-events:none; background:#0b0f14; border:1px solid #34404f; border-radius:6px; padding:7px 9px; font-size:12px; max-width:360px; z-index:5; box-shadow:0 6px 18px rgba(0,0,0,.45); white-space:pre-line; }
-.grid { display:grid; grid-template-columns:minmax(0,1.1fr) minmax(0,1fr); gap:18px; }
+/* One table above the other: side by side, each would be too narrow for its ids, owners and reasons. */
+.grid { display:grid; grid-template-columns:minmax(0,1fr); gap:18px; }
 table { width:100%; border-collapse:collapse; font-size:12.5px; }
 th { text-align:left; color:var(--muted); font-weight:500; font-size:11.5px; text-transform:uppercase; letter-spacing:.5px; padding:6px 8px; border-bottom:1px solid var(--line); }
 td { padding:6px 8px; border-bottom:1px solid #1c242f; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; max-width:260px; }
-td.reason { max-width:220px; }
+/* Fixed columns that fit the panel: long ids, owners and reasons wrap, and the last column (the
+   release button) never scrolls out of view. */
+table.fixed { table-layout:fixed; } table.fixed td { white-space:normal; overflow-wrap:break-word; max-width:none; vertical-align:top; }
+table.fixed .pill, table.fixed .tag, td .release { white-space:nowrap; }
 td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; } .num { text-align:right; font-variant-numeric:tabular-nums; }
 tr.stale td { background:#22121a; } tr.stale td:first-child { box-shadow:inset 3px 0 0 var(--stale); }
 a.res { color:var(--text); text-decoration:none; border-bottom:1px dotted #4a5a70; cursor:pointer; } a.res:hover { color:#fff; }
@@ -140,7 +156,14 @@ a.res { color:var(--text); text-decoration:none; border-bottom:1px dotted #4a5a7
 button.release { padding:1px 8px; font-size:11.5px; color:#ffb3c1; border-color:#6b2332; background:#22121a; }
 .empty { color:var(--muted); margin:10px 8px; } .scroll { overflow-x:auto; }
 svg .lane-wait { fill:#ffc266; font-size:10.5px; }
-@media (max-width:1100px) { .cards { grid-template-columns:repeat(3,minmax(0,1fr)); } .grid { grid-template-columns:minmax(0,1fr); } }
+dialog { background:var(--panel); color:var(--text); border:1px solid #34404f; border-radius:10px; padding:16px 18px; width:min(520px,92vw); box-shadow:0 12px 40px rgba(0,0,0,.6); }
+dialog::backdrop { background:rgba(5,8,12,.6); }
+dialog h3 { margin:0 0 6px; font-size:14px; overflow-wrap:anywhere; } dialog p { margin:0 0 10px; font-size:12.5px; }
+dialog label { display:block; color:var(--muted); font-size:12px; margin:8px 0 4px; }
+dialog input, dialog textarea { width:100%; background:#0e1217; border:1px solid var(--line); color:var(--text); border-radius:6px; padding:6px 9px; font:13px system-ui,sans-serif; }
+dialog .hint { color:#ffb3c1; margin:6px 0 0; } dialog .actions { display:flex; justify-content:flex-end; gap:8px; margin-top:14px; }
+@media (max-width:1100px) { .cards { grid-template-columns:repeat(3,minmax(0,1fr)); } }
+@media (min-width:2000px) { .grid { grid-template-columns:minmax(0,1.1fr) minmax(0,1fr); } }
 `;
 
 // The page's script: no template literals inside, so it sits in this file's template as it is.
@@ -180,6 +203,8 @@ function clock(t, ms) {
 function windowLabel(ms) { return ms < 3600000 ? (ms / 60000) + ' min' : (ms / 3600000) + ' h'; }
 
 $('db').textContent = CFG.database;
+$('release-operator').maxLength = CFG.maxChars.operator;
+$('release-reason').maxLength = CFG.maxChars.reason;
 $('mode-badge').textContent = CFG.token ? 'release enabled' : 'read-only';
 $('mode-badge').className = 'badge ' + (CFG.token ? 'rw' : 'ro');
 
@@ -348,11 +373,30 @@ async function getJson(path) {
   if (!res.ok) throw new Error(body.error || ('HTTP ' + res.status));
   return body;
 }
-async function release(g) {
-  var reason = window.prompt('Release grant #' + g.id + ' (' + g.mode + ' on ' + g.resourceId + ', held by ' + g.owner + ')?\\nIts holder\\'s commit will be refused. Reason:', '');
-  if (reason === null) return;
+// The operator names themself once per browser (kept in localStorage); the page sends it with each release.
+var OPERATOR_KEY = 'mysql-rwlock.operator';
+function savedOperator() { try { return localStorage.getItem(OPERATOR_KEY) || ''; } catch (e) { return ''; } }
+function release(g) {
+  var d = $('release-dialog');
+  $('release-title').textContent = 'Release grant #' + g.id + ' (' + g.mode + ' on ' + g.resourceId + ', held by ' + g.owner + ')?';
+  $('release-operator').value = savedOperator();
+  $('release-reason').value = '';
+  $('release-hint').hidden = true;
+  $('release-operator').oninput = function () { $('release-hint').hidden = true; };
+  $('release-cancel').onclick = function () { d.close(); };
+  $('release-confirm').onclick = function () {
+    var operator = $('release-operator').value.trim();
+    if (!operator) { $('release-hint').hidden = false; $('release-operator').focus(); return; }
+    try { localStorage.setItem(OPERATOR_KEY, operator); } catch (e) { /* a private window: asked again next time */ }
+    d.close();
+    sendRelease(g, operator, $('release-reason').value);
+  };
+  d.showModal();
+  (savedOperator() ? $('release-reason') : $('release-operator')).focus();
+}
+async function sendRelease(g, operator, reason) {
   try {
-    var res = await fetch('/api/release', { method: 'POST', headers: { 'content-type': 'application/json', 'x-rwlock-token': CFG.token }, body: JSON.stringify({ grantId: g.id, reason: reason }) });
+    var res = await fetch('/api/release', { method: 'POST', headers: { 'content-type': 'application/json', 'x-rwlock-token': CFG.token }, body: JSON.stringify({ grantId: g.id, operator: operator, reason: reason }) });
     var body = await res.json();
     if (!res.ok) throw new Error(body.error);
     if (!body.released) window.alert('Grant #' + g.id + ' was no longer live.');

@@ -27,7 +27,11 @@ export interface DashboardOptions {
    * bound to 0.0.0.0 or `::` that is opened by a name or address of the machine. @defaultValue []
    */
   allowedHosts?: readonly string[];
-  /** Show a release button on live grants and accept releases. @defaultValue false */
+  /**
+   * Show a release button on live grants and accept releases. Each release names who made it: the
+   * page asks for a name, recorded as the release note's releaser (`NAME via dashboard@HOST`).
+   * @defaultValue false
+   */
   allowRelease?: boolean;
   /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue 600000 */
   staleAfterMs?: number;
@@ -43,6 +47,8 @@ export const DASHBOARD_DEFAULTS = Object.freeze({ port: 7300, host: '127.0.0.1',
 
 /** Timeline windows the page offers, ms. */
 export const WINDOWS_MS = Object.freeze([60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000]);
+/** The longest operator name a release from the page takes. */
+export const OPERATOR_MAX_CHARS = 100;
 const LIVE_ROWS = 500;
 const RELEASE_ROWS = 30;
 const LANES = 12;
@@ -73,7 +79,18 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const accepted = acceptedHosts(host, o.allowedHosts);
   const allowRelease = booleanOption('allowRelease', o.allowRelease, DASHBOARD_DEFAULTS.allowRelease);
   const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
-  const locks = createLockManager({ knex, staleAfterMs, owner: `dashboard@${hostname()}` });
+  const page = `dashboard@${hostname()}`;
+  const locks = createLockManager({ knex, staleAfterMs, owner: page });
+  /** `NAME via dashboard@HOST`: the name the page asked for, checked, and where it was given. */
+  const releaserOf = (operator: unknown): string => {
+    const name = typeof operator === 'string' ? operator.trim() : '';
+    if (name === '' || /\p{Cc}/u.test(name))
+      throw new InvalidOptionsError(
+        `operator: the name of who releases is required (the page asks for it), without control characters`,
+      );
+    textOption('operator', name, OPERATOR_MAX_CHARS);
+    return [...`${name} via ${page}`].slice(0, LIMITS.maxOwnerChars).join('');
+  };
   const token = randomBytes(24).toString('hex');
   const [server0] = await withConnection(knex, (conn) =>
     query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'),
@@ -122,18 +139,20 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? '')))
       throw new HttpError(415, 'send application/json');
     const body = await readBody(req, 4096);
-    let input: { grantId?: unknown; reason?: unknown };
+    let input: { grantId?: unknown; operator?: unknown; reason?: unknown };
     try {
       input = JSON.parse(body) as typeof input;
     } catch {
       throw new HttpError(400, 'the body is not JSON');
     }
     if (input === null || typeof input !== 'object' || Array.isArray(input))
-      throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "reason": TEXT }');
+      throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "operator": NAME, "reason": TEXT }');
     try {
       const reason =
         typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
-      return { released: await locks.forceRelease(input.grantId as number, { reason }) };
+      // Who clicked, as the page asked them: the note records it beside the page's host.
+      const as = createLockManager({ knex, staleAfterMs, owner: releaserOf(input.operator) });
+      return { released: await as.forceRelease(input.grantId as number, { reason }) };
     } catch (err) {
       if (err instanceof InvalidOptionsError) throw new HttpError(400, err.message);
       throw err;
@@ -169,7 +188,13 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
           send(
             200,
             'text/html; charset=utf-8',
-            renderPage({ token: allowRelease ? token : null, database, staleAfterMs, windows: WINDOWS_MS }),
+            renderPage({
+              token: allowRelease ? token : null,
+              database,
+              staleAfterMs,
+              windows: WINDOWS_MS,
+              maxChars: { operator: OPERATOR_MAX_CHARS, reason: LIMITS.maxReasonChars },
+            }),
           );
         } else if (req.method === 'GET' && url.pathname === '/api/state') {
           json(200, await state());

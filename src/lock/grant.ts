@@ -88,7 +88,7 @@ export class HeldGrant implements Grant {
   fence(execute: FenceExecutor): Promise<void> {
     return traced(
       fenceChannel,
-      () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode }),
+      () => ({ grant: this, grantId: this.id, resourceId: this.resourceId, mode: this.#mode, knex: this.#ctx.knex }),
       () => this.#fence(execute),
     );
   }
@@ -197,7 +197,7 @@ export class HeldGrant implements Grant {
   release(): Promise<boolean> {
     return traced(
       releaseChannel,
-      () => ({ grant: this, grantId: this.id, by: 'holder' as const }),
+      () => ({ grant: this, grantId: this.id, by: 'holder' as const, knex: this.#ctx.knex }),
       () => this.#release(),
     );
   }

@@ -350,7 +350,7 @@ export class LockManager {
       const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
       return traced(
         releaseChannel,
-        () => ({ grantId, by: 'operator' as const }),
+        () => ({ grantId, by: 'operator' as const, knex: this.#ctx.knex }),
         () =>
           withConnection(this.#ctx.knex, async (conn) => {
             const ref = await findGrantRef(conn, grantId);
@@ -517,7 +517,7 @@ export class LockManager {
   #traceAcquire<T extends HeldGrant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
     return traced(
       acquireChannel,
-      () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner }),
+      () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner, knex: this.#ctx.knex }),
       run,
     );
   }

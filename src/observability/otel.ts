@@ -16,8 +16,8 @@ import type { Knex } from 'knex';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import type { Grant } from '../lock/api.js';
 import { booleanOption, knexOption, optionsObject } from '../options.js';
-import { parseConnectionUrl } from '../sql/connection-url.js';
 import { addHoldScope } from './hold-scope.js';
+import { endWithServer, serverAttributesOf, SpanServers, type SpanServer } from './otel-servers.js';
 import { acquireOutcome } from './outcome.js';
 import {
   CHANNELS,
@@ -32,12 +32,16 @@ export interface LockInstrumentationOptions {
   /** The provider to take the tracer from. @defaultValue the global provider (`trace.getTracerProvider()`) */
   tracerProvider?: TracerProvider;
   /**
-   * The knex instance the lock managers use: its connection settings give `server.address`,
-   * `server.port` and `db.namespace`, and one `SELECT VERSION()` tells `db.system.name` (unless
-   * `dbSystem` says it). Without it, spans carry only what `dbSystem` says.
+   * Labels the spans of a call that names no knex of its own (a one-commit section's, for now), and
+   * has its server's kind asked at once. Not needed otherwise: every span takes `server.address`,
+   * `server.port`, `db.namespace` and `db.system.name` from the knex of the manager (or the
+   * `reapStaleGrants` call) that made it.
    */
   knex?: Knex;
-  /** `db.system.name` of every span, instead of asking the server. */
+  /**
+   * `db.system.name` of every span, instead of asking each server once (`SELECT VERSION()`): only
+   * when every manager's server is of that kind.
+   */
   dbSystem?: 'mysql' | 'mariadb';
   /**
    * Records the resource id as `rwlock.resource.id` on acquire and hold spans. Off by default: a
@@ -50,8 +54,9 @@ export interface LockInstrumentationOptions {
 /** What {@link instrumentLocks} returns. */
 export interface LockInstrumentation {
   /**
-   * Resolves once `db.system.name` is known (at once when `dbSystem` is given or there is no
-   * `knex`; never rejects: a failed lookup leaves the attribute out). Spans that end earlier lack it.
+   * Resolves once `db.system.name` is known for every server met so far (asked once per knex, at
+   * its first span; never rejects: a failed lookup leaves the attribute out). A span that ends
+   * before its server's answer is ended when the answer comes, with the time it ended at.
    */
   readonly ready: Promise<void>;
   /** Stops making spans: unsubscribes from the channels. Spans still open are left unended. Idempotent. */
@@ -73,6 +78,9 @@ export const TRACER_NAME = 'mysql-rwlock';
 /** A grant's hold span, and how it ended when the scoped call around it has not returned yet. */
 interface Hold {
   span: Span;
+  server: SpanServer | undefined;
+  /** A one-commit section's: its commit (a fence event) ends it, also inside the hold scope. */
+  section: boolean;
   scoped: boolean;
   releasedBy?: string;
   lost?: boolean;
@@ -86,15 +94,15 @@ interface Hold {
  * error), `rwlock.hold` (from the grant to its release, fenced commit, or loss), `rwlock.fence`,
  * `rwlock.release` and `rwlock.reap`. Inside `withWriteLock` and `withReadLock` the hold span is the
  * active context, so spans the callback's queries make (knex's or mysql2's instrumentation) are its
- * children. Failures set status ERROR, `error.type` and an exception event.
+ * children. Failures set status ERROR, `error.type` and an exception event. Each span names the
+ * server and database of the manager (or `reapStaleGrants` call) that made it: `db.system.name`,
+ * `server.address`, `server.port`, `db.namespace`, so managers on several servers are told apart.
  *
  * @example
  * ```ts
  * import { instrumentLocks } from 'mysql-rwlock/otel';
- * import type { Knex } from 'knex';
- * declare const db: Knex;
  *
- * const tracing = instrumentLocks({ knex: db }); // the global tracer provider
+ * const tracing = instrumentLocks(); // the global tracer provider; every lock manager in the process
  * // ... later
  * tracing.disable();
  * ```
@@ -106,36 +114,30 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     throw new InvalidOptionsError('tracerProvider must be an OpenTelemetry TracerProvider');
   if (o.dbSystem !== undefined && o.dbSystem !== 'mysql' && o.dbSystem !== 'mariadb')
     throw new InvalidOptionsError(`dbSystem must be 'mysql' or 'mariadb', got ${JSON.stringify(o.dbSystem)}`);
-  const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
+  const fallbackKnex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
   const withResourceIds = booleanOption('recordResourceIds', o.recordResourceIds, false);
   const tracer: Tracer = (provider ?? trace.getTracerProvider()).getTracer(TRACER_NAME);
 
-  const server: Attributes = knex ? serverAttributes(knex) : {};
-  let dbSystem = o.dbSystem as string | undefined;
-  const ready =
-    dbSystem !== undefined || knex === undefined
-      ? Promise.resolve()
-      : detectSystem(knex).then(
-          (system) => void (dbSystem = system),
-          () => undefined,
-        );
-  const base = (): Attributes => (dbSystem === undefined ? server : { 'db.system.name': dbSystem, ...server });
+  const servers = new SpanServers(o.dbSystem as string | undefined, fallbackKnex);
   const resource = (id: unknown): Attributes =>
     withResourceIds && typeof id === 'string' ? { 'rwlock.resource.id': id } : {};
-
-  const start = (name: string, attributes: Attributes, parent: Context = otelContext.active()): Span =>
-    tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes: { ...base(), ...attributes } }, parent);
-  /** Ends a span, adding `db.system.name` if it was learnt after the span started. */
-  const end = (span: Span): void => {
-    if (dbSystem !== undefined) span.setAttribute('db.system.name', dbSystem);
-    span.end();
-  };
+  const start = (
+    name: string,
+    server: SpanServer | undefined,
+    attributes: Attributes,
+    parent: Context = otelContext.active(),
+  ): Span =>
+    tracer.startSpan(
+      name,
+      { kind: SpanKind.INTERNAL, attributes: { ...serverAttributesOf(server), ...attributes } },
+      parent,
+    );
 
   const holds = new WeakMap<Grant, Hold>();
   const finishHold = (hold: Hold, grant: Grant): void => {
     if (hold.releasedBy !== undefined) hold.span.setAttribute('rwlock.released_by', hold.releasedBy);
     if (hold.lost) hold.span.setStatus({ code: SpanStatusCode.ERROR, message: `grant ${grant.id} was lost` });
-    end(hold.span);
+    endWithServer(hold.span, hold.server);
     holds.delete(grant);
   };
   /** The grant's hold ended: now, or when the scoped call around it returns. */
@@ -143,7 +145,8 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     const hold = grant && holds.get(grant);
     if (!hold) return;
     hold.lost ||= lost;
-    if (!hold.scoped) {
+    // A section's commit is its fence: the end of its hold, inside the hold scope or not.
+    if (!hold.scoped || (hold.section && releasedBy === 'fence')) {
       hold.releasedBy = releasedBy;
       // The LockLostError the grant's signal aborted with, as the holder's next call would throw it.
       if (lost) recordError(hold.span, grant.signal.reason);
@@ -156,12 +159,13 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     }
   };
 
-  const open = new WeakMap<object, { span: Span; parent: Context; startedAt: number }>();
+  const open = new WeakMap<object, { span: Span; server: SpanServer | undefined; parent: Context }>();
   const subscriptions: Array<{ channel: string; handlers: object }> = [];
   const subscribe = <C extends object>(
     channel: string,
-    startSpan: (c: C) => Span,
-    ended: (c: C, span: Span, parent: Context) => void,
+    serverOfContext: (c: C) => SpanServer | undefined,
+    startSpan: (c: C, server: SpanServer | undefined) => Span,
+    ended: (c: C, span: Span, parent: Context, server: SpanServer | undefined) => void,
   ) => {
     const none = (): void => undefined;
     // All five events named, as the Prometheus collector does: the TracingChannel type asks for each.
@@ -171,7 +175,8 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
       error: none,
       start: (c: C) => {
         const parent = otelContext.active();
-        open.set(c, { span: startSpan(c), parent, startedAt: performance.now() });
+        const server = serverOfContext(c);
+        open.set(c, { span: startSpan(c, server), server, parent });
       },
       asyncEnd: (c: C) => {
         const entry = open.get(c);
@@ -179,8 +184,8 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
         open.delete(c);
         const error = (c as { error?: unknown }).error;
         if (error !== undefined) recordError(entry.span, error);
-        ended(c, entry.span, entry.parent);
-        end(entry.span);
+        ended(c, entry.span, entry.parent, entry.server);
+        endWithServer(entry.span, entry.server);
       },
     };
     diagnostics.tracingChannel(channel).subscribe(handlers as unknown as diagnostics.TracingChannelSubscribers<object>);
@@ -189,42 +194,57 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
 
   subscribe<AcquireContext>(
     CHANNELS.acquire,
-    (c) =>
-      start(SPANS.acquire, {
+    (c) => servers.ofCall(c.knex),
+    (c, server) =>
+      start(SPANS.acquire, server, {
         'rwlock.mode': c.mode,
         'rwlock.wait_limit_ms': c.waitMs,
         'rwlock.owner': c.owner,
         ...resource(c.resourceId),
       }),
-    (c, span, parent) => {
+    (c, span, parent, server) => {
       span.setAttribute('rwlock.outcome', acquireOutcome(c));
       const grant = c.result;
       if (!grant) return;
       span.setAttribute('rwlock.grant.id', grant.id);
+      servers.granted(grant, server);
       // The hold's parent is what was active when the acquire was called: the caller's span.
       holds.set(grant, {
         span: start(
           SPANS.hold,
+          server,
           { 'rwlock.mode': grant.mode, 'rwlock.grant.id': grant.id, ...resource(grant.resourceId) },
           parent,
         ),
+        server,
+        section: c.section === true,
         scoped: false,
       });
     },
   );
   subscribe<FenceContext>(
     CHANNELS.fence,
-    (c) => start(SPANS.fence, { 'rwlock.mode': c.mode, 'rwlock.grant.id': c.grantId }),
+    (c) => servers.ofCall(c.knex, c.grant),
+    (c, server) => start(SPANS.fence, server, { 'rwlock.mode': c.mode, 'rwlock.grant.id': c.grantId }),
     (c, span) => {
       const refused = c.error instanceof LockLostError;
       span.setAttribute('rwlock.outcome', c.error === undefined ? 'released' : refused ? 'lost' : 'error');
       // A fence releases the grant in the caller's transaction; the caller commits next.
       if (c.error === undefined) holdEnded(c.grant, 'fence');
+      // A section's commit failed: nothing was committed under its grant, whatever its work did.
+      else if (c.section) {
+        const hold = holds.get(c.grant);
+        if (hold === undefined) return;
+        recordError(hold.span, c.error);
+        hold.lost ||= refused;
+        finishHold(hold, c.grant);
+      }
     },
   );
   subscribe<ReleaseContext>(
     CHANNELS.release,
-    (c) => start(SPANS.release, { 'rwlock.grant.id': c.grantId, 'rwlock.released_by': c.by }),
+    (c) => servers.ofCall(c.knex, c.grant),
+    (c, server) => start(SPANS.release, server, { 'rwlock.grant.id': c.grantId, 'rwlock.released_by': c.by }),
     (c, span) => {
       if (c.result !== undefined) span.setAttribute('rwlock.released', c.result);
       if (c.by === 'holder' && c.result === true) holdEnded(c.grant, 'holder');
@@ -232,7 +252,12 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
   );
   subscribe<ReapContext>(
     CHANNELS.reap,
-    (c) => start(SPANS.reap, { 'rwlock.reap.stale_after_ms': c.staleAfterMs, 'rwlock.reap.batch_size': c.batchSize }),
+    (c) => servers.ofCall(c.knex),
+    (c, server) =>
+      start(SPANS.reap, server, {
+        'rwlock.reap.stale_after_ms': c.staleAfterMs,
+        'rwlock.reap.batch_size': c.batchSize,
+      }),
     (c, span) => {
       if (!c.result) return;
       span.setAttributes({
@@ -248,24 +273,34 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
   };
   diagnostics.subscribe(CHANNELS.lost, onLost);
 
-  // The scoped call's work runs with the hold span active; the hold ends when the call returns.
-  const removeScope = addHoldScope(<T>(grant: Grant, run: () => Promise<T>): Promise<T> => {
-    const hold = holds.get(grant);
-    if (!hold) return run();
-    hold.scoped = true;
-    return otelContext.with(trace.setSpan(otelContext.active(), hold.span), run).then(
+  // The scoped call's work runs with the hold span active (a group's: its first grant's, the one a
+  // group's errors name); each hold ends when the call returns, a section's at its commit.
+  const removeScope = addHoldScope(<T>(grants: readonly Grant[], run: () => Promise<T>): Promise<T> => {
+    const held = grants.flatMap((grant) => {
+      const hold = holds.get(grant);
+      return hold ? [{ grant, hold }] : [];
+    });
+    if (held.length === 0) return run();
+    for (const { hold } of held) hold.scoped = true;
+    return otelContext.with(trace.setSpan(otelContext.active(), held[0]!.hold.span), run).then(
       (value) => {
-        // Resolved after a fence: the business transaction, fence included, committed, unless the
-        // holder released the grant after it (withWriteGrant: that transaction rolled back). Without
-        // a fence (a scoped form whose work need not fence), the grant was released.
-        hold.releasedBy ??= 'commit';
-        finishHold(hold, grant);
+        for (const { grant, hold } of held) {
+          if (hold.section) continue;
+          // Resolved after a fence: the business transaction, fence included, committed, unless the
+          // holder released the grant after it (withWriteGrant: that transaction rolled back). Without
+          // a fence (a scoped form whose work need not fence), the grant was released.
+          hold.releasedBy ??= 'commit';
+          finishHold(hold, grant);
+        }
         return value;
       },
       (error: unknown) => {
-        recordError(hold.span, error);
-        if (error instanceof LockLostError) hold.lost = true;
-        finishHold(hold, grant);
+        for (const { grant, hold } of held) {
+          if (!holds.has(grant)) continue; // a section's commit failed: its fence event ended it
+          recordError(hold.span, error);
+          if (error instanceof LockLostError && (held.length === 1 || error.grantId === grant.id)) hold.lost = true;
+          finishHold(hold, grant);
+        }
         throw error;
       },
     );
@@ -273,7 +308,9 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
 
   let enabled = true;
   return {
-    ready,
+    get ready() {
+      return servers.ready();
+    },
     disable() {
       if (!enabled) return;
       enabled = false;
@@ -300,31 +337,4 @@ function safeString(value: unknown): string {
   } catch {
     return 'a value that cannot be shown';
   }
-}
-
-/** `server.address`, `server.port` and `db.namespace` from knex's connection settings, when they are plain. */
-function serverAttributes(knex: Knex): Attributes {
-  let connection = (knex.client as { config?: { connection?: unknown } }).config?.connection;
-  if (typeof connection === 'string') {
-    try {
-      connection = parseConnectionUrl(connection).connection;
-    } catch {
-      return {};
-    }
-  }
-  if (typeof connection !== 'object' || connection === null) return {};
-  const c = connection as { host?: unknown; port?: unknown; database?: unknown; socketPath?: unknown };
-  const out: Attributes = {};
-  if (typeof c.socketPath === 'string') out['server.address'] = c.socketPath;
-  else {
-    out['server.address'] = typeof c.host === 'string' ? c.host : 'localhost';
-    out['server.port'] = typeof c.port === 'number' ? c.port : Number(c.port ?? 3306);
-  }
-  if (typeof c.database === 'string') out['db.namespace'] = c.database;
-  return out;
-}
-
-async function detectSystem(knex: Knex): Promise<'mysql' | 'mariadb'> {
-  const [rows] = (await knex.raw('SELECT VERSION() AS v')) as unknown as [Array<{ v: string }>];
-  return /mariadb/i.test(rows[0]?.v ?? '') ? 'mariadb' : 'mysql';
 }

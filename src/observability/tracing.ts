@@ -1,4 +1,5 @@
 import diagnostics from 'node:diagnostics_channel';
+import type { Knex } from 'knex';
 import type { Grant } from '../lock/api.js';
 import type { LockLostInfo, LockMode, ReapResult, ReleasedBy } from '../types.js';
 
@@ -24,6 +25,12 @@ export interface AcquireContext {
   waitMs: number;
   owner: string;
   /**
+   * The knex instance the call ran on: its manager's, or the one passed to \`reapStaleGrants\`. What
+   * an instrumentation labels the call's server and database with (\`mysql-rwlock/otel\` does).
+   * Absent only where the publisher does not know it (a one-commit section's contexts, for now).
+   */
+  knex?: Knex;
+  /**
    * True for the take of a one-commit section (`{ section: true }`): the context ends when the
    * section's transaction has taken the row, and its `result` is the section's grant. Absent for
    * a durable acquire.
@@ -44,6 +51,12 @@ export interface FenceContext {
   grantId: number;
   resourceId: string;
   mode: LockMode;
+  /**
+   * The knex instance the call ran on: its manager's, or the one passed to \`reapStaleGrants\`. What
+   * an instrumentation labels the call's server and database with (\`mysql-rwlock/otel\` does).
+   * Absent only where the publisher does not know it (a one-commit section's contexts, for now).
+   */
+  knex?: Knex;
   /** True for a section's commit; absent for a durable grant's fence. */
   section?: true;
   /** LockLostError when the fence refused: the grant had been released by someone else. */
@@ -56,6 +69,11 @@ export interface ReleaseContext {
   grant?: Grant;
   grantId: number;
   by: Extract<ReleasedBy, 'holder' | 'operator'>;
+  /**
+   * The knex instance the call ran on: its manager's, or the one passed to \`reapStaleGrants\`. What
+   * an instrumentation labels the call's server and database with (\`mysql-rwlock/otel\` does).
+   */
+  knex?: Knex;
   /** True when this call released a live grant. */
   result?: boolean;
   error?: unknown;
@@ -65,6 +83,8 @@ export interface ReleaseContext {
 export interface ReapContext {
   staleAfterMs: number;
   batchSize: number;
+  /** The knex instance passed to `reapStaleGrants`: the database reaped. */
+  knex?: Knex;
   result?: ReapResult;
   error?: unknown;
 }

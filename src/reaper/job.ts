@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import cron from 'node-cron';
-import { InvalidOptionsError } from '../errors.js';
+import { InvalidOptionsError, PrivilegeError } from '../errors.js';
 import { DEFAULTS, LIMITS, integerOption } from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
@@ -257,6 +257,8 @@ export async function runReaperOnce(
       ok: false,
       error: e.message,
       code: e.code,
+      // A missing privilege stops the run at its first refusal: the role whose grants it lacks.
+      ...(err instanceof PrivilegeError && err.role !== undefined ? { role: err.role } : {}),
       durationMs: Math.round(performance.now() - started),
     });
     return false;

@@ -57,16 +57,19 @@ export async function startReaperServer(
     help: 'When the last successful run finished (Unix time)',
     registers,
   });
+  // Registered at the first count check: an unlabelled gauge reads 0 until set, and 0 disagreements
+  // before any check would tell an alert on "> 0" all is well for up to a day.
   const disagreements = new Gauge({
     name: 'mysql_rwlock_count_disagreements',
-    registers,
+    registers: [],
     help: 'Resources whose lock counts disagreed with their live grants at the last count check (after its repair, with COUNT_REPAIR=1); absent before the first check',
   });
   const lastCheck = new Gauge({
     name: 'mysql_rwlock_reaper_last_count_check_timestamp_seconds',
-    help: 'When the last count check finished (Unix time)',
-    registers,
+    help: 'When the last count check finished (Unix time); absent before the first check',
+    registers: [],
   });
+  let checked = false;
   new Gauge({
     name: 'mysql_rwlock_reaper_healthy',
     help: '1 when /healthz answers 200',
@@ -108,6 +111,8 @@ export async function startReaperServer(
     port: (server.address() as AddressInfo).port,
     observe(line) {
       if (line.event === 'reaper.counts' && typeof line.remaining === 'number') {
+        if (!checked) for (const g of [disagreements, lastCheck]) registry.registerMetric(g);
+        checked = true;
         disagreements.set(line.remaining);
         lastCheck.set(Date.now() / 1000);
       }
