@@ -2,6 +2,7 @@ import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
+import { DB_NOW, epochUs, utcDate } from './clock.js';
 
 export interface Candidate {
   id: number;
@@ -13,8 +14,7 @@ export interface Candidate {
  * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
  * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper.
  */
-export const STALE_SQL =
-  '(create_time < NOW(6) - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < NOW(6)))';
+export const STALE_SQL = `(create_time < ${DB_NOW} - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < ${DB_NOW}))`;
 
 /**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose
@@ -43,7 +43,7 @@ interface LockedRow {
   lock_type: number;
   version: number;
   owner: string;
-  create_time: Date;
+  create_us: number | string;
   age_us: number | string;
 }
 
@@ -64,8 +64,8 @@ export async function reapCandidates(
   try {
     const rows = await query<LockedRow[]>(
       conn,
-      `SELECT id, resource_id, lock_type, version, owner, create_time,
-              TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
+      `SELECT id, resource_id, lock_type, version, owner, ${epochUs('create_time')} AS create_us,
+              TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us
          FROM t_lock_log
         WHERE id IN (?) AND status = ${STATUS.live} AND ${STALE_SQL}
         ORDER BY id FOR UPDATE`,
@@ -75,7 +75,7 @@ export async function reapCandidates(
     if (live.length > 0) {
       const marked = await query<{ affectedRows: number }>(
         conn,
-        `UPDATE t_lock_log SET status = ${STATUS.released}, version = version + 1, released_at = NOW(6), released_by = ${RELEASED_BY.reaper}
+        `UPDATE t_lock_log SET status = ${STATUS.released}, version = version + 1, released_at = ${DB_NOW}, released_by = ${RELEASED_BY.reaper}
           WHERE id IN (?) AND status = ${STATUS.live}`,
         [live.map((r) => Number(r.id))],
       );
@@ -93,7 +93,7 @@ export async function reapCandidates(
       resourceId: r.resource_id.toString('utf8'),
       mode: modeOf(r.lock_type),
       owner: r.owner,
-      createTime: r.create_time,
+      createTime: utcDate(r.create_us),
       ageMs: Number(r.age_us) / 1000,
     }));
   } catch (err) {

@@ -1,5 +1,6 @@
 import { hex, query, type Hex, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 export interface GrantRef {
   id: number;
@@ -26,7 +27,7 @@ export interface GrantRef {
  * no sql_mode changes how they are read.
  */
 export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
        r.w_count = r.w_count - ?, r.r_count = r.r_count - ?, r.version = r.version + 1
  WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`;
 
@@ -70,7 +71,7 @@ export async function releaseGrant(
 export function releaseManySql(n: number): string {
   const term = '(l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.token = UNHEX(?))';
   return `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
        r.w_count = r.w_count - (l.lock_type = ${LOCK_TYPE.write}), r.r_count = r.r_count - (l.lock_type = ${LOCK_TYPE.read}),
        r.version = r.version + 1
  WHERE l.status = ${STATUS.live} AND (${Array.from({ length: n }, () => term).join('\n    OR ')})`;
