@@ -50,6 +50,37 @@ export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): Re
   return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
 }
 
+/** RELEASE_SQL naming the grant by its token alone (a UNIQUE key), for a grant whose id a JS number cannot hold. */
+const RELEASE_BY_TOKEN_SQL = RELEASE_SQL.replace('WHERE l.id = ? AND ', 'WHERE ');
+if (RELEASE_BY_TOKEN_SQL === RELEASE_SQL) throw new Error('release.ts: RELEASE_SQL no longer names the id first');
+
+/**
+ * Releases a live grant named by its token, and reads its exact id (as decimal digits): for a
+ * grant whose id is past 2^53, which a JS number would round to another grant's id. The token is
+ * unique, so the release matches this grant or nothing. Its own transaction.
+ */
+export async function releaseByToken(
+  conn: RawConnection,
+  grant: Omit<GrantRef, 'id'>,
+  by: keyof typeof RELEASED_BY,
+): Promise<{ id: string | null; released: boolean }> {
+  const [row] = await query<Array<{ id: string }>>(
+    conn,
+    'SELECT CAST(id AS CHAR) AS id FROM t_lock_log WHERE token = UNHEX(?)',
+    [hex(grant.token)],
+  );
+  const [releasedBy, w, r, , resourceHex, lockType, tokenHex] = releaseParams({ ...grant, id: 0 }, by);
+  const result = await query<{ affectedRows: number }>(conn, RELEASE_BY_TOKEN_SQL, [
+    releasedBy,
+    w,
+    r,
+    resourceHex,
+    lockType,
+    tokenHex,
+  ]);
+  return { id: row?.id ?? null, released: result.affectedRows === RELEASED_ROWS };
+}
+
 /** Releases on its own connection, as its own transaction. True when this statement released it. */
 export async function releaseGrant(
   conn: RawConnection,
