@@ -227,7 +227,7 @@ function digits(): string {
 async function bulkReleasedGrants(prefix: string, tokenBase: number): Promise<void> {
   await db.knex.raw(
     `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-    SELECT CONVERT(CONCAT(?, n) USING binary), 0, 2, NOW(6) - INTERVAL n SECOND, 1, 'bulk', UNHEX(LPAD(HEX(? + n), 32, '0')), NOW(6), 1
+    SELECT CONVERT(CONCAT(?, n) USING binary), 0, 2, UTC_TIMESTAMP(6) - INTERVAL n SECOND, 1, 'bulk', UNHEX(LPAD(HEX(? + n), 32, '0')), UTC_TIMESTAMP(6), 1
       FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS n
               FROM (${digits()}) a, (${digits()}) b, (${digits()}) c, (${digits()}) e, (SELECT 0 d UNION ALL SELECT 1) f) nums`,
     [prefix, tokenBase],
