@@ -558,6 +558,9 @@ describe('migrations 004 and 005', () => {
     // The 003 schema as its migrations create it, and as a migrated database rolled back to it.
     for (const m of MIGRATIONS.slice(0, 3)) await m.up(direct003.knex);
     await migrate(at003.knex);
+    // Granted before the rollback: this release's clients refuse a schema short of CLIENT_NEEDS.
+    const app = createLockManager({ knex: at003.knex });
+    const held = (await app.tryAcquireWrite('upgrade-me'))!;
     await m004.down(at003.knex);
     await at003.knex.raw("DELETE FROM rwlock_migrations WHERE name = '004_release_notes'");
     const tables = async (k: Knex, name: string): Promise<string[]> =>
@@ -571,8 +574,6 @@ describe('migrations 004 and 005', () => {
     expect(await tables(at003.knex, at003.name)).toEqual(['t_lock_log', 't_read_write_lock']);
     expect(await tables(at003.knex, at003.name)).toEqual(await tables(direct003.knex, direct003.name));
 
-    const app = createLockManager({ knex: at003.knex });
-    const held = (await app.tryAcquireWrite('upgrade-me'))!;
     expect(await migrate(at003.knex)).toEqual({ applied: ['004_release_notes'], repaired: [] });
     expect(await tables(at003.knex, at003.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
     expect(
