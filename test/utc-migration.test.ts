@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
+import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { migrate, MIGRATION_TABLE_DDL } from '../src/admin/migrate.js';
 import { reapStaleGrants } from '../src/admin/index.js';
@@ -15,6 +16,7 @@ const ZONE = '-10:00';
 const CUTOFF_MS = 60_000;
 const converted = useTestDatabase(`${import.meta.filename}-converted`, { migrate: false });
 const unconverted = useTestDatabase(`${import.meta.filename}-unconverted`, { migrate: false });
+const routineOnly = useTestDatabase(`${import.meta.filename}-routine`, { procedures: true });
 
 async function rows<T>(k: Knex, sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
   const [result] = (await k.raw(sql, bindings as Knex.RawBinding[])) as unknown as [T[]];
@@ -100,5 +102,15 @@ describe('migration 007 converts times written in a session zone', () => {
     expect(await minutesFromUtcNow(unconverted.knex)).toEqual([-600, -540, -600, -600, -600]);
     const reaped = await reapStaleGrants(unconverted.knex, { staleAfterMs: CUTOFF_MS });
     expect(reaped.grants.map((g) => g.id)).toContain(live.id);
+  });
+
+  it('with `procedures: false`, an acquire routine an earlier migrate() created is still brought to UTC', async () => {
+    await routineOnly.knex.raw('DROP PROCEDURE rwlock_acquire');
+    await routineOnly.knex.raw(V6.rwlock_acquire!);
+    await routineOnly.knex.raw("DELETE FROM rwlock_migrations WHERE name = '007_utc_times'");
+    expect((await migrate(routineOnly.knex, { procedures: false })).applied).toEqual(['007_utc_times']);
+    const [shown] = await rows<Record<string, string>>(routineOnly.knex, 'SHOW CREATE PROCEDURE rwlock_acquire');
+    expect(shown!['Create Procedure']).toContain('UTC_TIMESTAMP(6)');
+    expect(shown!['Create Procedure']).not.toMatch(/\bNOW\(/);
   });
 });

@@ -29,7 +29,8 @@ export interface MigrateOptions {
   /**
    * false: create the tables only, no stored procedures (TiDB, Vitess, PlanetScale, or a policy
    * against routines); lock managers then acquire with plain statements. Procedures an earlier
-   * migrate() created are left as they are. @defaultValue `DEFAULTS.migrate.procedures`
+   * migrate() created are left as they are, but for an `rwlock_acquire` that still writes local
+   * times, which migration 007 replaces where it exists (the user then needs the routine privileges). @defaultValue `DEFAULTS.migrate.procedures`
    */
   procedures?: boolean;
 }
