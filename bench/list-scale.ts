@@ -27,8 +27,8 @@ async function load(db: Knex, log: (l: string) => void): Promise<void> {
   for (let chunk = 0; chunk < RELEASED / 1_000_000; chunk++) {
     await db.raw(
       `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-      SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, NOW(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
-             UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), NOW(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND + INTERVAL 1 SECOND, 1
+      SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, UTC_TIMESTAMP(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
+             UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), UTC_TIMESTAMP(6) - INTERVAL (2000000 - ? * 1000000 - n) SECOND + INTERVAL 1 SECOND, 1
         FROM bench_nums`,
       [chunk, chunk, chunk],
     );
@@ -39,12 +39,12 @@ async function load(db: Knex, log: (l: string) => void): Promise<void> {
   // Live write grants on every 100th resource, granted 15 to 90 minutes ago: about 4,000 of them are
   // older than the 1-hour cutoff used below, so stale.
   await db.raw(`INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
-    SELECT CONVERT(CONCAT('res-', n) USING binary), 0, 0, NOW(6) - INTERVAL (5400 - n / ${LIVE_EVERY} * 0.45) SECOND, 0,
+    SELECT CONVERT(CONCAT('res-', n) USING binary), 0, 0, UTC_TIMESTAMP(6) - INTERVAL (5400 - n / ${LIVE_EVERY} * 0.45) SECOND, 0,
            CONCAT('worker-', n % 7), UNHEX(LPAD(HEX(50000000 + n), 32, '0'))
       FROM bench_nums WHERE n % ${LIVE_EVERY} = 0`);
   // Joined by primary key: an IN-subquery over an expression is not turned into look-ups.
   await db.raw(`UPDATE t_read_write_lock AS l JOIN bench_nums AS b ON l.resource_id = CONVERT(CONCAT('res-', b.n) USING binary)
-      SET l.w_wait_until = NOW(6) + INTERVAL 1 DAY
+      SET l.w_wait_until = UTC_TIMESTAMP(6) + INTERVAL 1 DAY
     WHERE b.n % ${LIVE_EVERY * 100} = 0`);
   await db.raw('ANALYZE TABLE t_lock_log, t_read_write_lock');
   log(`[list-scale] loaded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);

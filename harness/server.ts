@@ -4,7 +4,7 @@
 //      flavour (10.11 from the host, the others from a cached Debian sid chroot, see chroot.ts);
 //   3. a testcontainers MySQL when a Docker engine answers;
 //   4. a throwaway mariadbd/mysqld from PATH in a temporary data directory on a free port.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -163,7 +163,8 @@ export interface RunningServer {
 /** Starts `binary` on `datadir` and resolves once it accepts connections. */
 /**
  * Starts `binary` on `datadir` and resolves once it accepts connections. With `chroot`, both are
- * paths inside that root, and the server runs there (it shares the host's network).
+ * paths inside that root, and the server runs there (it shares the host's network). `env`
+ * replaces the server's environment (a time zone, a preloaded libfaketime).
  */
 export async function runServer(
   binary: string,
@@ -171,6 +172,7 @@ export async function runServer(
   port: number,
   extraArgs: string[] = [],
   chroot?: string,
+  env?: NodeJS.ProcessEnv,
 ): Promise<RunningServer> {
   const isMysql = /mysqld$/.test(binary);
   const args = [
@@ -190,9 +192,8 @@ export async function runServer(
     ...(chroot && isMysql ? ['--mysqlx=OFF'] : []),
     ...extraArgs,
   ];
-  const child = chroot
-    ? spawn('chroot', [chroot, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const options: SpawnOptions = { stdio: ['ignore', 'ignore', 'pipe'], env: env ?? process.env };
+  const child = chroot ? spawn('chroot', [chroot, binary, ...args], options) : spawn(binary, args, options);
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

@@ -6,6 +6,7 @@ import {
   MIGRATION_TABLE,
   MIGRATIONS,
   RETIRED_PROCEDURES,
+  ROW_CONVERSIONS,
   TABLE_CHANGES,
 } from '../migrations/index.js';
 import { MIGRATION_TABLE_DDL } from '../src/admin/migrate.js';
@@ -30,9 +31,20 @@ export function schemaSql(): string {
   // Recorded as migrate() records them: lock managers refuse a database whose record stops short
   // of what they need, and a later migrate() finds nothing left to apply.
   out.push(`${MIGRATION_TABLE_DDL};`);
+  const conversions = ROW_CONVERSIONS(MIGRATION_TABLE);
   for (const { name } of MIGRATIONS) {
+    if (conversions.some((c) => c.name === name)) continue;
     out.push(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT '${name}', 1, CURRENT_TIMESTAMP FROM DUAL
   WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = '${name}');`);
+  }
+  // Rows a migration converts, once: in one transaction with its record, each statement guarded by
+  // the record's absence (a database migrate() already converted, or a second run, changes nothing).
+  for (const { name, statements } of conversions) {
+    out.push('START TRANSACTION;');
+    for (const sql of statements) out.push(`${sql};`);
+    out.push(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT '${name}', 1, CURRENT_TIMESTAMP FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = '${name}');`);
+    out.push('COMMIT;');
   }
   out.push('');
   return out.join('\n');

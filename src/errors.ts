@@ -79,6 +79,35 @@ export class LockOutcomeUnknownError extends RwLockError {
   }
 }
 
+/**
+ * The database handed out a grant id past `Number.MAX_SAFE_INTEGER` (2^53 − 1), which a `Grant.id`
+ * (a number) cannot hold exactly: every later statement would name another grant or none. The
+ * acquire does not hand it out: it releases that grant by its token first (`released`; when the
+ * database did not answer, the reaper releases it). Told apart by `code`; see docs/api.md.
+ */
+export class GrantIdRangeError extends RwLockError {
+  /** The grant's exact id, as decimal digits (or the rounded one when it could not be read). */
+  readonly grantId: string;
+  /** True when this acquire released it; false when it was no longer live, or the database did not answer (then the reaper releases it). */
+  readonly released: boolean;
+  constructor(grantId: string, outcome: 'released' | 'not live' | 'unknown') {
+    super(
+      'ERR_RWLOCK_GRANT_ID_RANGE',
+      `the database gave grant id ${grantId}, past 2^53 - 1, which a JavaScript number cannot hold exactly; ` +
+        {
+          released: 'the grant was released and not handed out. ',
+          'not live': 'the grant is no longer live and was not handed out. ',
+          unknown: 'the database did not answer its release: the reaper releases it. ',
+        }[outcome] +
+        't_lock_log ids reached it through an explicit id inserted by hand or a large auto_increment_increment: ' +
+        'delete the log rows with id > 9007199254740991 (none is live) and run ALTER TABLE t_lock_log AUTO_INCREMENT = 1 ' +
+        '(the server moves it just past the largest id left); see docs/operating.md',
+    );
+    this.grantId = grantId;
+    this.released = outcome === 'released';
+  }
+}
+
 /** The lock tables or procedures are missing: run `migrate(db)` (or apply sql/schema.sql) first. */
 export class SchemaMissingError extends RwLockError {
   constructor(cause: unknown) {

@@ -64,7 +64,7 @@ export const LIMITS = Object.freeze({
   /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
   maxReapBatch: 10_000,
   maxPurgeBatch: 100_000,
-  /** 100 years: far enough for any retention, near enough that NOW() minus it stays a valid DATETIME. */
+  /** 100 years: far enough for any retention, near enough that the database clock minus it stays a valid DATETIME. */
   maxRetentionMs: 3_155_760_000_000,
   maxBackoffMs: 60_000,
   maxWriterIntentMs: 3_600_000,

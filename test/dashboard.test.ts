@@ -53,14 +53,14 @@ function cli(args: string[]) {
 /** Moves a grant (and its release note) back in time: granted `agoMs` ago, held `heldMs`. */
 async function shift(knex: Knex, id: number, agoMs: number, heldMs: number | null): Promise<void> {
   await knex.raw(
-    `UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL ? MICROSECOND,
-                  released_at = CASE WHEN released_at IS NULL THEN NULL ELSE NOW(6) - INTERVAL ? MICROSECOND END WHERE id = ?`,
+    `UPDATE t_lock_log SET create_time = UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND,
+                  released_at = CASE WHEN released_at IS NULL THEN NULL ELSE UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND END WHERE id = ?`,
     [agoMs * 1000, (agoMs - (heldMs ?? 0)) * 1000, id],
   );
-  await knex.raw('UPDATE t_lock_release_note SET released_at = NOW(6) - INTERVAL ? MICROSECOND WHERE grant_id = ?', [
-    (agoMs - (heldMs ?? 0)) * 1000,
-    id,
-  ]);
+  await knex.raw(
+    'UPDATE t_lock_release_note SET released_at = UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND WHERE grant_id = ?',
+    [(agoMs - (heldMs ?? 0)) * 1000, id],
+  );
 }
 
 /** A history of ten minutes on a few resources, as the page would see it in production. */
@@ -112,7 +112,7 @@ async function seedHistory(knex: Knex): Promise<void> {
         Buffer.from(`seed:${i}:${resource}`),
         g!.id,
       ]);
-      await knex.raw('UPDATE t_lock_log SET create_time = NOW(6) - INTERVAL 1 HOUR WHERE id = ?', [g!.id]);
+      await knex.raw('UPDATE t_lock_log SET create_time = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = ?', [g!.id]);
       const { reapStaleGrants } = await import('../src/admin/index.js');
       await reapStaleGrants(knex, { staleAfterMs: 600_000 });
       await knex.raw('UPDATE t_lock_log SET resource_id = ? WHERE id = ?', [Buffer.from(resource), g!.id]);

@@ -49,7 +49,7 @@ describe('Grant.extend', () => {
     try {
       // Hold the row as an extension in flight would; the reaper's candidate read still sees it stale.
       await trx.raw(
-        'UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL 1 MINUTE, version = version + 1 WHERE id = ?',
+        'UPDATE t_lock_log SET lease_until = UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, version = version + 1 WHERE id = ?',
         [g!.id],
       );
       reaping = reapStaleGrants(db.knex, { staleAfterMs: 60_000, lockWaitTimeoutSec: 30 });

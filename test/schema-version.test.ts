@@ -176,7 +176,7 @@ describe('a database older than this version needs', () => {
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaOutdatedError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
       expect((err as Error).message).toMatch(
-        /migrations not applied: 002_acquire_v2, 003_mode_changes\): run migrate\(db\)/,
+        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times\): run migrate\(db\)/,
       );
       await expect(locks.withWriteLock('behind', async () => 'ran')).rejects.toBeInstanceOf(SchemaOutdatedError);
     }

@@ -58,7 +58,7 @@ export async function measureReap(
     log(`[reap] ${count} stale grants on res-${from}..`);
     await db.raw(
       `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
-      SELECT CONVERT(CONCAT('res-', n + ?) USING binary), 0, 0, NOW(6) - INTERVAL 1 HOUR, 0, 'stale', UNHEX(LPAD(HEX(20000000 + n + ?), 32, '0'))
+      SELECT CONVERT(CONCAT('res-', n + ?) USING binary), 0, 0, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, 0, 'stale', UNHEX(LPAD(HEX(20000000 + n + ?), 32, '0'))
         FROM bench_nums WHERE n < ?`,
       [from, from, count],
     );

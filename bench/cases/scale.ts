@@ -42,8 +42,8 @@ export const scale: Family = {
       for (let chunk = 0; chunk < 10; chunk++) {
         await kb.raw(
           `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-          SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, NOW(6) - INTERVAL (10000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
-                 UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), NOW(6), 1
+          SELECT CONVERT(CONCAT('res-', n) USING binary), n % 2, 2, UTC_TIMESTAMP(6) - INTERVAL (10000000 - ? * 1000000 - n) SECOND, 1, 'bulk',
+                 UNHEX(LPAD(HEX(? * 1000000 + n), 32, '0')), UTC_TIMESTAMP(6), 1
             FROM bench_nums`,
           [chunk, chunk],
         );

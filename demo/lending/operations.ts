@@ -1,5 +1,5 @@
 // The two kinds of work on a loan. Both run inside the transaction withWriteLock/withReadLock
-// commits with; the grant id and NOW(6) go on every business row for the verifier.
+// commits with; the grant id and UTC_TIMESTAMP(6) go on every business row for the verifier.
 import type { Knex } from 'knex';
 import type { Grant } from '../../src/index.js';
 
@@ -46,13 +46,13 @@ export async function repay(
   await bankCall(); // the borrower's money arrives from the bank: slow, and where faults strike
 
   const [ins] = (await trx.raw(
-    'INSERT INTO repayments (loan_id, grant_id, worker, amount_cents, committed_at) VALUES (?, ?, ?, ?, NOW(6))',
+    'INSERT INTO repayments (loan_id, grant_id, worker, amount_cents, committed_at) VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6))',
     [loanId, grant.id, worker, amount],
   )) as [{ insertId: number }, unknown];
   const repaymentId = ins.insertId;
   await trx.raw(
     `INSERT INTO payments (repayment_id, grant_id, claim_id, investor_id, principal_cents, interest_cents, committed_at)
-     VALUES ${shares.map(() => '(?, ?, ?, ?, ?, ?, NOW(6))').join(', ')}`,
+     VALUES ${shares.map(() => '(?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))').join(', ')}`,
     shares.flatMap((s) => [repaymentId, grant.id, s.claim.id, s.claim.investor_id, s.principal, s.interest]),
   );
   await trx.raw(
@@ -115,7 +115,7 @@ export async function transfer(
   if (moved.affectedRows !== 1) throw new Error(`claim ${claimId} changed owner under FOR UPDATE`);
   await trx.raw(
     `INSERT INTO transfers (claim_id, loan_id, seller_id, buyer_id, price_cents, grant_id, worker, committed_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, NOW(6))`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6))`,
     [claimId, claim.loan_id, sellerId, buyerId, price, grant.id, worker],
   );
   return { outcome: 'done' };

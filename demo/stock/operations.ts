@@ -18,7 +18,7 @@ async function readQty(trx: Knex.Transaction): Promise<number> {
 async function writeSale(trx: Knex.Transaction, grantId: number, worker: string, before: number): Promise<void> {
   await trx.raw('UPDATE stock SET qty = ? WHERE sku = ?', [before - 1, SKU]);
   await trx.raw(
-    'INSERT INTO deductions (sku, grant_id, worker, qty_before, qty_after, committed_at) VALUES (?, ?, ?, ?, ?, NOW(6))',
+    'INSERT INTO deductions (sku, grant_id, worker, qty_before, qty_after, committed_at) VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6))',
     [SKU, grantId, worker, before, before - 1],
   );
 }

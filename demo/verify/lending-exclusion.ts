@@ -3,7 +3,7 @@
 //  - no two grants on a loan overlap in time where one is a writer (the lock itself);
 //  - every repayment was written under a write grant on its loan, every transfer under a read grant
 //    on its loan, each released by its holder (committed through the fence), and each business row's
-//    NOW(6) lies inside its own grant's interval;
+//    UTC_TIMESTAMP(6) lies inside its own grant's interval;
 //  - no transfer's commit time falls inside any write grant's interval on its loan.
 import type { Knex } from 'knex';
 import { check, count, type Check } from './check.js';

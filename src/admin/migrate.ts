@@ -30,7 +30,8 @@ export interface MigrateOptions {
   /**
    * false: create the tables only, no stored procedures (TiDB, Vitess, PlanetScale, or a policy
    * against routines); lock managers then acquire with plain statements. Procedures an earlier
-   * migrate() created are left as they are. @defaultValue `DEFAULTS.migrate.procedures`
+   * migrate() created are left as they are, but for an `rwlock_acquire` that still writes local
+   * times, which migration 007 replaces where it exists (the user then needs the routine privileges). @defaultValue `DEFAULTS.migrate.procedures`
    */
   procedures?: boolean;
 }
@@ -172,12 +173,15 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
     db,
     `SELECT COALESCE(MAX(batch), 0) AS batch FROM ${MIGRATION_TABLE}`,
   );
+  const record = { table: MIGRATION_TABLE, batch: Number(batch) + 1 };
   for (const m of pending) {
-    await m.up(db, options);
-    await db.raw(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [
-      m.name,
-      Number(batch) + 1,
-    ]);
+    await m.up(db, { ...options, record });
+    // A migration that converts rows has recorded itself with them, in one transaction.
+    await db.raw(
+      `INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT ?, ?, CURRENT_TIMESTAMP FROM DUAL
+        WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = ?)`,
+      [m.name, record.batch, m.name],
+    );
   }
   const missing = await missingObjects(db, options);
   const stale = options.procedures ? await staleProcedures(db, missing) : [];
@@ -186,7 +190,7 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
   // missing but the indexes a CREATE TABLE made, which are built again only when missing. The
   // last migrations leave every procedure at its current definition and drop the retired ones.
   if (missing.length > 0) {
-    for (const m of MIGRATIONS) await m.up(db, options);
+    for (const m of MIGRATIONS) await m.up(db, { ...options, record });
     for (const index of CREATED_INDEXES) await runOnOneConnection(db, unlessPresent(index, index.rebuild));
   } else {
     await replaceProcedures(db, Object.fromEntries(stale.map((name) => [name, CURRENT_PROCEDURES[name]!])));

@@ -89,8 +89,8 @@ async function reap(db: Knex, staleAfterMs: number, batchSize: number, waitSec: 
 }
 
 interface Passed {
-  skipped: Set<number>;
-  failed: Map<number, string>;
+  skipped: Set<bigint>;
+  failed: Map<bigint, string>;
 }
 
 /**

@@ -3,6 +3,7 @@
 import { query, type RawConnection } from '../sql/connection.js';
 import type { GrantHistoryEntry } from '../sql/operate.js';
 import { endedBy, RELEASED_BY, STATUS, modeOf, type EndedBy, type LockMode } from '../types.js';
+import { DB_NOW, epochUs, utcDate } from '../sql/clock.js';
 
 export interface RecentRelease {
   grantId: number;
@@ -22,18 +23,19 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
   const rows = await query<
     Array<{
       grant_id: number | string;
-      released_at: Date;
+      released_us: number | string;
       released_by: number;
       releaser: string;
       reason: string | null;
       resource_id: Buffer | null;
       lock_type: number | null;
       owner: string | null;
-      create_time: Date | null;
+      create_us: number | string | null;
     }>
   >(
     conn,
-    `SELECT n.grant_id, n.released_at, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.owner, l.create_time
+    `SELECT n.grant_id, ${epochUs('n.released_at')} AS released_us, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.owner,
+            ${epochUs('l.create_time')} AS create_us
        FROM t_lock_release_note n LEFT JOIN t_lock_log l ON l.id = n.grant_id
       ORDER BY n.released_at DESC LIMIT ?`,
     [limit],
@@ -43,8 +45,8 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
     resourceId: r.resource_id === null ? null : r.resource_id.toString('utf8'),
     mode: r.lock_type === null ? null : modeOf(r.lock_type),
     owner: r.owner,
-    createTime: r.create_time,
-    releasedAt: r.released_at,
+    createTime: utcDate(r.create_us),
+    releasedAt: utcDate(r.released_us),
     releasedBy: endedBy(r.released_by),
     releaser: r.releaser === '' ? null : r.releaser,
     reason: r.reason,
@@ -71,7 +73,7 @@ export interface Timeline {
 }
 
 /** Grants in the window: every live grant, and released ones granted in it (withdrawn acquires are not grants). */
-const IN_WINDOW = `(l.status = ${STATUS.live} OR (l.status = ${STATUS.released} AND l.create_time >= NOW(6) - INTERVAL ? MICROSECOND AND l.released_by <> ${RELEASED_BY.withdrawn}))`;
+const IN_WINDOW = `(l.status = ${STATUS.live} OR (l.status = ${STATUS.released} AND l.create_time >= ${DB_NOW} - INTERVAL ? MICROSECOND AND l.released_by <> ${RELEASED_BY.withdrawn}))`;
 
 /**
  * The grants of `resource`, or of the `maxResources` resources with the most grants in the window
@@ -84,7 +86,8 @@ export async function timeline(
   options: { resource?: Buffer; windowMs: number; maxResources: number; maxGrants: number },
 ): Promise<Timeline> {
   const windowUs = options.windowMs * 1000;
-  const [{ now }] = (await query<Array<{ now: Date }>>(conn, 'SELECT NOW(6) AS now')) as [{ now: Date }];
+  const [row] = await query<Array<{ now_us: number | string }>>(conn, `SELECT ${epochUs(DB_NOW)} AS now_us`);
+  const now = utcDate(row!.now_us);
   let resources: Buffer[];
   if (options.resource !== undefined) {
     resources = [options.resource];
@@ -104,14 +107,15 @@ export async function timeline(
       resource_id: Buffer;
       lock_type: number;
       owner: string;
-      create_time: Date;
-      released_at: Date | null;
+      create_us: number | string;
+      released_us: number | string | null;
       released_by: number | null;
       reason: string | null;
     }>
   >(
     conn,
-    `SELECT l.id, l.resource_id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, n.reason
+    `SELECT l.id, l.resource_id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+            ${epochUs('l.released_at')} AS released_us, l.released_by, n.reason
        FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
       WHERE l.resource_id IN (?) AND ${IN_WINDOW}
       ORDER BY l.id DESC LIMIT ?`,
@@ -125,8 +129,8 @@ export async function timeline(
       id: Number(r.id),
       mode: modeOf(r.lock_type),
       owner: r.owner,
-      createTime: r.create_time,
-      releasedAt: r.released_at,
+      createTime: utcDate(r.create_us),
+      releasedAt: utcDate(r.released_us),
       releasedBy: endedBy(r.released_by),
       reason: r.reason,
     });

@@ -139,7 +139,7 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
   await checkSchemaVersion(ctx.knex);
   await ensureReleasable(ctx);
   let token = newToken();
-  return withRetries(
+  const grant = await withRetries(
     ctx.policy,
     `${t.mode} acquire`,
     async () => {
@@ -170,4 +170,6 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
       return { value: grant };
     },
   );
+  // A grant id a JS number cannot hold is refused here, its grant released (HeldGrant.admit).
+  return grant === null ? null : grant.admit();
 }

@@ -1,11 +1,24 @@
 import { translate, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from '../errors.js';
+import {
+  GrantIdRangeError,
+  InvalidOptionsError,
+  LockInvariantError,
+  LockLostError,
+  LockOutcomeUnknownError,
+} from '../errors.js';
 import { integerOption, LIMITS } from '../options.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { extendLease } from '../sql/extend.js';
 import { findGrantByToken } from '../sql/lookup.js';
-import { RELEASE_SQL, RELEASED_ROWS, releaseGrant, releaseParams, type GrantRef } from '../sql/release.js';
+import {
+  RELEASE_SQL,
+  RELEASED_ROWS,
+  releaseByToken,
+  releaseGrant,
+  releaseParams,
+  type GrantRef,
+} from '../sql/release.js';
 import { downgradeGrant, upgradeGrant } from '../sql/mode.js';
 import { fenceChannel, lostChannel, releaseChannel, traced } from '../observability/tracing.js';
 import { lostBy, RELEASED_BY, STATUS, type LockLostInfo, type LockMode } from '../types.js';
@@ -65,6 +78,22 @@ export class HeldGrant implements Grant {
 
   get mode(): LockMode {
     return this.#mode;
+  }
+
+  /**
+   * @internal The grant as handed out, or GrantIdRangeError when its id is not a safe integer: a
+   * rounded `id` would make every later statement (release, fence, extend) name another grant or
+   * none, leaving this one live. Released first, by its token, which needs no id.
+   */
+  async admit(): Promise<this> {
+    if (Number.isSafeInteger(this.id)) return this;
+    const { resource, mode, token } = this.ref;
+    const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) =>
+      releaseByToken(conn, { resource, mode, token }, 'holder'),
+    );
+    this.#done = true;
+    const outcome = reply === undefined ? 'unknown' : reply.answer.released ? 'released' : 'not live';
+    throw new GrantIdRangeError(reply?.answer.id ?? String(this.id), outcome);
   }
 
   /** @internal */

@@ -1,5 +1,6 @@
 import { firstRow, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 /**
  * One acquire attempt: one round trip, one commit (procedure `rwlock_acquire`). The procedure
@@ -37,16 +38,16 @@ const GUARDED_UPDATE: Readonly<Record<LockMode, string>> = {
   write: `UPDATE t_read_write_lock SET w_count = 1, w_wait_until = NULL, version = version + 1
  WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
   read: `UPDATE t_read_write_lock SET r_count = r_count + 1, version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6))`,
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
 };
 /** First use of a resource: the row is created already holding the lock. IGNORE: 0 rows when it exists. */
 const FIRST_USE = 'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
 /** Marks a waiting writer: new readers hold back for `intentMs` (parameters: µs, resource, µs / 2). */
 export const WRITER_INTENT = `UPDATE t_read_write_lock
-   SET w_wait_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
- WHERE resource_id = ? AND (w_wait_until IS NULL OR w_wait_until < NOW(6) + INTERVAL ? MICROSECOND)`;
+   SET w_wait_until = ${DB_NOW} + INTERVAL ? MICROSECOND, version = version + 1
+ WHERE resource_id = ? AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW} + INTERVAL ? MICROSECOND)`;
 const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
-VALUES (?, ?, ${STATUS.live}, NOW(6), 0, CONVERT(? USING utf8mb4), ?)`;
+VALUES (?, ?, ${STATUS.live}, ${DB_NOW}, 0, CONVERT(? USING utf8mb4), ?)`;
 
 /**
  * One acquire attempt as plain statements in one transaction: five round trips and one commit when

@@ -12,9 +12,10 @@ import {
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
  * that escaping is wrong under `NO_BACKSLASH_ESCAPES`. Text goes as UTF-8 bytes (a hex literal,
- * read the same under every sql_mode) and is converted on the server.
+ * read the same under every sql_mode) and is converted on the server. A grant id past 2^53 goes as
+ * a bigint, which mysql2 writes as its digits: an exact integer, compared as one.
  */
-export type SqlValue = number | Buffer | Hex | null | readonly (number | Buffer)[];
+export type SqlValue = number | bigint | Buffer | Hex | null | readonly (number | bigint | Buffer)[];
 
 declare const hexBrand: unique symbol;
 /** Lower-case hex digits: the only strings the library sends, safe to escape under any sql_mode. */

@@ -1,5 +1,6 @@
 import { hex, query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 /**
  * Extends a live grant's lease to `ms` from now on the database clock. Bumping `version` also
@@ -9,7 +10,7 @@ import { STATUS } from '../types.js';
 export async function extendLease(conn: RawConnection, grantId: number, token: Buffer, ms: number): Promise<boolean> {
   const result = await query<{ affectedRows: number }>(
     conn,
-    `UPDATE t_lock_log SET lease_until = NOW(6) + INTERVAL ? MICROSECOND, version = version + 1
+    `UPDATE t_lock_log SET lease_until = ${DB_NOW} + INTERVAL ? MICROSECOND, version = version + 1
       WHERE id = ? AND status = ${STATUS.live} AND token = UNHEX(?)`,
     [ms * 1000, grantId, hex(token)],
   );

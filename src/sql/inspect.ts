@@ -1,5 +1,6 @@
 import { query, type RawConnection } from './connection.js';
 import { STATUS, modeOf, type GrantSummary } from '../types.js';
+import { DB_NOW, epochUs, utcDate } from './clock.js';
 
 /** A live grant of a resource, as `inspect()` lists it. */
 export interface Holder extends GrantSummary {
@@ -27,7 +28,7 @@ export async function inspectResource(
 ): Promise<LockState> {
   const counts = await query<Array<{ w_count: number; r_count: number; writer_waiting: number | null }>>(
     conn,
-    'SELECT w_count, r_count, w_wait_until > NOW(6) AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?',
+    `SELECT w_count, r_count, w_wait_until > ${DB_NOW} AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?`,
     [resource],
   );
   const rows = await query<
@@ -36,15 +37,15 @@ export async function inspectResource(
       lock_type: number;
       status: number;
       owner: string;
-      create_time: Date;
-      lease_until: Date | null;
+      create_us: number | string;
+      lease_us: number | string | null;
       age_us: number | string;
       leased: number | null;
     }>
   >(
     conn,
-    `SELECT id, lock_type, status, owner, create_time, lease_until,
-            TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us, lease_until >= NOW(6) AS leased
+    `SELECT id, lock_type, status, owner, ${epochUs('create_time')} AS create_us, ${epochUs('lease_until')} AS lease_us,
+            TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us, lease_until >= ${DB_NOW} AS leased
        FROM t_lock_log WHERE status = ${STATUS.live} AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
     [resource],
   );
@@ -59,8 +60,8 @@ export async function inspectResource(
         id: Number(r.id),
         mode: modeOf(r.lock_type),
         owner: r.owner,
-        createTime: r.create_time,
-        leaseUntil: r.lease_until,
+        createTime: utcDate(r.create_us),
+        leaseUntil: utcDate(r.lease_us),
         ageMs,
         stale: ageMs > staleAfterMs && Number(r.leased) !== 1,
       };

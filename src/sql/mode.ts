@@ -1,8 +1,9 @@
 import { hex, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS } from '../types.js';
 import type { GrantRef } from './release.js';
+import { DB_ROW_NOW } from './clock.js';
 
-// mode_changed_at is SYSDATE(6), the time the row is changed, not NOW(6), the time the statement
+// mode_changed_at is DB_ROW_NOW, the time the row is changed, not DB_NOW, the time the statement
 // began: the statement may first wait for the resource row's lock (a one-commit section holds it
 // until its commit), and the history must not date a write phase before the lock was had.
 
@@ -15,7 +16,7 @@ export async function downgradeGrant(conn: RawConnection, grant: GrantRef): Prom
   const result = await query<{ affectedRows: number }>(
     conn,
     `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-        SET l.lock_type = ${LOCK_TYPE.read}, l.mode_changed_at = SYSDATE(6), l.version = l.version + 1,
+        SET l.lock_type = ${LOCK_TYPE.read}, l.mode_changed_at = ${DB_ROW_NOW}, l.version = l.version + 1,
             r.w_count = r.w_count - 1, r.r_count = r.r_count + 1, r.version = r.version + 1
       WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.write} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`,
     [grant.id, hex(grant.resource), hex(grant.token)],
@@ -31,7 +32,7 @@ export async function upgradeGrant(conn: RawConnection, grant: GrantRef): Promis
   const result = await query<{ affectedRows: number }>(
     conn,
     `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-        SET l.lock_type = ${LOCK_TYPE.write}, l.mode_changed_at = SYSDATE(6), l.version = l.version + 1,
+        SET l.lock_type = ${LOCK_TYPE.write}, l.mode_changed_at = ${DB_ROW_NOW}, l.version = l.version + 1,
             r.w_count = 1, r.r_count = 0, r.version = r.version + 1
       WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)
         AND r.w_count = 0 AND r.r_count = 1`,

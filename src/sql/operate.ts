@@ -11,6 +11,7 @@ import {
   type LockMode,
 } from '../types.js';
 import { STALE_SQL } from './reap.js';
+import { DB_NOW, epochUs, utcDate } from './clock.js';
 
 /** A live grant as `list()` returns it; pass the last `id` of a page as `after` for the next. */
 export interface ListedGrant extends GrantSummary {
@@ -71,9 +72,10 @@ export function listQuery(
     params.push(staleAfterMs * 1000);
   }
   params.push(f.limit + 1);
-  const sql = `SELECT l.id, l.resource_id, l.lock_type, l.owner, l.create_time, l.lease_until,
-            TIMESTAMPDIFF(MICROSECOND, l.create_time, NOW(6)) AS age_us, ${STALE_SQL} AS stale,
-            r.w_wait_until > NOW(6) AS writer_waiting
+  const sql = `SELECT l.id, l.resource_id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+            ${epochUs('l.lease_until')} AS lease_us,
+            TIMESTAMPDIFF(MICROSECOND, l.create_time, ${DB_NOW}) AS age_us, ${STALE_SQL} AS stale,
+            r.w_wait_until > ${DB_NOW} AS writer_waiting
        FROM t_lock_log l LEFT JOIN t_read_write_lock r ON r.resource_id = l.resource_id
       WHERE ${where.join(' AND ')}
       ORDER BY l.create_time, l.id LIMIT ?`;
@@ -114,8 +116,8 @@ export async function listLive(
       resource_id: Buffer;
       lock_type: number;
       owner: string;
-      create_time: Date;
-      lease_until: Date | null;
+      create_us: number | string;
+      lease_us: number | string | null;
       age_us: number | string;
       stale: number;
       writer_waiting: number | null;
@@ -126,9 +128,9 @@ export async function listLive(
     resourceId: r.resource_id.toString('utf8'),
     mode: modeOf(r.lock_type),
     owner: r.owner,
-    createTime: r.create_time,
+    createTime: utcDate(r.create_us),
     ageMs: Number(r.age_us) / 1000,
-    leaseUntil: r.lease_until,
+    leaseUntil: utcDate(r.lease_us),
     stale: Number(r.stale) === 1,
     writerWaiting: Number(r.writer_waiting) === 1,
   }));
@@ -169,8 +171,9 @@ export function historyQuery(
   before: number | undefined,
 ): { sql: string; params: SqlValue[] } {
   return {
-    sql: `SELECT l.id, l.lock_type, l.owner, l.create_time, l.released_at, l.released_by, l.mode_changed_at,
-            TIMESTAMPDIFF(MICROSECOND, l.create_time, COALESCE(l.released_at, NOW(6))) AS held_us, n.releaser, n.reason
+    sql: `SELECT l.id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+            ${epochUs('l.released_at')} AS released_us, l.released_by, ${epochUs('l.mode_changed_at')} AS mode_changed_us,
+            TIMESTAMPDIFF(MICROSECOND, l.create_time, COALESCE(l.released_at, ${DB_NOW})) AS held_us, n.releaser, n.reason
        FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
       WHERE l.resource_id = ? ${before === undefined ? '' : 'AND l.id < ?'}
       ORDER BY l.id DESC LIMIT ?`,
@@ -191,11 +194,11 @@ export async function resourceHistory(
       id: number | string;
       lock_type: number;
       owner: string;
-      create_time: Date;
-      released_at: Date | null;
+      create_us: number | string;
+      released_us: number | string | null;
       released_by: number | null;
       held_us: number | string;
-      mode_changed_at: Date | null;
+      mode_changed_us: number | string | null;
       releaser: string | null;
       reason: string | null;
     }>
@@ -204,11 +207,11 @@ export async function resourceHistory(
     id: Number(r.id),
     mode: modeOf(r.lock_type),
     owner: r.owner,
-    createTime: r.create_time,
-    releasedAt: r.released_at,
+    createTime: utcDate(r.create_us),
+    releasedAt: utcDate(r.released_us),
     releasedBy: endedBy(r.released_by),
     heldMs: Number(r.held_us) / 1000,
-    modeChangedAt: r.mode_changed_at,
+    modeChangedAt: utcDate(r.mode_changed_us),
     releaser: r.releaser === null || r.releaser === '' ? null : r.releaser,
     reason: r.reason,
   }));
@@ -247,8 +250,8 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
   >(
     conn,
     `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r,
-            COALESCE(SUM(${STALE_SQL}), 0) AS stale, COALESCE(SUM(lease_until >= NOW(6)), 0) AS leased,
-            TIMESTAMPDIFF(MICROSECOND, MIN(create_time), NOW(6)) AS oldest_us
+            COALESCE(SUM(${STALE_SQL}), 0) AS stale, COALESCE(SUM(lease_until >= ${DB_NOW}), 0) AS leased,
+            TIMESTAMPDIFF(MICROSECOND, MIN(create_time), ${DB_NOW}) AS oldest_us
        FROM t_lock_log WHERE status = ${STATUS.live}`,
     [staleAfterMs * 1000],
   );
@@ -257,12 +260,12 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
   const [waiting] = await query<Array<{ n: number | string }>>(
     conn,
     `SELECT COUNT(DISTINCT l.resource_id) AS n FROM t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-      WHERE l.status = ${STATUS.live} AND r.w_wait_until > NOW(6)`,
+      WHERE l.status = ${STATUS.live} AND r.w_wait_until > ${DB_NOW}`,
   );
   const [hour] = await query<Array<{ reaped: number | string; operator: number | string }>>(
     conn,
     `SELECT COALESCE(SUM(released_by = ${RELEASED_BY.reaper}), 0) AS reaped, COALESCE(SUM(released_by = ${RELEASED_BY.operator}), 0) AS operator
-       FROM t_lock_release_note WHERE released_at > NOW(6) - INTERVAL 1 HOUR`,
+       FROM t_lock_release_note WHERE released_at > ${DB_NOW} - INTERVAL 1 HOUR`,
   );
   return {
     live: { write: Number(live!.w), read: Number(live!.r) },

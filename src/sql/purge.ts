@@ -1,5 +1,6 @@
 import { query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 /**
  * Deletes up to `limit` released grants created more than `retentionMs` ago, oldest first through
@@ -10,7 +11,7 @@ export async function purgeBatch(conn: RawConnection, retentionMs: number, limit
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   const result = await query<{ affectedRows: number }>(
     conn,
-    `DELETE FROM t_lock_log WHERE status = ${STATUS.released} AND create_time < NOW(6) - INTERVAL ? MICROSECOND
+    `DELETE FROM t_lock_log WHERE status = ${STATUS.released} AND create_time < ${DB_NOW} - INTERVAL ? MICROSECOND
       ORDER BY status, create_time LIMIT ?`,
     [retentionMs * 1000, limit],
   );
@@ -24,7 +25,7 @@ export async function purgeBatch(conn: RawConnection, retentionMs: number, limit
 export async function purgeNotesBatch(conn: RawConnection, retentionMs: number, limit: number): Promise<number> {
   const result = await query<{ affectedRows: number }>(
     conn,
-    'DELETE FROM t_lock_release_note WHERE released_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY released_at LIMIT ?',
+    `DELETE FROM t_lock_release_note WHERE released_at < ${DB_NOW} - INTERVAL ? MICROSECOND ORDER BY released_at LIMIT ?`,
     [retentionMs * 1000, limit],
   );
   return result.affectedRows;

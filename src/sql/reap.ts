@@ -2,9 +2,11 @@ import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
+import { DB_NOW, epochUs, utcDate } from './clock.js';
 
+/** A stale grant as first read. The id is exact (a bigint): an id past 2^53 is not a JS number. */
 export interface Candidate {
-  id: number;
+  id: bigint;
   version: number;
 }
 
@@ -13,8 +15,7 @@ export interface Candidate {
  * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
  * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper.
  */
-export const STALE_SQL =
-  '(create_time < NOW(6) - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < NOW(6)))';
+export const STALE_SQL = `(create_time < ${DB_NOW} - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < ${DB_NOW}))`;
 
 /**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose
@@ -24,26 +25,26 @@ export async function selectStale(
   conn: RawConnection,
   staleUs: number,
   limit: number,
-  exclude: number[],
+  exclude: bigint[],
 ): Promise<Candidate[]> {
-  const rows = await query<Array<{ id: number | string; version: number }>>(
+  const rows = await query<Array<{ id: string; version: number }>>(
     conn,
-    `SELECT id, version FROM t_lock_log
+    `SELECT CAST(id AS CHAR) AS id, version FROM t_lock_log
       WHERE status = ${STATUS.live} AND ${STALE_SQL}
       ${exclude.length > 0 ? 'AND id NOT IN (?)' : ''}
       LIMIT ?`,
     exclude.length > 0 ? [staleUs, exclude, limit] : [staleUs, limit],
   );
-  return rows.map((r) => ({ id: Number(r.id), version: Number(r.version) }));
+  return rows.map((r) => ({ id: BigInt(r.id), version: Number(r.version) }));
 }
 
 interface LockedRow {
-  id: number | string;
+  id: string;
   resource_id: Buffer;
   lock_type: number;
   version: number;
   owner: string;
-  create_time: Date;
+  create_us: number | string;
   age_us: number | string;
 }
 
@@ -64,36 +65,38 @@ export async function reapCandidates(
   try {
     const rows = await query<LockedRow[]>(
       conn,
-      `SELECT id, resource_id, lock_type, version, owner, create_time,
-              TIMESTAMPDIFF(MICROSECOND, create_time, NOW(6)) AS age_us
+      `SELECT CAST(id AS CHAR) AS id, resource_id, lock_type, version, owner, ${epochUs('create_time')} AS create_us,
+              TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us
          FROM t_lock_log
         WHERE id IN (?) AND status = ${STATUS.live} AND ${STALE_SQL}
         ORDER BY id FOR UPDATE`,
       [[...expected.keys()], staleUs],
     );
-    const live = rows.filter((r) => expected.get(Number(r.id)) === Number(r.version));
+    const live = rows.filter((r) => expected.get(BigInt(r.id)) === Number(r.version));
     if (live.length > 0) {
       const marked = await query<{ affectedRows: number }>(
         conn,
-        `UPDATE t_lock_log SET status = ${STATUS.released}, version = version + 1, released_at = NOW(6), released_by = ${RELEASED_BY.reaper}
+        `UPDATE t_lock_log SET status = ${STATUS.released}, version = version + 1, released_at = ${DB_NOW}, released_by = ${RELEASED_BY.reaper}
           WHERE id IN (?) AND status = ${STATUS.live}`,
-        [live.map((r) => Number(r.id))],
+        [live.map((r) => BigInt(r.id))],
       );
       if (marked.affectedRows !== live.length)
         throw new LockInvariantError(`reaper marked ${marked.affectedRows} of ${live.length} locked grants`);
       await noteReleases(
         conn,
-        live.map((r) => Number(r.id)),
+        live.map((r) => BigInt(r.id)),
       );
       await giveCountsBack(conn, live);
     }
     await query(conn, 'COMMIT');
+    // The report's id is a number, as everywhere in the API: past 2^53 it is the nearest one
+    // (acquire refuses such a grant; one is live only if that refusal could not release it).
     return live.map((r) => ({
       id: Number(r.id),
       resourceId: r.resource_id.toString('utf8'),
       mode: modeOf(r.lock_type),
       owner: r.owner,
-      createTime: r.create_time,
+      createTime: utcDate(r.create_us),
       ageMs: Number(r.age_us) / 1000,
     }));
   } catch (err) {

@@ -6,7 +6,7 @@ import { RELEASE_SQL, RELEASED_ROWS, releaseParams, type GrantRef } from './rele
  * Records, in the transaction that just released them, that the reaper released these grants
  * (`t_lock_release_note`, one row per grant, copied from the log rows it marked).
  */
-export async function noteReleases(conn: RawConnection, ids: number[]): Promise<void> {
+export async function noteReleases(conn: RawConnection, ids: readonly bigint[]): Promise<void> {
   await query(
     conn,
     `INSERT INTO t_lock_release_note (grant_id, released_at, released_by)

@@ -1,4 +1,5 @@
 import { query, type RawConnection } from './connection.js';
+import { DB_NOW } from './clock.js';
 
 /**
  * Statements that need the privileges of a release (the UPDATE of the grant row joined with the
@@ -15,7 +16,7 @@ export const RELEASE_PROBES: readonly string[] = [
           r.w_count = r.w_count, r.r_count = r.r_count, r.version = r.version
     WHERE FALSE AND l.id = 0 AND l.token = 0x00`,
   `/* mysql-rwlock: release privilege probe */ INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-   SELECT 0x00, 0, 0, NOW(6), 0, '', 0x00, NULL, NULL FROM DUAL WHERE FALSE`,
+   SELECT 0x00, 0, 0, ${DB_NOW}, 0, '', 0x00, NULL, NULL FROM DUAL WHERE FALSE`,
 ];
 
 /** Runs the probes: resolves when this connection's user may release and settle; else PrivilegeError (from `query`). */

@@ -1,5 +1,6 @@
 import { hex, query, type Hex, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 export interface GrantRef {
   id: number;
@@ -26,7 +27,7 @@ export interface GrantRef {
  * no sql_mode changes how they are read.
  */
 export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
        r.w_count = r.w_count - ?, r.r_count = r.r_count - ?, r.version = r.version + 1
  WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`;
 
@@ -47,6 +48,37 @@ export type ReleaseParams = [
 export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): ReleaseParams {
   const write = grant.mode === 'write' ? 1 : 0;
   return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
+}
+
+/** RELEASE_SQL naming the grant by its token alone (a UNIQUE key), for a grant whose id a JS number cannot hold. */
+const RELEASE_BY_TOKEN_SQL = RELEASE_SQL.replace('WHERE l.id = ? AND ', 'WHERE ');
+if (RELEASE_BY_TOKEN_SQL === RELEASE_SQL) throw new Error('release.ts: RELEASE_SQL no longer names the id first');
+
+/**
+ * Releases a live grant named by its token, and reads its exact id (as decimal digits): for a
+ * grant whose id is past 2^53, which a JS number would round to another grant's id. The token is
+ * unique, so the release matches this grant or nothing. Its own transaction.
+ */
+export async function releaseByToken(
+  conn: RawConnection,
+  grant: Omit<GrantRef, 'id'>,
+  by: keyof typeof RELEASED_BY,
+): Promise<{ id: string | null; released: boolean }> {
+  const [row] = await query<Array<{ id: string }>>(
+    conn,
+    'SELECT CAST(id AS CHAR) AS id FROM t_lock_log WHERE token = UNHEX(?)',
+    [hex(grant.token)],
+  );
+  const [releasedBy, w, r, , resourceHex, lockType, tokenHex] = releaseParams({ ...grant, id: 0 }, by);
+  const result = await query<{ affectedRows: number }>(conn, RELEASE_BY_TOKEN_SQL, [
+    releasedBy,
+    w,
+    r,
+    resourceHex,
+    lockType,
+    tokenHex,
+  ]);
+  return { id: row?.id ?? null, released: result.affectedRows === RELEASED_ROWS };
 }
 
 /** Releases on its own connection, as its own transaction. True when this statement released it. */
@@ -70,7 +102,7 @@ export async function releaseGrant(
 export function releaseManySql(n: number): string {
   const term = '(l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.token = UNHEX(?))';
   return `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = NOW(6), l.released_by = ?,
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
        r.w_count = r.w_count - (l.lock_type = ${LOCK_TYPE.write}), r.r_count = r.r_count - (l.lock_type = ${LOCK_TYPE.read}),
        r.version = r.version + 1
  WHERE l.status = ${STATUS.live} AND (${Array.from({ length: n }, () => term).join('\n    OR ')})`;

@@ -1,5 +1,6 @@
 import { query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 /*
  * The statements of a one-commit section (see runSection in src/lock/section.ts). A section takes
@@ -19,9 +20,9 @@ export const TAKE: Readonly<Record<'write' | 'readShared' | 'readExclusive', str
   write: `UPDATE t_read_write_lock SET version = version + 1
  WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
   readShared: `SELECT 1 AS taken FROM t_read_write_lock
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6)) LOCK IN SHARE MODE`,
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) LOCK IN SHARE MODE`,
   readExclusive: `UPDATE t_read_write_lock SET version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < NOW(6))`,
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
 };
 
 /** After a refused take: whether the row exists at all (a resource never used has none). */
@@ -37,7 +38,7 @@ export const CREATE_ROW = 'INSERT IGNORE INTO t_read_write_lock (resource_id) VA
  * `released_at` is then the time of the take too: a section's commit time is not recorded.
  */
 const LOG_SECTION = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-VALUES (?, ?, ${STATUS.released}, NOW(6), 1, CONVERT(? USING utf8mb4), ?, NOW(6), ${RELEASED_BY.section})`;
+VALUES (?, ?, ${STATUS.released}, ${DB_NOW}, 1, CONVERT(? USING utf8mb4), ?, ${DB_NOW}, ${RELEASED_BY.section})`;
 
 export async function logSection(
   conn: RawConnection,

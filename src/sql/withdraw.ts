@@ -1,5 +1,6 @@
 import { query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { DB_NOW } from './clock.js';
 
 /**
  * Settles an acquire whose reply was lost, without needing to see the server thread that ran it:
@@ -19,7 +20,7 @@ export async function withdrawAcquire(
   await query(
     conn,
     `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-     VALUES (?, ?, ${STATUS.released}, NOW(6), 1, '', ?, NOW(6), ${RELEASED_BY.withdrawn})`,
+     VALUES (?, ?, ${STATUS.released}, ${DB_NOW}, 1, '', ?, ${DB_NOW}, ${RELEASED_BY.withdrawn})`,
     [resource, LOCK_TYPE[mode], token],
   );
 }

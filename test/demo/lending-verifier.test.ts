@@ -97,7 +97,7 @@ describe('lending verifier', () => {
   it('fails fencing when the reaped grant has a committed payment', async () => {
     await db.knex.raw(
       `INSERT INTO payments (repayment_id, grant_id, claim_id, investor_id, principal_cents, interest_cents, committed_at)
-       SELECT 0, ?, id, investor_id, 0, 0, NOW(6) FROM claims WHERE id = 4`,
+       SELECT 0, ?, id, investor_id, 0, 0, UTC_TIMESTAMP(6) FROM claims WHERE id = 4`,
       [fx.pausedGrantId],
     );
     const verdict = await verifyLending(db.knex);

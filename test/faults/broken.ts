@@ -14,7 +14,7 @@ export async function unguardedRelease(db: Knex, grant: Grant): Promise<void> {
   await db.transaction(async (trx) => {
     await trx.raw(
       `UPDATE t_lock_log SET status = 2, version = version + 1,
-              released_at = COALESCE(released_at, NOW(6)), released_by = COALESCE(released_by, 1) WHERE id = ?`,
+              released_at = COALESCE(released_at, UTC_TIMESTAMP(6)), released_by = COALESCE(released_by, 1) WHERE id = ?`,
       [grant.id],
     );
     if (grant.mode === 'write') {
@@ -46,7 +46,7 @@ export async function referenceFence(trx: Knex.Transaction, grant: Grant): Promi
  */
 export async function referenceReap(db: Knex, staleAfterMs: number, delayMs: number): Promise<number[]> {
   const [rows] = (await db.raw(
-    'SELECT id, resource_id, lock_type FROM t_lock_log WHERE status IN (0, 1) AND create_time < NOW(6) - INTERVAL ? MICROSECOND',
+    'SELECT id, resource_id, lock_type FROM t_lock_log WHERE status IN (0, 1) AND create_time < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND',
     [staleAfterMs * 1000],
   )) as unknown as Rows<{ id: number; resource_id: Buffer; lock_type: number }>;
   if (rows.length > 0 && delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
@@ -55,7 +55,7 @@ export async function referenceReap(db: Knex, staleAfterMs: number, delayMs: num
     await db.transaction(async (trx) => {
       const [res] = (await trx.raw(
         `UPDATE t_lock_log SET status = 2, version = version + 1,
-                released_at = COALESCE(released_at, NOW(6)), released_by = COALESCE(released_by, 2) WHERE id = ?`,
+                released_at = COALESCE(released_at, UTC_TIMESTAMP(6)), released_by = COALESCE(released_by, 2) WHERE id = ?`,
         [row.id],
       )) as unknown as Result;
       if (res.affectedRows !== 1) return;

@@ -45,7 +45,7 @@ export async function createBusinessTables(db: Knex, resources: string[]): Promi
 type Rows<T> = [T[], unknown];
 
 /** The statement's database time as text, so it goes back into a DATETIME(6) unchanged by any time zone. */
-const NOW_TEXT = 'CAST(NOW(6) AS CHAR)';
+const NOW_TEXT = 'CAST(UTC_TIMESTAMP(6) AS CHAR)';
 
 /**
  * The critical section of a write: a plain (consistent, non-locking) read of the counter, a pause,
@@ -71,7 +71,7 @@ export async function writeStep(
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   await trx.raw('UPDATE f_counter SET value = ? WHERE resource_id = ?', [prev + 1, resource]);
   await trx.raw(
-    'INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, NOW(6)), NOW(6))',
+    'INSERT INTO f_effect (op_id, resource_id, grant_id, prev, next, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), UTC_TIMESTAMP(6))',
     [op, resource, grantId, prev, prev + 1, section ? 1 : 0, from],
   );
   return { prev, next: prev + 1 };
@@ -104,7 +104,7 @@ export async function readStep(
   if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
   const again = await read();
   await trx.raw(
-    'INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, NOW(6)), NOW(6))',
+    'INSERT INTO f_read (op_id, resource_id, grant_id, seen, seen_again, fenced, section, from_at, at) VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)), UTC_TIMESTAMP(6))',
     [op, resource, grantId, seen, again, fenced ? 1 : 0, section ? 1 : 0, from],
   );
   return seen;
