@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { PROCEDURES as V6 } from './006_invoker_routines.js';
+import { replaceProcedures } from './procedures.js';
 
 /**
  * The clock every statement of the library writes and compares grant times with: the server's
@@ -95,11 +96,12 @@ interface UpOptions {
 }
 
 export async function up(knex: Knex, options: UpOptions = { procedures: true }): Promise<void> {
-  for (const [name, ddl] of Object.entries(PROCEDURES)) {
-    if (!options.procedures && !(await exists(knex, name))) continue;
-    await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-    await knex.raw(ddl);
-  }
+  // With `procedures: false` a routine an earlier migration left is still replaced, so it cannot keep
+  // writing local times; none is created.
+  const wanted: Record<string, string> = {};
+  for (const [name, ddl] of Object.entries(PROCEDURES))
+    if (options.procedures || (await exists(knex, name))) wanted[name] = ddl;
+  await replaceProcedures(knex, wanted);
   for (const sql of STATEMENTS) await knex.raw(sql);
   // Converted once: migrate() passes where it records migrations. Without it (a direct call of
   // `up`) there is no record to tell a second run by, and the rows are left as they are.
@@ -121,7 +123,6 @@ export async function up(knex: Knex, options: UpOptions = { procedures: true }):
 
 /** Back to version 6's acquire and the local default. Rows stay in UTC: a reverse shift is the operator's call. */
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('DROP PROCEDURE IF EXISTS rwlock_acquire');
-  await knex.raw(V6.rwlock_acquire!);
+  await replaceProcedures(knex, { rwlock_acquire: V6.rwlock_acquire! });
   await knex.raw('ALTER TABLE t_lock_log ALTER COLUMN create_time SET DEFAULT CURRENT_TIMESTAMP(6)');
 }
