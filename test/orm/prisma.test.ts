@@ -1,6 +1,7 @@
 // The fence on a Prisma 7 interactive transaction, through the driver adapter @prisma/adapter-mariadb
 // (the mariadb connector, which speaks to MySQL and MariaDB alike). The client is generated from
-// prisma/schema.prisma before the tests, into a temporary directory.
+// prisma/schema.prisma before the tests, into a temporary directory, and compiled with tsc
+// (nodenext) as an app compiles it: the tests run the compiled JavaScript.
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { PrismaMariaDb } from '@prisma/adapter-mariadb';
 import { beforeAll, afterAll } from 'vitest';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromPrisma } from '../../src/adapters/index.js';
@@ -38,9 +39,23 @@ interface PrismaClient {
   $transaction<T>(fn: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T>;
   $disconnect(): Promise<void>;
 }
-type PrismaClientClass = new (options: { adapter: PrismaMariaDb }) => PrismaClient;
+/** The generated class, imported once beforeAll has generated and compiled it. */
+let PrismaClient: new (options: { adapter: PrismaMariaDb }) => PrismaClient;
 
 // docs/orms.md recipe: begin
+/** The client on the database at `url` (mysql://app:secret@db.internal:3306/app), through the mariadb connector. */
+function connect(url: string): PrismaClient {
+  const { hostname: host, port, username, password, pathname } = new URL(url);
+  const adapter = new PrismaMariaDb({
+    host,
+    port: Number(port || 3306),
+    user: decodeURIComponent(username),
+    password: decodeURIComponent(password),
+    database: pathname.slice(1),
+  });
+  return new PrismaClient({ adapter });
+}
+
 async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount: number): Promise<void> {
   await prisma.$transaction(async (tx) => {
     await tx.loan.upsert({
@@ -55,7 +70,6 @@ async function repay(prisma: PrismaClient, grant: Grant, loanId: string, amount:
 // docs/orms.md recipe: end
 
 let workDir: string;
-let PrismaClientOf: PrismaClientClass;
 
 beforeAll(async () => {
   mkdirSync(join(ROOT, '.tmp'), { recursive: true });
@@ -77,8 +91,19 @@ beforeAll(async () => {
       },
     },
   );
-  ({ PrismaClient: PrismaClientOf } = (await import(pathToFileURL(join(workDir, 'generated', 'client.ts')).href)) as {
-    PrismaClient: PrismaClientClass;
+  // Compiled as an app compiles it: with the schema's importFileExtension "js" the generated files
+  // import each other as ./x.js, which tsc accepts under nodenext and Node finds at run time.
+  await promisify(execFile)(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+      ...['--strict', '--skipLibCheck', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext'],
+      ...['--types', 'node', '--outDir', join(workDir, 'out'), join(workDir, 'generated', 'client.ts')],
+    ],
+    { cwd: workDir },
+  );
+  ({ PrismaClient } = (await import(pathToFileURL(join(workDir, 'out', 'client.js')).href)) as {
+    PrismaClient: typeof PrismaClient;
   });
 }, 120_000);
 
@@ -92,10 +117,13 @@ fenceSuite({
   recipes: [import.meta.filename, SCHEMA],
   packages: ['prisma', '@prisma/client', '@prisma/adapter-mariadb', 'mariadb'],
   async connect({ foundRows, url = db.url }) {
+    // The recipe's client has the mariadb connector's default, foundRows on; the test's own has it off.
     const { host, port, user, password } = parseMysqlUrl(url);
-    const prisma = new PrismaClientOf({
-      adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }),
-    });
+    const prisma = foundRows
+      ? connect(databaseUrl(url, db.name))
+      : new PrismaClient({
+          adapter: new PrismaMariaDb({ host, port, user, password, database: db.name, connectionLimit: 2, foundRows }),
+        });
     return {
       repay: (grant, loanId, amount) => repay(prisma, grant, loanId, amount),
       inTransaction: (body) => prisma.$transaction((tx) => body(fromPrisma(tx))),
