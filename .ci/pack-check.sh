@@ -41,7 +41,7 @@ db_url=$(head -1 "$work/db-url")
 tail -1 "$work/server.log"
 
 step "npm pack"
-# npm pack alone must build: prepack compiles a clean dist/ (its output is shown only if it fails).
+# npm pack alone must build: prepare compiles a clean dist/ (its output is shown only if it fails).
 npm pack --pack-destination "$work" > "$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; fail "npm pack failed"; }
 tarball=$(ls "$work"/mysql-rwlock-*.tgz)
 echo "$(basename "$tarball"):"
