@@ -170,6 +170,16 @@ describe('the NestJS example', () => {
     }
   });
 
+  it("resolves forRootAsync's inject only from the modules it imports (as database.module.ts is)", async () => {
+    // Negative control for the example's shape: the same knex provider in the root module instead of
+    // in forRootAsync's imports is out of the lock module's scope, and Nest refuses to bootstrap.
+    const outOfScope = Test.createTestingModule({
+      imports: [MysqlRwlockModule.forRootAsync({ inject: [KNEX], useFactory: (knex: Knex) => ({ knex }) })],
+      providers: [{ provide: KNEX, useValue: db.knex }],
+    }).compile();
+    await expect(outOfScope).rejects.toThrow(/can't resolve dependencies[\s\S]*KNEX/);
+  });
+
   it('refuses bad module options at bootstrap, with nothing written', async () => {
     const before = await db.knex('t_lock_log').count({ n: '*' });
     const bad = Test.createTestingModule({
