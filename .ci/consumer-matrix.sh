@@ -6,7 +6,8 @@
 # The apps' sources are .ci/consumer/<entry>.ts, which import and use every export of each entry
 # point of the package (checked: an export no use file imports fails), and every ```ts block of the
 # packed README.md and docs/*.md, each its own module (```ts nocheck blocks are skipped and counted;
-# docs/orms.md's blocks that import an ORM are skipped and named: test/orm/* checks them with the ORMs).
+# docs/orms.md's blocks that import an ORM are skipped and named: test/orm/* runs them with the ORMs,
+# and .ci/docs-orms.sh compiles and runs them as written in a new app).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
 # server found as pack-check.sh finds one. Per toolchain, .ci/consumer/legacy/ (a NestJS service) is

@@ -2,7 +2,8 @@
 # The package as a new user gets it: `npm pack`, then a scratch app in a temporary directory that
 # installs the tarball as the README says, typechecks the README's quick start
 # (examples/quickstart.ts) under moduleResolution nodenext, node16 and bundler, compiles and runs it
-# against a real server, loads the package through require(), runs the installed reaper bin, and
+# against a real server, loads the package through require(), compiles the shipped NestJS example
+# (examples/nestjs/) with experimentalDecorators and runs it, runs the installed reaper bin, and
 # checks that every relative link in the packed Markdown resolves inside the package, and that the
 # install pulls no ORM, NestJS, Express/Fastify or OpenTelemetry package (.ci/no-extra-packages.mjs).
 # The server is MYSQL_URL if set (a user that may create databases), else one found the way the
@@ -41,7 +42,7 @@ db_url=$(head -1 "$work/db-url")
 tail -1 "$work/server.log"
 
 step "npm pack"
-# npm pack alone must build: prepack compiles a clean dist/ (its output is shown only if it fails).
+# npm pack alone must build: prepare compiles a clean dist/ (its output is shown only if it fails).
 npm pack --pack-destination "$work" > "$work/pack.log" 2>&1 || { cat "$work/pack.log" >&2; fail "npm pack failed"; }
 tarball=$(ls "$work"/mysql-rwlock-*.tgz)
 echo "$(basename "$tarball"):"
@@ -51,7 +52,7 @@ for required in package/package.json package/README.md package/LICENSE package/s
   package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/observability/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
-if grep -Ev '^package/(package\.json|README\.md|LICENSE|CONTRIBUTING\.md|CHANGELOG\.md|examples/quickstart\.ts|docs/.+\.(md|png)|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
+if grep -Ev '^package/(package\.json|README\.md|LICENSE|CONTRIBUTING\.md|CHANGELOG\.md|examples/quickstart\.ts|examples/nestjs/[a-z.]+\.ts|docs/.+\.(md|png)|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
   fail "the tarball holds files beyond what runs and its documentation (listed above)"
 fi
 
@@ -152,6 +153,18 @@ EOF2
 npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node --outDir out spans.ts
 node out/spans.js
 node -e "const { instrumentLocks } = require('mysql-rwlock/otel'); if (typeof instrumentLocks !== 'function') process.exit(1); console.log(\"require('mysql-rwlock/otel'): instrumentLocks is a function\")"
+
+step "the NestJS example as shipped (examples/nestjs/): compiled with experimentalDecorators, run against the server"
+npm install --no-audit --no-fund "@nestjs/common@$(pkg "peerDependencies['@nestjs/common']")" \
+  "@nestjs/core@$(pkg "peerDependencies['@nestjs/core']")" reflect-metadata rxjs > nest-install.log 2>&1 \
+  || { cat nest-install.log >&2; fail "npm install of NestJS"; }
+mkdir nest
+cp node_modules/mysql-rwlock/examples/nestjs/*.ts nest/
+npx --no-install tsc --strict --target es2022 --module nodenext --moduleResolution nodenext --types node \
+  --experimentalDecorators --outDir out/nest nest/*.ts
+out=$(MYSQL_URL=$db_url node out/nest/main.js)
+echo "$out"
+grep -Eqx 'repaid 25\.00 on loan-7 under its write lock; balance now 975\.00' <<<"$out" || fail "unexpected output from the NestJS example"
 
 step "the installed reaper bin"
 node_modules/.bin/mysql-rwlock-reaper --help > help.txt

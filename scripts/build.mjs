@@ -1,4 +1,5 @@
-// `npm run build` (also run by `npm pack`/`npm publish` through prepack): a clean dist/ from
+// `npm run build` (also run through `prepare` by `npm pack`/`npm publish`, by `npm ci`/`npm install` in a
+// checkout, and by npm when the package is installed from git): a clean dist/ from
 // tsconfig.build.json, and the reaper bin made executable so `./node_modules/.bin/…` and a
 // checkout's `dist/jobs/reaper.js` can be run directly (npm sets the mode on install as well).
 import { execFileSync } from 'node:child_process';

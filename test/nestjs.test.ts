@@ -1,8 +1,10 @@
 // The NestJS example (examples/nestjs/) run with @nestjs/testing against the real server: two
-// instances of the app (each its own LockManager, as two processes) on one database. The module
-// migrates at bootstrap; a repayment (write lock) and a claim transfer (read lock) on one loan exclude
-// each other, two transfers share it (the negative control: the same observation sees overlap);
-// app.close() closes the manager and unregisters it from the decorators.
+// instances of its AppModule as written (each its own knex and LockManager, as two processes) on one
+// database, only the knex provider given this file's database. The module migrates at bootstrap (with
+// stored procedures, as the example says, in every lane); a repayment (write lock) and a claim
+// transfer (read lock) on one loan exclude each other, two transfers share it (the negative control:
+// the same observation sees overlap); app.close() closes the manager, unregisters it from the
+// decorators and destroys the instance's knex.
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,12 +15,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionsError, ManagerClosedError, type LockManager } from '../src/index.js';
 import { WithWriteLock } from '../src/decorators/index.js';
 import { LOCK_MANAGER, MysqlRwlockModule } from '../src/nestjs/index.js';
+import { connectKnex } from '../harness/database.js';
 import { AppModule } from '../examples/nestjs/app.module.js';
 import { AuditLog } from '../examples/nestjs/audit.js';
+import { KNEX } from '../examples/nestjs/database.module.js';
 import { RepaymentService } from '../examples/nestjs/repayment.service.js';
 import { TransferService } from '../examples/nestjs/transfer.service.js';
 import { createLoanTables } from '../examples/nestjs/schema.js';
-import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
+import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename, { migrate: false });
 
@@ -40,6 +44,7 @@ class GatedAudit extends AuditLog {
 
 interface Instance {
   app: INestApplicationContext;
+  knex: Knex;
   audit: GatedAudit;
   repayments: RepaymentService;
   transfers: TransferService;
@@ -51,11 +56,12 @@ afterAll(async () => {
   for (const app of apps) await app.close();
 });
 
-async function instance(owner: string, events: string[]): Promise<Instance> {
+async function instance(events: string[]): Promise<Instance> {
   const audit = new GatedAudit(events);
-  const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.on(db.knex, owner, { procedures: TEST_PROCEDURES })],
-  })
+  const knex = connectKnex(db.url, db.name);
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+    .overrideProvider(KNEX)
+    .useValue(knex)
     .overrideProvider(AuditLog)
     .useValue(audit)
     .compile();
@@ -63,6 +69,7 @@ async function instance(owner: string, events: string[]): Promise<Instance> {
   apps.push(app);
   return {
     app,
+    knex,
     audit,
     repayments: app.get(RepaymentService),
     transfers: app.get(TransferService),
@@ -83,10 +90,11 @@ describe('the NestJS example', () => {
 
   it('bootstraps two instances; the module migrated the database and provides the manager', async () => {
     await expect(db.knex.raw('SELECT 1 FROM t_lock_log LIMIT 1')).rejects.toThrow(/t_lock_log/);
-    a = await instance('loans-a', events);
-    b = await instance('loans-b', events);
+    a = await instance(events);
+    b = await instance(events);
     await db.knex.raw('SELECT 1 FROM t_lock_log LIMIT 1');
-    expect([a.locks.owner, b.locks.owner]).toEqual(['loans-a', 'loans-b']);
+    expect(a.locks.owner).not.toBe(b.locks.owner);
+    expect(a.app.get(KNEX)).toBe(a.knex);
     await createLoanTables(db.knex);
     await db.knex('loan').insert({ id: 'loan-1', balance_cents: 100_000 });
     expect(await a.repayments.repay('loan-1', 2_500)).toBe(97_500);
@@ -128,9 +136,11 @@ describe('the NestJS example', () => {
     b.audit.holds.clear();
   });
 
-  it('app.close() closes its manager, and the other instance keeps working', async () => {
+  it('app.close() closes its manager and then destroys its knex, and the other instance keeps working', async () => {
     await a.app.close();
     await expect(a.locks.acquireWrite('loan:loan-1')).rejects.toThrow(ManagerClosedError);
+    // A destroyed knex refuses queries: the DatabaseModule's onApplicationShutdown ran.
+    await expect(a.knex.raw('SELECT 1')).rejects.toThrow(/Unable to acquire a connection/);
     await expect(a.repayments.repay('loan-1', 1)).rejects.toThrow(ManagerClosedError);
     expect(await b.repayments.repay('loan-1', 500)).toBe(96_000);
   });
@@ -150,10 +160,24 @@ describe('the NestJS example', () => {
     await expect(touch('loan-1')).rejects.toThrow(InvalidOptionsError);
   });
 
-  it('docs/decorators.md carries the example repayment service verbatim', () => {
+  it('docs/decorators.md carries the example files verbatim', () => {
     const page = readFileSync(join(import.meta.dirname, '../docs/decorators.md'), 'utf8');
-    const service = readFileSync(join(import.meta.dirname, '../examples/nestjs/repayment.service.ts'), 'utf8');
-    expect(page).toContain(`\`\`\`ts nocheck\n${service}\`\`\``);
+    for (const file of ['database.module.ts', 'app.module.ts', 'repayment.service.ts']) {
+      const source = readFileSync(join(import.meta.dirname, '../examples/nestjs', file), 'utf8');
+      expect(page, `docs/decorators.md does not carry examples/nestjs/${file}`).toContain(
+        `\`\`\`ts nocheck\n${source}\`\`\``,
+      );
+    }
+  });
+
+  it("resolves forRootAsync's inject only from the modules it imports (as database.module.ts is)", async () => {
+    // Negative control for the example's shape: the same knex provider in the root module instead of
+    // in forRootAsync's imports is out of the lock module's scope, and Nest refuses to bootstrap.
+    const outOfScope = Test.createTestingModule({
+      imports: [MysqlRwlockModule.forRootAsync({ inject: [KNEX], useFactory: (knex: Knex) => ({ knex }) })],
+      providers: [{ provide: KNEX, useValue: db.knex }],
+    }).compile();
+    await expect(outOfScope).rejects.toThrow(/can't resolve dependencies[\s\S]*KNEX/);
   });
 
   it('refuses bad module options at bootstrap, with nothing written', async () => {

@@ -36,7 +36,8 @@ for (const file of readdirSync(useDir).filter((f) => f.endsWith('.ts'))) {
 
 // docs/orms.md's recipes import the ORMs (Prisma, TypeORM, Sequelize, ...) and docs/frameworks.md's
 // examples Express and Fastify, which this app does not install: test/orm/* and test/frameworks.test.ts
-// type-check and run them against the real packages and check that the pages carry them verbatim.
+// run them against the real packages and check that the pages carry them verbatim, and
+// .ci/docs-orms.sh compiles docs/orms.md's code as written in a new app with the ORMs and runs it.
 // Their blocks that import only what the app has (knex, mysql2, node:) are checked here.
 const PAGES_OF_PACKAGES = ['docs/orms.md', 'docs/frameworks.md'];
 const nodeModules = dirname(pkgDir);
@@ -90,7 +91,7 @@ for (const doc of docs) {
 console.error(`entries: ${entries.map((e) => `${e.specifier} (${e.file})`).join(', ')}`);
 if (ormBlocks.length)
   console.error(
-    `examples: ${ormBlocks.length} blocks import an ORM or framework this app does not install, checked against the real packages by test/orm/* and test/frameworks.test.ts instead: ${ormBlocks.join(', ')}`,
+    `examples: ${ormBlocks.length} blocks import an ORM or framework this app does not install, run against the real packages by test/orm/*, test/frameworks.test.ts and .ci/docs-orms.sh instead: ${ormBlocks.join(', ')}`,
   );
 console.error(
   `examples: ${checked} ts blocks from ${docs.filter((d) => existsSync(join(pkgDir, d))).join(', ')} to check; ${skipped.length} skipped as ts nocheck${skipped.length ? `: ${skipped.join(', ')}` : ''}`,

@@ -1,25 +1,24 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import type { Knex } from 'knex';
-import { MysqlRwlockModule, type MysqlRwlockModuleOptions } from 'mysql-rwlock/nestjs';
+import { MysqlRwlockModule } from 'mysql-rwlock/nestjs';
 import { AuditLog } from './audit.js';
+import { DatabaseModule, KNEX } from './database.module.js';
 import { RepaymentService } from './repayment.service.js';
 import { TransferService } from './transfer.service.js';
 
+/** The loan services: they reach the lock's transaction through the injected LockManager. */
 @Module({ providers: [AuditLog, RepaymentService, TransferService], exports: [RepaymentService, TransferService] })
 export class LoansModule {}
 
-/** The application on a knex instance (the caller's: destroy it after `app.close()`). */
-@Module({})
-export class AppModule {
-  static on(db: Knex, owner: string, migrate: MysqlRwlockModuleOptions['migrate'] = true): DynamicModule {
-    return {
-      module: AppModule,
-      imports: [
-        MysqlRwlockModule.forRootAsync({
-          useFactory: async () => ({ knex: db, owner, migrate }),
-        }),
-        LoansModule,
-      ],
-    };
-  }
-}
+@Module({
+  imports: [
+    MysqlRwlockModule.forRootAsync({
+      // The factory's injections resolve in this module's own scope: import the module that exports KNEX.
+      imports: [DatabaseModule],
+      inject: [KNEX],
+      useFactory: (knex: Knex) => ({ knex, migrate: true }),
+    }),
+    LoansModule,
+  ],
+})
+export class AppModule {}

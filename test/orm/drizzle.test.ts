@@ -3,8 +3,8 @@
 import { sql } from 'drizzle-orm';
 import { int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
-import mysql from 'mysql2/promise';
-import { parseMysqlUrl } from '../../harness/database.js';
+import mysql, { type Pool } from 'mysql2/promise';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromDrizzle } from '../../src/adapters/index.js';
@@ -13,6 +13,11 @@ import { fenceSuite } from './support/suite.js';
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
+/** Drizzle on a mysql2 pool to the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
+function connect(url: string): MySql2Database & { $client: Pool } {
+  return drizzle({ client: mysql.createPool(url) });
+}
+
 const loans = mysqlTable('loans', { id: varchar('id', { length: 32 }).primaryKey(), repaid: int('repaid').notNull() });
 const payments = mysqlTable('payments', {
   id: int('id').autoincrement().primaryKey(),
@@ -38,13 +43,18 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['drizzle-orm', 'mysql2'],
   async connect({ foundRows, url = db.url }) {
-    const pool = mysql.createPool({
-      ...parseMysqlUrl(url),
-      database: db.name,
-      connectionLimit: 2,
-      flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
-    });
-    const orm = drizzle({ client: pool });
+    // The recipe's pool has mysql2's default, CLIENT_FOUND_ROWS; the test's own has it off.
+    const orm = foundRows
+      ? connect(databaseUrl(url, db.name))
+      : drizzle({
+          client: mysql.createPool({
+            ...parseMysqlUrl(url),
+            database: db.name,
+            connectionLimit: 2,
+            flags: ['-FOUND_ROWS'],
+          }),
+        });
+    const pool = orm.$client;
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),
       inTransaction: (body) => orm.transaction((tx) => body(fromDrizzle(tx))),

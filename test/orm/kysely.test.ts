@@ -2,7 +2,7 @@
 import { CompiledQuery, Kysely, MysqlDialect, sql, type Generated, type Transaction } from 'kysely';
 import { createPool } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import { createLockManager, LockInvariantError, type FenceExecutor, type Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { grantRow, invariantViolations } from '../support/state.js';
@@ -15,6 +15,11 @@ const db = useTestDatabase(import.meta.filename);
 interface Database {
   loans: { id: string; repaid: number };
   payments: { id: Generated<number>; loan_id: string; amount: number };
+}
+
+/** Kysely on a mysql2 pool to the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
+function connect(url: string): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new MysqlDialect({ pool: createPool(url) }) });
 }
 
 async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amount: number): Promise<void> {
@@ -30,13 +35,10 @@ async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amo
 }
 // docs/orms.md recipe: end
 
-function connect(foundRows: boolean, url = db.url): Kysely<Database> {
-  const pool = createPool({
-    ...parseMysqlUrl(url),
-    database: db.name,
-    connectionLimit: 2,
-    flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
-  });
+/** The recipe's Kysely has mysql2's default, CLIENT_FOUND_ROWS; the test's own has it off. */
+function connectWith(foundRows: boolean, url = db.url): Kysely<Database> {
+  if (foundRows) return connect(databaseUrl(url, db.name));
+  const pool = createPool({ ...parseMysqlUrl(url), database: db.name, connectionLimit: 2, flags: ['-FOUND_ROWS'] });
   return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
 }
 
@@ -46,7 +48,7 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['kysely', 'mysql2'],
   async connect({ foundRows, url }) {
-    const kysely = connect(foundRows, url);
+    const kysely = connectWith(foundRows, url);
     return {
       repay: (grant, loanId, amount) => repay(kysely, grant, loanId, amount),
       inTransaction: (body) => kysely.transaction().execute((trx) => body(fromKysely(trx))),
@@ -60,7 +62,7 @@ describe('an executor that does not resolve to the affected-row count', () => {
   let kysely: Kysely<Database>;
 
   beforeAll(() => {
-    kysely = connect(true);
+    kysely = connectWith(true);
   });
 
   afterAll(async () => {

@@ -1,15 +1,22 @@
-// The fence on a MikroORM transaction (@mikro-orm/mysql, which runs on knex and mysql2). No
-// entities: the fence and these business writes are plain SQL through the transaction's EntityManager.
+// The fence on a MikroORM transaction (@mikro-orm/mysql on mysql2: through Kysely from 7, through
+// knex in 6, which the previous-versions lane runs). No entities: the fence and these business
+// writes are plain SQL through the transaction's EntityManager.
 import { MikroORM } from '@mikro-orm/mysql';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromMikroORM } from '../../src/adapters/index.js';
-import { fenceSuite } from './support/suite.js';
+import { fenceSuite, installedVersion } from './support/suite.js';
 
 const db = useTestDatabase(import.meta.filename);
+const MAJOR = Number(installedVersion('@mikro-orm/core').split('.')[0]);
 
 // docs/orms.md recipe: begin
+/** MikroORM on the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
+function connect(url: string): Promise<MikroORM> {
+  return MikroORM.init({ clientUrl: url, entities: [], discovery: { warnWhenNoEntities: false } });
+}
+
 async function repay(orm: MikroORM, grant: Grant, loanId: string, amount: number): Promise<void> {
   await orm.em.transactional(async (em) => {
     await em.execute(
@@ -30,18 +37,23 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['@mikro-orm/core', '@mikro-orm/mysql'],
   async connect({ foundRows, url = db.url }) {
+    // The recipe's MikroORM has mysql2's default, CLIENT_FOUND_ROWS; the test's own has it off.
+    // driverOptions go to mysql2's pool from MikroORM 7, and to knex's connection in 6.
     const { host, port, user, password } = parseMysqlUrl(url);
-    const orm = await MikroORM.init({
-      dbName: db.name,
-      host,
-      port,
-      user,
-      password,
-      pool: { min: 0, max: 2 },
-      entities: [],
-      discovery: { warnWhenNoEntities: false },
-      driverOptions: { connection: { flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] } },
-    });
+    const flags = ['-FOUND_ROWS'];
+    const orm = foundRows
+      ? await connect(databaseUrl(url, db.name))
+      : await MikroORM.init({
+          dbName: db.name,
+          host,
+          port,
+          user,
+          password,
+          pool: { min: 0, max: 2 },
+          entities: [],
+          discovery: { warnWhenNoEntities: false },
+          driverOptions: MAJOR >= 7 ? { flags } : { connection: { flags } },
+        });
     return {
       repay: (grant, loanId, amount) => repay(orm, grant, loanId, amount),
       inTransaction: (body) => orm.em.transactional((em) => body(fromMikroORM(em))),

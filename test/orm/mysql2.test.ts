@@ -1,7 +1,7 @@
 // The fence on one mysql2 promise connection (the pool recipe is the README's, tested in
 // test/fence-mysql2.test.ts).
 import mysql, { type Connection } from 'mysql2/promise';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromMysql2 } from '../../src/adapters/index.js';
@@ -10,6 +10,11 @@ import { fenceSuite } from './support/suite.js';
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
+/** One connection to the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
+function connect(url: string): Promise<Connection> {
+  return mysql.createConnection(url);
+}
+
 async function repay(conn: Connection, grant: Grant, loanId: string, amount: number): Promise<void> {
   await conn.beginTransaction();
   try {
@@ -34,11 +39,10 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['mysql2'],
   async connect({ foundRows, url = db.url }) {
-    const conn = await mysql.createConnection({
-      ...parseMysqlUrl(url),
-      database: db.name,
-      flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'],
-    });
+    // The recipe's connection has mysql2's default, CLIENT_FOUND_ROWS; the test's own has it off.
+    const conn = foundRows
+      ? await connect(databaseUrl(url, db.name))
+      : await mysql.createConnection({ ...parseMysqlUrl(url), database: db.name, flags: ['-FOUND_ROWS'] });
     return {
       repay: (grant, loanId, amount) => repay(conn, grant, loanId, amount),
       async inTransaction(body) {

@@ -1,6 +1,6 @@
 // The fence on a Sequelize managed transaction (dialect mysql, which runs on mysql2).
 import { Sequelize, type Transaction } from 'sequelize';
-import { parseMysqlUrl } from '../../harness/database.js';
+import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { fromSequelize } from '../../src/adapters/index.js';
@@ -9,6 +9,11 @@ import { fenceSuite } from './support/suite.js';
 const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
+/** Sequelize on the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
+function connect(url: string): Sequelize {
+  return new Sequelize(url, { dialect: 'mysql', logging: false });
+}
+
 async function repay(sequelize: Sequelize, grant: Grant, loanId: string, amount: number): Promise<void> {
   await sequelize.transaction(async (transaction) => {
     await sequelize.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', {
@@ -30,16 +35,18 @@ fenceSuite({
   recipes: [import.meta.filename],
   packages: ['sequelize', 'mysql2'],
   async connect({ foundRows, url = db.url }) {
+    // The recipe's Sequelize has its own default, -FOUND_ROWS; the test's own has it on.
     const { host, port, user, password } = parseMysqlUrl(url);
-    const sequelize = new Sequelize(db.name, user, password, {
-      dialect: 'mysql',
-      host,
-      port,
-      logging: false,
-      pool: { max: 2 },
-      // Sequelize's own default is -FOUND_ROWS: both are set explicitly here.
-      dialectOptions: { flags: [foundRows ? 'FOUND_ROWS' : '-FOUND_ROWS'] },
-    });
+    const sequelize = foundRows
+      ? new Sequelize(db.name, user, password, {
+          dialect: 'mysql',
+          host,
+          port,
+          logging: false,
+          pool: { max: 2 },
+          dialectOptions: { flags: ['FOUND_ROWS'] },
+        })
+      : connect(databaseUrl(url, db.name));
     return {
       repay: (grant, loanId, amount) => repay(sequelize, grant, loanId, amount),
       inTransaction: (body) => sequelize.transaction((transaction) => body(fromSequelize(sequelize, transaction))),
