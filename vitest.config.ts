@@ -37,6 +37,7 @@ const PACKAGE_ENTRIES: Record<string, string> = {
   'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
+  'mysql-rwlock/cron': 'src/jobs/cron.ts',
 };
 
 export default defineConfig({
