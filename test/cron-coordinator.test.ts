@@ -10,10 +10,10 @@ import type { RunCoordinator } from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
 import { createLockManager, InvalidOptionsError, type Grant } from '../src/index.js';
-import { reapStaleGrants } from '../src/admin/index.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
 import { createRunCoordinator } from '../src/jobs/cron.js';
 import { useTestDatabase } from './support/db.js';
-import { backdate, invariantViolations, snapshot } from './support/state.js';
+import { backdate, invariantViolations, resourceRows, snapshot } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
 const REPO = join(import.meta.dirname, '..');
@@ -214,5 +214,60 @@ describe('createRunCoordinator', () => {
     await expect(createRunCoordinator(locks).shouldRun('k', NaN)).rejects.toThrow(/^ttlMs must/);
     await expect(createRunCoordinator(locks).shouldRun('k', 0)).rejects.toBeInstanceOf(InvalidOptionsError);
     expect(await snapshot(db.knex)).toBe(before);
+  });
+});
+
+describe('the rows one-fire keys leave', () => {
+  const DAY_MS = 86_400_000;
+
+  it('go with the purge after the retention period: the log rows and the resource rows nothing holds', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const coordinator = createRunCoordinator(locks, { prefix: 'purge:' });
+    const fires = ['t:2026-11-01T00:00:00.000Z', 't:2026-11-01T00:00:01.000Z', 't:2026-11-01T00:00:02.000Z'];
+    for (const key of fires) {
+      expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
+      await coordinator.onComplete!(key);
+    }
+    // A key still held, and one used again since, keep their rows; a fresh key keeps its history.
+    const held = await locks.acquireWrite('purge:held');
+    const again = await locks.acquireWrite('purge:again');
+    await again.release();
+    await db.knex.raw(
+      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 2 DAY WHERE resource_id LIKE 'purge:%'",
+    );
+    const fresh = await locks.acquireWrite('purge:again');
+    await fresh.release();
+    const result = await purgeReleasedGrants(db.knex, { retentionMs: DAY_MS });
+    expect(result).toEqual({ purged: 4, resources: 3 });
+    const left = (await resourceRows(db.knex)).filter((r) => r.resource.startsWith('purge:')).map((r) => r.resource);
+    expect(left).toEqual(['purge:again', 'purge:held']);
+    expect((await locks.history('purge:again')).grants.map((g) => g.id)).toEqual([fresh.id]);
+    expect((await locks.inspect('purge:held')).holders.map((h) => h.id)).toEqual([held.id]);
+    expect(await held.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('a purge racing acquires of the same key leaves the counts right and every acquire granted', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    let stop = false;
+    let purges = 0;
+    const purging = (async () => {
+      while (!stop) {
+        await purgeReleasedGrants(db.knex, { retentionMs: 1 });
+        purges++;
+      }
+    })();
+    try {
+      for (let i = 0; i < 100; i++) {
+        const grant = await locks.tryAcquireWrite('purge:race');
+        expect(grant, `attempt ${i}`).not.toBeNull();
+        await grant!.release();
+      }
+    } finally {
+      stop = true;
+      await purging;
+    }
+    expect(purges).toBeGreaterThan(0);
+    expect(await invariantViolations(db.knex)).toEqual([]);
   });
 });
