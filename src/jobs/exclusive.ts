@@ -13,12 +13,16 @@ export type ExclusiveResult<T> = { ran: true; value: T } | { ran: false; heldBy:
  */
 export const RUN_SUFFIX = '#run';
 
-/** What a run needs of its manager: one attempt at a write grant, a holder's owner, a grant's age, the fenced work. */
+/**
+ * What a run needs of its manager: one attempt at a write grant, a holder's owner, a grant's age,
+ * the fenced work, and to count the hold after the run as in flight (close() waits for it).
+ */
 export interface ExclusiveSteps<T> {
   tryWrite(resourceId: string): Promise<HeldGrant | null>;
   heldBy(resourceId: string): Promise<string | null>;
   ageMs(grant: HeldGrant): Promise<number | null>;
   run(fence: HeldGrant): Promise<T>;
+  inFlight(hold: Promise<void>): void;
 }
 
 /** The job name is a resource id, and with `lockAtLeastFor` so is the name and RUN_SUFFIX. */
@@ -64,7 +68,7 @@ export async function runExclusiveJob<T>(
     // An error is already on its way to the caller; if a release fails too, the reaper releases the grant.
     if (fence !== job && !fence.settled) await fence.release().catch(() => undefined);
     if (started && o.lockAtLeastFor > 0 && !job.settled)
-      void releaseAfterAtLeast(job, o.lockAtLeastFor, () => steps.ageMs(job)).catch(() => undefined);
+      steps.inFlight(releaseAfterAtLeast(job, o.lockAtLeastFor, () => steps.ageMs(job)).catch(() => undefined));
     else if (!job.settled) await job.release().catch(() => undefined);
   }
 }

@@ -344,7 +344,7 @@ export class LockManager {
    * is kept ahead for at most `lockAtMostFor`: a run still going past it gets `grant.signal` aborted,
    * and once the reaper has released its grant its commit is refused (LockLostError). With
    * `lockAtLeastFor` the grant is kept after a faster run until that long after it was granted, on
-   * the database clock. See docs/jobs.md.
+   * the database clock; `close()` waits for that hold. See docs/jobs.md.
    *
    * @example
    * ```ts
@@ -399,6 +399,13 @@ export class LockManager {
             (
               await withConnection(ctx.knex, (conn) => inspectResource(conn, grant.resourceId, grant.ref.resource, 0))
             ).holders.find((h) => h.id === grant.id)?.ageMs ?? null,
+          // The hold after the run is part of this call's effect: close() waits for it.
+          inFlight: (hold) => {
+            this.#inFlight++;
+            void hold.finally(() => {
+              if (--this.#inFlight === 0) this.#drained?.();
+            });
+          },
           run: (grant) =>
             inHoldScope(grant, () =>
               o.grant
