@@ -10,7 +10,9 @@ import type { RunCoordinator } from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
 import { createLockManager, InvalidOptionsError, type Grant } from '../src/index.js';
-import { purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
+import { checkLockCounts, purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
+import { withConnection } from '../src/sql/connection.js';
+import { purgeIdleResources } from '../src/sql/purge.js';
 import { createRunCoordinator } from '../src/jobs/cron.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations, resourceRows, snapshot } from './support/state.js';
@@ -250,24 +252,41 @@ describe('the rows one-fire keys leave', () => {
   it('a purge racing acquires of the same key leaves the counts right and every acquire granted', async () => {
     const locks = createLockManager({ knex: db.knex });
     let stop = false;
-    let purges = 0;
+    let rowsPurged = 0;
     const purging = (async () => {
-      while (!stop) {
-        await purgeReleasedGrants(db.knex, { retentionMs: 1 });
-        purges++;
-      }
+      while (!stop) rowsPurged += (await purgeReleasedGrants(db.knex, { retentionMs: 1 })).resources;
     })();
     try {
       for (let i = 0; i < 100; i++) {
         const grant = await locks.tryAcquireWrite('purge:race');
         expect(grant, `attempt ${i}`).not.toBeNull();
-        await grant!.release();
+        // A resource row deleted under a live grant would leave its release nothing to give back.
+        expect(await grant!.release(), `release ${i}`).toBe(true);
+        // Pacing, not a wait for a condition: released rows older than the 1 ms retention let the purge in between.
+        await new Promise((resolve) => setTimeout(resolve, 2));
       }
     } finally {
       stop = true;
       await purging;
     }
-    expect(purges).toBeGreaterThan(0);
+    console.log(`[cron] the key's resource row was purged and created again ${rowsPurged} times`);
     expect(await invariantViolations(db.knex)).toEqual([]);
+    expect((await checkLockCounts(db.knex)).disagreements).toEqual([]);
+  });
+
+  it("keeps a held resource's row (negative control: deleted without the guard, its holder's release finds nothing)", async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const purgeRows = (id: string) => withConnection(db.knex, (conn) => purgeIdleResources(conn, [Buffer.from(id)]));
+    const guarded = await locks.acquireWrite('purge:guarded');
+    expect(await purgeRows('purge:guarded')).toBe(0);
+    expect(await guarded.release()).toBe(true);
+    expect(await purgeRows('purge:guarded')).toBe(0); // its grant is still in the log
+    const unguarded = await locks.acquireWrite('purge:unguarded');
+    await db.knex.raw("DELETE FROM t_read_write_lock WHERE resource_id = 'purge:unguarded'");
+    expect((await checkLockCounts(db.knex)).disagreements).toMatchObject([
+      { resourceId: 'purge:unguarded', rowMissing: true },
+    ]);
+    expect(await unguarded.release()).toBe(false);
+    await db.knex.raw("UPDATE t_lock_log SET status = 2 WHERE resource_id = 'purge:unguarded'");
   });
 });
