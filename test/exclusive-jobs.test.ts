@@ -210,7 +210,7 @@ describe('runExclusive', () => {
 });
 
 describe('lockAtLeastFor', () => {
-  const AT_LEAST_MS = 1_500;
+  const AT_LEAST_MS = 2_000;
 
   it('keeps the grant after a fast run until lockAtLeastFor has passed on the database clock', async () => {
     await table();

@@ -37,14 +37,17 @@ async function renewedAfter(grantId: number, since: number): Promise<void> {
 describe('leaseMs on acquireWrite, acquireRead and acquireMany', () => {
   it('keeps an acquired grant leased until it is released', async () => {
     const locks = createLockManager({ knex: db.knex });
-    const writer = await locks.acquireWrite('kept-w', { leaseMs: 300 });
-    const reader = await locks.acquireRead('kept-r', { leaseMs: 300 });
-    const group = await locks.acquireMany({ write: ['kept-g1', 'kept-g2'] }, { leaseMs: 300 });
+    // Renewed every 500 ms, 1.5 s ahead: the reap below comes well within the second the lease has left.
+    const writer = await locks.acquireWrite('kept-w', { leaseMs: 1_500 });
+    const reader = await locks.acquireRead('kept-r', { leaseMs: 1_500 });
+    const group = await locks.acquireMany({ write: ['kept-g1', 'kept-g2'] }, { leaseMs: 1_500 });
     const grants = [writer, reader, ...group.grants];
-    for (const g of grants) {
-      await backdate(db.knex, g.id, HOUR);
-      await renewedAfter(g.id, (await lease(g.id)).until);
-    }
+    await Promise.all(
+      grants.map(async (g) => {
+        await backdate(db.knex, g.id, HOUR);
+        await renewedAfter(g.id, (await lease(g.id)).until);
+      }),
+    );
     expect((await reapStaleGrants(db.knex, CUTOFF)).reaped).toBe(0);
     await writer.release();
     await reader.release();
@@ -62,15 +65,15 @@ describe('leaseMs on acquireWrite, acquireRead and acquireMany', () => {
 });
 
 describe('maxHoldMs', () => {
-  const LEASE_MS = 300;
-  const CAP_MS = 900;
+  const LEASE_MS = 1_500;
+  const CAP_MS = 3_000;
 
   it('stops the renewal at the cap: signal aborts with a TimeoutError, the lease runs out, the reaper releases it', async () => {
     const locks = createLockManager({ knex: db.knex });
     const g = await locks.acquireWrite('capped', { leaseMs: LEASE_MS, maxHoldMs: CAP_MS });
     const reason = await aborted(g);
     expect(reason).toMatchObject({ name: 'TimeoutError' });
-    expect(String((reason as Error).message)).toMatch(/reached maxHoldMs \(900 ms\)/);
+    expect(String((reason as Error).message)).toMatch(/reached maxHoldMs \(3000 ms\)/);
     await backdate(db.knex, g.id, HOUR);
     await expect.poll(async () => (await lease(g.id)).passed).toBe(true);
     expect((await reapStaleGrants(db.knex, CUTOFF)).grants.map((r) => r.id)).toEqual([g.id]);
