@@ -7,7 +7,7 @@ import { defineConfig, type Plugin } from 'vitest/config';
  * tsconfig.json (test/legacy-decorators/ has its own). These files use TypeScript 5+ standard
  * decorators, which Node 20 cannot parse: TypeScript itself compiles them, as an app's tsc would.
  */
-const STANDARD_DECORATOR_FILES = ['/test/decorators.test.ts'];
+const STANDARD_DECORATOR_FILES = ['/test/decorators.test.ts', '/test/exclusive-decorator.test.ts'];
 const standardDecorators: Plugin = {
   name: 'typescript-standard-decorators',
   enforce: 'pre',
@@ -37,6 +37,7 @@ const PACKAGE_ENTRIES: Record<string, string> = {
   'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
+  'mysql-rwlock/cron': 'src/jobs/cron.ts',
 };
 
 export default defineConfig({

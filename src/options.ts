@@ -31,6 +31,8 @@ export const DEFAULTS = deepFreeze({
   checkLockCounts: { limit: 1_000 },
   /** `migrate()` */
   migrate: { waitMs: 60_000, procedures: true },
+  /** `runExclusive()` and `@Exclusive`; their `leaseMs` is `lockAtMostFor` unless given */
+  runExclusive: { lockAtLeastFor: 0 },
 });
 
 function deepFreeze<T extends object>(
@@ -137,6 +139,20 @@ export interface AcquireOptions {
   waitMs?: number;
   /** Cancels the wait with an AbortError (LockAbortedError). */
   signal?: AbortSignal;
+  /**
+   * Keeps the grant's lease this far ahead (extended every third of it) until it is released (in a
+   * scoped call: while `work` runs), so a long but live holder is not reaped; a holder that stops
+   * running (paused, partitioned) stops extending and is reaped as usual. `grant.signal` aborts if
+   * an extension finds the grant lost. In `acquireMany`, every grant of the group.
+   * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
+   */
+  leaseMs?: number;
+  /**
+   * A cap on the kept-ahead lease (needs `leaseMs`): the lease is never extended past this long
+   * after the grant; then the renewal stops, `grant.signal` aborts (a TimeoutError) and the grant
+   * goes stale as any other once its lease has run out. @defaultValue none: kept ahead until released
+   */
+  maxHoldMs?: number;
 }
 
 export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
@@ -159,21 +175,13 @@ export interface WithLockOptions extends WithGrantOptions {
 }
 
 /** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
-export interface WithGrantOptions extends AcquireOptions {
-  /**
-   * Keeps the grant's lease this far ahead while `work` runs (extended every third of it), so a
-   * long but live holder is not reaped; a holder that stops running (paused, partitioned) stops
-   * extending and is reaped as usual. `grant.signal` aborts if an extension finds the grant lost.
-   * @defaultValue off: the grant is reaped `staleAfterMs` after it was granted
-   */
-  leaseMs?: number;
-}
+export type WithGrantOptions = AcquireOptions;
 
 /** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
 const CALL_OPTION_KEYS = {
-  acquire: ['waitMs', 'signal'],
-  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'section'],
-  granted: ['waitMs', 'signal', 'leaseMs'],
+  acquire: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
+  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section'],
+  granted: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
 } as const;
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
@@ -315,6 +323,7 @@ export interface ResolvedAcquireOptions {
   signal: AbortSignal | undefined;
   isolationLevel: IsolationLevel | undefined;
   leaseMs: number | undefined;
+  maxHoldMs: number | undefined;
   section: boolean;
 }
 
@@ -337,12 +346,71 @@ export function resolveCallOptions(
       `isolationLevel must be one of ${ISOLATION_LEVELS.join(', ')}, got ${describe(isolationLevel)}`,
     );
   }
-  const leaseMs =
-    o.leaseMs === undefined ? undefined : integerOption('leaseMs', o.leaseMs, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
+  const leaseMs = leaseOption(o.leaseMs);
+  const maxHoldMs = maxHoldOption(o.maxHoldMs, leaseMs);
   const section = booleanOption('section', o.section, false);
   if (section && leaseMs !== undefined)
     throw new InvalidOptionsError('leaseMs cannot be used with section: a section holds no durable grant to extend');
-  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs, section };
+  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs, maxHoldMs, section };
+}
+
+function leaseOption(value: unknown): number | undefined {
+  return value === undefined ? undefined : integerOption('leaseMs', value, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
+}
+
+/** A cap on a kept-ahead lease, meaningless without one. */
+function maxHoldOption(value: unknown, leaseMs: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const maxHoldMs = integerOption('maxHoldMs', value, 1, LIMITS.maxTimerMs);
+  if (leaseMs === undefined)
+    throw new InvalidOptionsError('maxHoldMs needs leaseMs: it caps a lease that is kept ahead, and none is');
+  return maxHoldMs;
+}
+
+/** The options of `runExclusive` and `@Exclusive`: how long a job's grant is held at most and at least. */
+export interface ExclusiveOptions {
+  /**
+   * The most a run holds the job's grant: its lease is kept ahead (`leaseMs`) for at most this long
+   * after the grant, then `grant.signal` aborts and the grant goes stale as any other once its
+   * lease has run out; a run still going then commits nothing once the reaper has released it.
+   * Required; at least `LIMITS.minLeaseMs`.
+   */
+  lockAtMostFor: number;
+  /**
+   * The least the job's grant is held, from the grant, on the database clock: after a faster run
+   * the grant is kept, and released once this has passed. At most `lockAtMostFor`.
+   * @defaultValue `DEFAULTS.runExclusive.lockAtLeastFor`
+   */
+  lockAtLeastFor?: number;
+  /** How far ahead the lease is kept while the job runs, every third of it. @defaultValue `lockAtMostFor`: one lease for the whole run */
+  leaseMs?: number;
+  /**
+   * Run `work(grant)` as `withWriteGrant` does, for another ORM's transaction, instead of
+   * `work(trx, grant)` in a knex transaction. @defaultValue false
+   */
+  grant?: boolean;
+}
+
+export interface ResolvedExclusiveOptions {
+  lockAtMostFor: number;
+  lockAtLeastFor: number;
+  leaseMs: number;
+  grant: boolean;
+}
+
+export function resolveExclusiveOptions(what: string, input: unknown): ResolvedExclusiveOptions {
+  if (input === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs { lockAtMostFor }`);
+  const o = optionsObject(what, input, ['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']);
+  if (o.lockAtMostFor === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs it`);
+  const lockAtMostFor = integerOption('lockAtMostFor', o.lockAtMostFor, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
+  const lockAtLeastFor = integerOption(
+    'lockAtLeastFor',
+    o.lockAtLeastFor ?? DEFAULTS.runExclusive.lockAtLeastFor,
+    0,
+    lockAtMostFor,
+  );
+  const leaseMs = leaseOption(o.leaseMs) ?? lockAtMostFor;
+  return { lockAtMostFor, lockAtLeastFor, leaseMs, grant: booleanOption('grant', o.grant, false) };
 }
 
 export interface ListOptions {

@@ -14,6 +14,7 @@ const ENTRIES: Record<string, string> = {
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
   'mysql-rwlock/adapters': 'src/adapters/index.ts',
+  'mysql-rwlock/cron': 'src/jobs/cron.ts',
 };
 
 /** The names a module exports: `export { a, type B } from`, `export type { C }`, `export function/const/class/interface/type D`. */

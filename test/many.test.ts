@@ -85,9 +85,10 @@ describe('withLocks and acquireMany: bad input', () => {
     }
     await expect(locks.withLocks({ write: ['m:a'] }, work, { waitMs: -1 })).rejects.toBeInstanceOf(InvalidOptionsError);
     await expect(locks.withLocks({ write: ['m:a'] }, work, null as never)).rejects.toBeInstanceOf(InvalidOptionsError);
-    await expect(locks.acquireMany({ write: ['m:a'] }, { leaseMs: 1000 } as never)).rejects.toBeInstanceOf(
-      InvalidOptionsError,
+    await expect(locks.acquireMany({ write: ['m:a'] }, { isolationLevel: 'serializable' } as never)).rejects.toThrow(
+      /^isolationLevel: unknown option of acquireMany/,
     );
+    await expect(locks.acquireMany({ write: ['m:a'] }, { leaseMs: 10 })).rejects.toBeInstanceOf(InvalidOptionsError);
     await expect(locks.withLocks({ write: ['m:a'] }, 'work' as never)).rejects.toBeInstanceOf(InvalidOptionsError);
     expect(await snapshot(db.knex)).toBe(before);
   });

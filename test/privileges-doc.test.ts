@@ -59,7 +59,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
     expect(r.out).toBe(`${grantStatements('reaper', "'reaper'@'10.0.%'", 'locks').join('\n')}\n`);
     expect(r.out.trim().split('\n')).toEqual([
       "GRANT SELECT, UPDATE, DELETE ON `locks`.`t_lock_log` TO 'reaper'@'10.0.%';",
-      "GRANT SELECT, UPDATE ON `locks`.`t_read_write_lock` TO 'reaper'@'10.0.%';",
+      "GRANT SELECT, UPDATE, DELETE ON `locks`.`t_read_write_lock` TO 'reaper'@'10.0.%';",
       "GRANT SELECT, INSERT, DELETE ON `locks`.`t_lock_release_note` TO 'reaper'@'10.0.%';",
     ]);
   });

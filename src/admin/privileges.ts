@@ -32,7 +32,8 @@ export interface Role {
  *   resource row; extend: an UPDATE of the grant row; inspect and isLive: SELECTs;
  * - the reaper: SELECT ... FOR UPDATE and UPDATE of stale grant rows (MySQL wants UPDATE or DELETE
  *   beside SELECT for a locking read), an INSERT ... SELECT of their release notes, the UPDATE of
- *   the resource rows; purging DELETEs old grant rows and old notes;
+ *   the resource rows; purging DELETEs old grant rows and old notes, then the idle resource rows
+ *   whose last grant it deleted;
  * - an operator's release: the release's UPDATE and an INSERT ... SELECT of its note; list,
  *   history, stats and the page only read, the notes included;
  * - the count repair: SELECT ... FOR UPDATE, UPDATE and (for a missing row) INSERT of resource rows;
@@ -59,7 +60,7 @@ export const ROLES = Object.freeze({
     who: "the reaper (`mysql-rwlock-reaper`, `reapStaleGrants`, `purgeReleasedGrants`, the CLI's `reap` and `purge`); with `COUNT_REPAIR=1` it needs the `repairer`'s too",
     grants: [
       { on: 't_lock_log', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
-      { on: 't_read_write_lock', privileges: ['SELECT', 'UPDATE'] },
+      { on: 't_read_write_lock', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
       { on: 't_lock_release_note', privileges: ['SELECT', 'INSERT', 'DELETE'] },
     ],
   },

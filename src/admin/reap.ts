@@ -10,7 +10,7 @@ import {
 } from '../sql/connection.js';
 import { PrivilegeError } from '../errors.js';
 import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
-import { purgeBatch, purgeNotesBatch } from '../sql/purge.js';
+import { purgeBatch, purgeIdleResources, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
 import type { ReapedGrant, ReapResult } from '../types.js';
 import { reapChannel, traced } from '../observability/tracing.js';
@@ -134,11 +134,14 @@ export interface PurgeOptions {
 export interface PurgeResult {
   /** Released grants deleted. */
   purged: number;
+  /** Resource rows deleted with them: their last grant was purged and nothing holds or waits for them. */
+  resources: number;
 }
 
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
- * and release notes older than it. `purged` counts the grants.
+ * and release notes older than it; then the resource rows whose last grant it deleted, if nothing
+ * holds or waits for them. `purged` counts the grants, `resources` the resource rows.
  *
  * @example
  * ```ts
@@ -162,12 +165,14 @@ export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Pro
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.purge.batchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;
+    let resources = 0;
     for (;;) {
-      const deleted = await purgeBatch(conn, retentionMs, batchSize);
-      purged += deleted;
-      if (deleted < batchSize) break;
+      const batch = await purgeBatch(conn, retentionMs, batchSize);
+      purged += batch.deleted;
+      resources += await purgeIdleResources(conn, batch.resources);
+      if (batch.deleted < batchSize) break;
     }
     while ((await purgeNotesBatch(conn, retentionMs, batchSize)) === batchSize);
-    return { purged };
+    return { purged, resources };
   });
 }

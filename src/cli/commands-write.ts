@@ -83,7 +83,7 @@ const purge: Command = {
     },
     'batch-size': { type: 'string', value: 'N', help: `rows per statement (default ${DEFAULTS.purge.batchSize})` },
   },
-  details: 'With --json: { purged }. Exit 1 when nothing was old enough.',
+  details: 'With --json: { purged, resources }. Exit 1 when nothing was old enough.',
   async run({ db, values, json: asJson, io }) {
     const retentionMs = wholeNumber('--retention', values.retention);
     const batchSize = wholeNumber('--batch-size', values['batch-size']);

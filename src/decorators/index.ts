@@ -1,9 +1,16 @@
 // `mysql-rwlock/decorators`: method decorators that run a method inside `withWriteLock` or
-// `withReadLock`, for TypeScript's standard decorators and for `experimentalDecorators` (NestJS)
-// from one implementation. A subpath, so that the main entry stays small.
+// `withReadLock`, or as an exclusive job (`runExclusive`), for TypeScript's standard decorators and
+// for `experimentalDecorators` (NestJS) from one implementation. A subpath, so that the main entry
+// stays small.
 import { InvalidOptionsError } from '../errors.js';
 import { LockManager } from '../lock/manager.js';
-import { booleanOption, optionsObject, type WithLockOptions } from '../options.js';
+import {
+  booleanOption,
+  optionsObject,
+  resolveExclusiveOptions,
+  type ExclusiveOptions,
+  type WithLockOptions,
+} from '../options.js';
 
 /**
  * Where a decorated method finds its lock manager: the manager, or a function called at each call
@@ -134,7 +141,54 @@ export function WithReadLock<Args extends unknown[], This = unknown>(
   return lockDecorator('read', 'WithReadLock', keyOf, options);
 }
 
-const WITH_LOCK_KEYS = ['waitMs', 'signal', 'isolationLevel', 'leaseMs'] as const;
+/** Options of `@Exclusive`: those of `runExclusive`, and where the manager is (as for `@WithWriteLock`). */
+export interface ExclusiveDecoratorOptions<This = unknown> extends ExclusiveOptions {
+  /** The manager to run the job with. @defaultValue as for {@link LockDecoratorOptions.manager} */
+  manager?: LockManagerSource<This>;
+}
+
+/**
+ * Runs the decorated method as `runExclusive(name, ..., options)`: on one instance at a time, its
+ * body the work (its writes through `manager.current()?.trx`, or with `{ grant: true }` its own
+ * transaction fenced by `manager.current()!.grant`). The method resolves to its value when it ran,
+ * and to `undefined` at once when another instance runs the job. Options are checked when the class
+ * is defined.
+ *
+ * @example
+ * ```ts
+ * import type { LockManager } from 'mysql-rwlock';
+ * import { Exclusive } from 'mysql-rwlock/decorators';
+ * declare const locks: LockManager;
+ *
+ * class Billing {
+ *   @Exclusive('billing:nightly-invoices', { manager: locks, lockAtMostFor: 600_000, lockAtLeastFor: 30_000 })
+ *   async sendInvoices(): Promise<number | undefined> {
+ *     return locks.current()!.trx!('invoice').where({ status: 'due' }).update({ status: 'sent' });
+ *   }
+ * }
+ * ```
+ */
+export function Exclusive<This = unknown>(
+  name: string,
+  options: ExclusiveDecoratorOptions<This>,
+): LockDecorator<[], NoInfer<This>> {
+  const what = 'Exclusive';
+  if (typeof name !== 'string') throw new InvalidOptionsError(`name: @${what} needs the job's name, a string`);
+  const { manager, ...jobOptions } = optionsObject(`@${what}`, options, [
+    'manager',
+    'lockAtMostFor',
+    'lockAtLeastFor',
+    'leaseMs',
+    'grant',
+  ]) as unknown as ExclusiveDecoratorOptions<This>;
+  resolveExclusiveOptions(`@${what}`, jobOptions);
+  return methodDecorator<[], This>(what, manager, async (locks, _args, work) => {
+    const result = await locks.runExclusive(name, work, jobOptions as ExclusiveOptions & { grant?: false });
+    return result.ran ? result.value : undefined;
+  });
+}
+
+const WITH_LOCK_KEYS = ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs'] as const;
 
 function lockDecorator<Args extends unknown[], This>(
   mode: 'write' | 'read',
@@ -150,11 +204,31 @@ function lockDecorator<Args extends unknown[], This>(
     throw new InvalidOptionsError(
       `isolationLevel: @${what} with { grant: true } runs the method's own transaction; set its isolation level there`,
     );
-  const source = o.manager as LockManagerSource<This> | undefined;
-  if (source !== undefined && typeof source !== 'function' && !(source instanceof LockManager))
-    throw new InvalidOptionsError(`manager: @${what} needs a LockManager or a function returning one`);
   const lockOptions: WithLockOptions = {};
   for (const key of WITH_LOCK_KEYS) if (o[key] !== undefined) Object.assign(lockOptions, { [key]: o[key] });
+  return methodDecorator<Args, This>(what, o.manager as LockManagerSource<This> | undefined, (manager, args, work) => {
+    const resourceId = keyOf(...args);
+    if (granted)
+      return mode === 'write'
+        ? manager.withWriteGrant(resourceId, work, lockOptions)
+        : manager.withReadGrant(resourceId, work, lockOptions);
+    return mode === 'write'
+      ? manager.withWriteLock(resourceId, work, lockOptions)
+      : manager.withReadLock(resourceId, work, lockOptions);
+  });
+}
+
+/**
+ * A method decorator, both ways, whose replacement finds its manager (`source`, an instance member
+ * or the registered one) and hands `call` the method's body as the work.
+ */
+function methodDecorator<Args extends unknown[], This>(
+  what: string,
+  source: LockManagerSource<This> | undefined,
+  call: (manager: LockManager, args: Args, work: () => Promise<unknown>) => Promise<unknown>,
+): LockDecorator<Args, This> {
+  if (source !== undefined && typeof source !== 'function' && !(source instanceof LockManager))
+    throw new InvalidOptionsError(`manager: @${what} needs a LockManager or a function returning one`);
 
   const managerNow = (self: This, method: string): LockManager => {
     if (typeof source === 'function') {
@@ -182,15 +256,7 @@ function lockDecorator<Args extends unknown[], This>(
     const method = original as (this: unknown, ...args: unknown[]) => Promise<unknown>;
     const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
       const manager = managerNow(this as This, name);
-      const resourceId = keyOf(...(args as Args));
-      const work = () => method.apply(this, args);
-      if (granted)
-        return mode === 'write'
-          ? manager.withWriteGrant(resourceId, work, lockOptions)
-          : manager.withReadGrant(resourceId, work, lockOptions);
-      return mode === 'write'
-        ? manager.withWriteLock(resourceId, work, lockOptions)
-        : manager.withReadLock(resourceId, work, lockOptions);
+      return call(manager, args as Args, () => method.apply(this, args));
     };
     Object.defineProperty(wrapped, 'name', { value: method.name });
     copyMetadata(method, wrapped);

@@ -35,7 +35,7 @@ function singleHold(grant: HeldGrant): FencedHold {
     isLive: () => grant.isLive(),
     settleLostCommit: () => grant.settleLostCommit(),
     committed: () => grant.committed(),
-    lost: () => (grant.signal.aborted ? new LockLostError(grant.id) : null),
+    lost: () => (grant.lost ? new LockLostError(grant.id) : null),
     modes: () => grant.mode,
   };
 }

@@ -37,7 +37,9 @@ export class HeldGrant implements Grant {
   readonly #resource: Buffer;
   readonly #token: Buffer;
   readonly #ctx: LockContext;
-  readonly #lost = new AbortController();
+  /** Aborted when the grant is found lost, or when its kept-ahead lease reaches its cap (`maxHoldMs`). */
+  readonly #signal = new AbortController();
+  #lost = false;
   #mode: LockMode;
   #done = false;
   #fences = 0;
@@ -102,7 +104,20 @@ export class HeldGrant implements Grant {
   }
 
   get signal(): AbortSignal {
-    return this.#lost.signal;
+    return this.#signal.signal;
+  }
+
+  /** @internal Whether this process found the grant released by someone else (`signal` may have aborted earlier, at a hold cap). */
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  /**
+   * @internal The grant's kept-ahead lease reached its cap: `signal` aborts with `reason` so the
+   * holder stops; the grant itself stays as it is, and goes stale as any grant whose lease ran out.
+   */
+  capHold(reason: unknown): void {
+    if (!this.#signal.signal.aborted) this.#signal.abort(reason);
   }
 
   /** @internal Fences that succeeded (released the grant in their transaction), committed or not. */
@@ -292,8 +307,9 @@ export class HeldGrant implements Grant {
    */
   #markLost(detectedBy: LockLostInfo['detectedBy'], releasedBy: number | null | 'look up'): void {
     this.#settle();
-    if (this.#lost.signal.aborted) return;
-    this.#lost.abort(new LockLostError(this.id));
+    if (this.#lost) return;
+    this.#lost = true;
+    if (!this.#signal.signal.aborted) this.#signal.abort(new LockLostError(this.id));
     const hook = this.#ctx.options.onLockLost;
     if (!hook && !lostChannel.hasSubscribers) return;
     const call = (by: number | null): void => {

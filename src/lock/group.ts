@@ -209,7 +209,7 @@ export class HeldGroup implements LockGroup, FencedHold {
 
   /** @internal */
   lost(): LockLostError | null {
-    const g = this.grants.find((x) => x.signal.aborted);
+    const g = this.grants.find((x) => x.lost);
     return g ? new LockLostError(g.id) : null;
   }
 

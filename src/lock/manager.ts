@@ -21,9 +21,11 @@ import {
   LIMITS,
   optionsObject,
   resolveCallOptions,
+  resolveExclusiveOptions,
   resolveManagerOptions,
   textOption,
   type AcquireOptions,
+  type ExclusiveOptions,
   type ForceReleaseOptions,
   type HistoryOptions,
   type ListOptions,
@@ -51,6 +53,7 @@ import { acquireChannel, releaseChannel, traced } from '../observability/tracing
 import { inHoldScope } from '../observability/hold-scope.js';
 import { WaitQueues } from './wait.js';
 import { runSection, SectionGrant } from './section.js';
+import { checkJobName, runExclusiveJob, type ExclusiveResult } from '../jobs/exclusive.js';
 
 /**
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
@@ -324,9 +327,95 @@ export class LockManager {
   acquireMany(sets: LockSets, options?: AcquireOptions): Promise<LockGroup> {
     return this.#track('acquireMany', async () => {
       const targets = groupTargets('acquireMany', sets);
-      const { waitMs, signal } = resolveCallOptions('acquireMany', options, 'acquire');
+      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions('acquireMany', options, 'acquire');
       for (const t of targets) this.#notInSection(t, 'acquireMany');
-      return this.#acquireGroup(targets, waitMs, signal);
+      const group = await this.#acquireGroup(targets, waitMs, signal);
+      if (leaseMs !== undefined)
+        await Promise.all(group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs).first));
+      return group;
+    });
+  }
+
+  /**
+   * Runs a job on one instance at a time: one attempt at the write grant of `name`, and `work` run
+   * under it as `withWriteLock` runs it (`work(trx, grant)` in a fenced knex transaction; with
+   * `{ grant: true }`, `work(grant)` as `withWriteGrant` does), or `{ ran: false, heldBy }` at once
+   * when another instance holds it (`heldBy` its owner, null if it was released meanwhile). The lease
+   * is kept ahead for at most `lockAtMostFor`: a run still going past it gets `grant.signal` aborted,
+   * and once the reaper has released its grant its commit is refused (LockLostError). With
+   * `lockAtLeastFor` the grant is kept after a faster run until that long after it was granted, on
+   * the database clock; `close()` waits for that hold. See docs/jobs.md.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const result = await locks.runExclusive(
+   *   'invoices:nightly',
+   *   (trx) => trx('invoice').where({ status: 'due' }).update({ status: 'sent' }),
+   *   { lockAtMostFor: 600_000, lockAtLeastFor: 30_000 },
+   * );
+   * if (!result.ran) console.log(`running on ${result.heldBy ?? 'another instance'}`);
+   * ```
+   */
+  runExclusive<T>(
+    name: string,
+    work: LockedWork<T>,
+    options: ExclusiveOptions & { grant?: false },
+  ): Promise<ExclusiveResult<T>>;
+  runExclusive<T>(
+    name: string,
+    work: GrantedWork<T>,
+    options: ExclusiveOptions & { grant: true },
+  ): Promise<ExclusiveResult<T | undefined>>;
+  runExclusive<T>(
+    name: string,
+    work: LockedWork<T> | GrantedWork<T>,
+    options: ExclusiveOptions,
+  ): Promise<ExclusiveResult<T | undefined>> {
+    return this.#track('runExclusive', async () => {
+      const o = resolveExclusiveOptions('runExclusive', options);
+      checkJobName(name, o);
+      const job = this.#target('write', name);
+      if (typeof work !== 'function')
+        throw new InvalidOptionsError(
+          `work: runExclusive needs a function (${o.grant ? 'grant' : 'trx, grant'}) => Promise`,
+        );
+      this.#notInSection(job, 'runExclusive');
+      this.#checkPool(true, 'runExclusive');
+      const ctx = this.#ctx;
+      return runExclusiveJob<T | undefined>(
+        {
+          tryWrite: (id) => {
+            const t = this.#target('write', id);
+            return this.#traceAcquire(t, 0, () => attempt(ctx, t, 0));
+          },
+          heldBy: async (id) =>
+            (await withConnection(ctx.knex, (conn) => inspectResource(conn, id, resourceKey(id), 0))).holders.find(
+              (h) => h.mode === 'write',
+            )?.owner ?? null,
+          ageMs: async (grant) =>
+            (
+              await withConnection(ctx.knex, (conn) => inspectResource(conn, grant.resourceId, grant.ref.resource, 0))
+            ).holders.find((h) => h.id === grant.id)?.ageMs ?? null,
+          // The hold after the run is part of this call's effect: close() waits for it.
+          inFlight: (hold) => {
+            this.#inFlight++;
+            void hold.finally(() => {
+              if (--this.#inFlight === 0) this.#drained?.();
+            });
+          },
+          run: (grant) =>
+            inHoldScope(grant, () =>
+              o.grant
+                ? runGranted(ctx, grant, work as GrantedWork<T>)
+                : runFenced(ctx, grant, work as LockedWork<T>, undefined),
+            ),
+        },
+        name,
+        o,
+      );
     });
   }
 
@@ -525,9 +614,12 @@ export class LockManager {
   #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
     return this.#track(what, async () => {
       const target = this.#target(mode, resourceId);
-      const { waitMs, signal } = resolveCallOptions(what, options, 'acquire');
+      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, options, 'acquire');
       this.#notInSection(target, what);
-      return this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+      const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+      // Kept ahead until released: the keep-alive stops at its first tick after the grant settles.
+      if (leaseMs !== undefined) await keepLeaseAhead(grant, leaseMs, maxHoldMs).first;
+      return grant;
     });
   }
 
@@ -549,7 +641,7 @@ export class LockManager {
     what: string,
   ): Promise<T> {
     const target = this.#target(mode, resourceId);
-    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, 'scoped');
+    const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
     // Reentrant: inside an operation on the same resource (durable or section), join its grant and
@@ -572,7 +664,7 @@ export class LockManager {
       });
     const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     return inHoldScope(grant, async () => {
-      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
+      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs, maxHoldMs);
       try {
         await keepAlive?.first;
         return await runFenced(this.#ctx, grant, work, isolationLevel);
@@ -591,7 +683,7 @@ export class LockManager {
   async #scopedGroup<T>(sets: LockSets, work: LockedGroupWork<T>, options: WithLockOptions | undefined): Promise<T> {
     const what = 'withLocks';
     const targets = groupTargets(what, sets);
-    const { waitMs, signal, isolationLevel, leaseMs, section } = resolveCallOptions(what, options, 'scoped');
+    const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
     const joined = this.#joinGroup(targets);
@@ -600,7 +692,7 @@ export class LockManager {
     // A section takes the rows in the same order, in its one transaction.
     if (section) return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
     const group = await this.#acquireGroup(targets, waitMs, signal);
-    const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs));
+    const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs));
     try {
       await Promise.all(keepAlive.map((k) => k.first));
       return await runFencedHold(
@@ -662,7 +754,7 @@ export class LockManager {
     what: string,
   ): Promise<T | undefined> {
     const target = this.#target(mode, resourceId);
-    const { waitMs, signal, leaseMs } = resolveCallOptions(what, options, 'granted');
+    const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, options, 'granted');
     if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (grant) => Promise`);
     // Its transaction is the caller's own: it cannot join an enclosing one, nor fence a grant another call settles.
     if (this.#ctx.scopes.held(target.resource.toString('hex')))
@@ -672,7 +764,7 @@ export class LockManager {
     this.#checkPool(leaseMs !== undefined, what);
     const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
     return inHoldScope(grant, async () => {
-      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs);
+      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs, maxHoldMs);
       try {
         await keepAlive?.first;
         return await runGranted(this.#ctx, grant, work);

@@ -4,16 +4,50 @@ import { DB_NOW } from './clock.js';
 
 /**
  * Deletes up to `limit` released grants created more than `retentionMs` ago, oldest first through
- * the (status, create_time) index. READ COMMITTED: no gap locks on the index range, so releases and
- * acquires are never blocked by a purge. Returns how many rows it deleted.
+ * the (status, create_time) index, read first without locking and then deleted by id (a released
+ * row never changes again). READ COMMITTED: no gap locks on the index range, so releases and
+ * acquires are never blocked by a purge. Returns how many rows it deleted, and their resources.
  */
-export async function purgeBatch(conn: RawConnection, retentionMs: number, limit: number): Promise<number> {
+export async function purgeBatch(
+  conn: RawConnection,
+  retentionMs: number,
+  limit: number,
+): Promise<{ deleted: number; resources: Buffer[] }> {
+  const rows = await query<Array<{ id: string; resource_id: Buffer }>>(
+    conn,
+    `SELECT CAST(id AS CHAR) AS id, resource_id FROM t_lock_log
+      WHERE status = ${STATUS.released} AND create_time < ${DB_NOW} - INTERVAL ? MICROSECOND
+      ORDER BY status, create_time LIMIT ?`,
+    [retentionMs * 1000, limit],
+  );
+  if (rows.length === 0) return { deleted: 0, resources: [] };
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   const result = await query<{ affectedRows: number }>(
     conn,
-    `DELETE FROM t_lock_log WHERE status = ${STATUS.released} AND create_time < ${DB_NOW} - INTERVAL ? MICROSECOND
-      ORDER BY status, create_time LIMIT ?`,
-    [retentionMs * 1000, limit],
+    `DELETE FROM t_lock_log WHERE id IN (?) AND status = ${STATUS.released}`,
+    [rows.map((r) => BigInt(r.id))],
+  );
+  const resources = new Map(rows.map((r) => [r.resource_id.toString('hex'), r.resource_id]));
+  return { deleted: result.affectedRows, resources: [...resources.values()] };
+}
+
+/**
+ * Deletes the rows of `resources` that nothing refers to any more: no grant held or waited for
+ * (counts 0, no writer's intent running) and no grant left in the log, so that resources used once
+ * (a node-cron fire's key, an id per request) do not grow `t_read_write_lock` without bound. Safe
+ * beside acquires: an acquire that locked the row first has raised its count, which the delete
+ * re-reads after waiting for the row; one that comes after finds no row and creates it, as on first
+ * use. READ COMMITTED, as the purge of the log. Returns how many rows it deleted.
+ */
+export async function purgeIdleResources(conn: RawConnection, resources: Buffer[]): Promise<number> {
+  if (resources.length === 0) return 0;
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  const result = await query<{ affectedRows: number }>(
+    conn,
+    `DELETE FROM t_read_write_lock
+      WHERE resource_id IN (?) AND w_count = 0 AND r_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})
+        AND NOT EXISTS (SELECT 1 FROM t_lock_log l WHERE l.resource_id = t_read_write_lock.resource_id)`,
+    [resources],
   );
   return result.affectedRows;
 }
