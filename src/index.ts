@@ -35,4 +35,5 @@ export {
   PoolTooSmallError,
   ManagerClosedError,
   PrivilegeError,
+  DatabaseUnreachableError,
 } from './errors.js';

@@ -1,4 +1,5 @@
 import { query, type RawConnection } from './connection.js';
+import { commitIfLeftOpen } from './session.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 
 /**
@@ -9,6 +10,8 @@ import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
  * - The insert fails with a duplicate key (1062, thrown to the caller): the acquire's grant row
  *   exists and is committed, since the duplicate-key check waits for the transaction that wrote it.
  * - It waits on that row lock while the acquire is still running: a lock wait timeout (1205).
+ * The empty owner is a hex literal: MariaDB's `EMPTY_STRING_IS_NULL` reads `''` as NULL, which the
+ * NOT NULL column refuses.
  */
 export async function withdrawAcquire(
   conn: RawConnection,
@@ -16,10 +19,12 @@ export async function withdrawAcquire(
   mode: LockMode,
   token: Buffer,
 ): Promise<void> {
-  await query(
+  const reply = await query<{ serverStatus?: number }>(
     conn,
     `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-     VALUES (?, ?, ${STATUS.released}, NOW(6), 1, '', ?, NOW(6), ${RELEASED_BY.withdrawn})`,
+     VALUES (?, ?, ${STATUS.released}, NOW(6), 1, CONVERT(X'' USING utf8mb4), ?, NOW(6), ${RELEASED_BY.withdrawn})`,
     [resource, LOCK_TYPE[mode], token],
   );
+  // The withdrawal decides the attempt for good only once it is durable.
+  await commitIfLeftOpen(conn, reply);
 }
