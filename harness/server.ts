@@ -4,7 +4,7 @@
 //      flavour (10.11 from the host, the others from a cached Debian sid chroot, see chroot.ts);
 //   3. a testcontainers MySQL when a Docker engine answers;
 //   4. a throwaway mariadbd/mysqld from PATH in a temporary data directory on a free port.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -41,6 +41,8 @@ export interface FoundServer {
 export interface LocalServerOptions {
   /** Extra server flags, e.g. ['--innodb-buffer-pool-size=1G']. */
   extraArgs?: string[];
+  /** Extra environment for the server process, e.g. `{ TZ: 'Europe/Berlin' }` for its system time zone. */
+  env?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -171,6 +173,7 @@ export async function runServer(
   port: number,
   extraArgs: string[] = [],
   chroot?: string,
+  env?: Record<string, string>,
 ): Promise<RunningServer> {
   const isMysql = /mysqld$/.test(binary);
   const args = [
@@ -190,9 +193,8 @@ export async function runServer(
     ...(chroot && isMysql ? ['--mysqlx=OFF'] : []),
     ...extraArgs,
   ];
-  const child = chroot
-    ? spawn('chroot', [chroot, binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const spawnOptions: SpawnOptions = { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } };
+  const child = chroot ? spawn('chroot', [chroot, binary, ...args], spawnOptions) : spawn(binary, args, spawnOptions);
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -224,7 +226,7 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
 }
 
 /** A throwaway server of the chosen flavour; fails unless it reports that flavour's version. */
-async function startFlavour(flavour: Flavour, options: LocalServerOptions): Promise<FoundServer> {
+export async function startFlavour(flavour: Flavour, options: LocalServerOptions): Promise<FoundServer> {
   const spec = FLAVOURS[flavour];
   const log = options.log ?? (() => undefined);
   let found: FoundServer;
@@ -243,6 +245,7 @@ async function startFlavour(flavour: Flavour, options: LocalServerOptions): Prom
         port,
         ['--innodb-buffer-pool-size=256M', ...(options.extraArgs ?? [])],
         root,
+        options.env,
       );
       found = {
         url: `mysql://root@127.0.0.1:${port}/`,
@@ -282,7 +285,7 @@ async function startLocalServer(binary: string, options: LocalServerOptions): Pr
     log(`initialising a throwaway ${binary} in ${datadir}`);
     initDataDir(binary, datadir);
     const port = await freePort();
-    const server = await runServer(binary, datadir, port, options.extraArgs);
+    const server = await runServer(binary, datadir, port, options.extraArgs, undefined, options.env);
     log(`throwaway server listening on 127.0.0.1:${port}`);
     return {
       url: `mysql://root@127.0.0.1:${port}/`,

@@ -135,7 +135,7 @@ const SERVER_STATUS_IN_TRANS = 0x0001;
  * again on its next use.
  */
 export async function commitIfLeftOpen(conn: SessionConnection, reply: { serverStatus?: number }): Promise<void> {
-  if (((reply.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) === 0) return;
+  if (!sessionGuard.enabled || ((reply.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) === 0) return;
   known.delete(conn);
   await send(conn, 'COMMIT');
 }
