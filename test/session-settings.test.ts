@@ -169,6 +169,27 @@ describe('READ UNCOMMITTED on every connection of the pool', () => {
   });
 });
 
+describe('SERIALIZABLE on every connection of the pool', () => {
+  it('grants, a group, and the count check beside an uncommitted acquire work unchanged', async () => {
+    const pool = poolWith('SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE');
+    const locks = createLockManager({ knex: pool });
+    const g = await locks.acquireWrite('se-1');
+    expect(await g.release()).toBe(true);
+    expect(await statusSeenElsewhere(g.id)).toBe(STATUS.released);
+    expect(await locks.withLocks({ write: ['se-2', 'se-3'], read: ['se-4'] }, async () => 'done')).toBe('done');
+    const trx = await db.knex.transaction();
+    try {
+      await trx.raw('UPDATE t_read_write_lock SET w_count = 1, version = version + 1 WHERE resource_id = ?', [
+        Buffer.from('se-2'),
+      ]);
+      expect((await checkLockCounts(pool)).disagreements).toEqual([]);
+    } finally {
+      await trx.rollback();
+    }
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+});
+
 describe('sql_safe_updates=1 on every connection of the pool', () => {
   const SAFE = 'SET SESSION sql_safe_updates = 1';
 

@@ -37,7 +37,6 @@ export interface SessionNeeds {
 /** MySQL 8+ and MariaDB 11.1+ name it transaction_isolation; MariaDB before 11.1 only tx_isolation. */
 let isolationVariable: 'transaction_isolation' | 'tx_isolation' = 'transaction_isolation';
 const ER_UNKNOWN_SYSTEM_VARIABLE = 1193;
-const ISOLATIONS = new Set(['READ-UNCOMMITTED', 'READ-COMMITTED', 'REPEATABLE-READ', 'SERIALIZABLE']);
 
 /** Sessions already read, by connection: settings a connection is given when it is made are read once. */
 const known = new WeakMap<object, Promise<SessionNeeds>>();
@@ -75,8 +74,6 @@ async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
     enter.push(`${isolationVariable} = 'READ-COMMITTED'`);
     leave.push(`${isolationVariable} = 'READ-UNCOMMITTED'`);
     differs.push(`${isolationVariable}=READ-UNCOMMITTED`);
-  } else if (!ISOLATIONS.has(iso)) {
-    throw new Error(`mysql-rwlock: the session reports an isolation level it does not know: ${iso}`);
   }
   if (Number(row?.su) === 1) {
     enter.push('sql_safe_updates = 0');
