@@ -281,3 +281,16 @@ export class DatabaseUnreachableError extends RwLockError {
     this.grantId = grantId;
   }
 }
+
+/**
+ * A server or session setting under which the lock cannot keep its contract, refused on the
+ * library's first use of a connection that has it, before anything is written; `setting` names it
+ * (e.g. `sql_mode=ORACLE`). The tolerated and refused settings: docs/operating.md.
+ */
+export class UnsupportedSettingError extends RwLockError {
+  readonly setting: string;
+  constructor(setting: string, why: string) {
+    super('ERR_RWLOCK_UNSUPPORTED_SETTING', `the session runs with ${setting}, which mysql-rwlock refuses: ${why}`);
+    this.setting = setting;
+  }
+}

@@ -36,4 +36,5 @@ export {
   ManagerClosedError,
   PrivilegeError,
   DatabaseUnreachableError,
+  UnsupportedSettingError,
 } from './errors.js';

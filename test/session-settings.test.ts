@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
 import { checkLockCounts, purgeReleasedGrants, reapStaleGrants, repairLockCounts } from '../src/admin/index.js';
-import { createLockManager, type Grant } from '../src/index.js';
+import { createLockManager, RwLockError, UnsupportedSettingError, type Grant } from '../src/index.js';
 import { errnoOf, withConnection } from '../src/sql/connection.js';
 import { releaseManyParams, releaseManySql } from '../src/sql/release.js';
 import { sessionGuard } from '../src/sql/session.js';
@@ -272,3 +272,57 @@ describe("MariaDB's EMPTY_STRING_IS_NULL", () => {
     expect(errnoOf(err)).toBe(1048);
   });
 });
+
+describe('other sql_modes', () => {
+  it('a strict set a DBA may choose (ONLY_FULL_GROUP_BY, NO_ZERO_DATE, PIPES_AS_CONCAT, …): every path works', async () => {
+    const modes = mariadb
+      ? 'ONLY_FULL_GROUP_BY,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,PIPES_AS_CONCAT,REAL_AS_FLOAT,IGNORE_SPACE,NO_AUTO_VALUE_ON_ZERO,NO_UNSIGNED_SUBTRACTION,HIGH_NOT_PRECEDENCE,TIME_ROUND_FRACTIONAL'
+      : 'ONLY_FULL_GROUP_BY,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,PIPES_AS_CONCAT,REAL_AS_FLOAT,IGNORE_SPACE,NO_AUTO_VALUE_ON_ZERO,NO_UNSIGNED_SUBTRACTION,HIGH_NOT_PRECEDENCE,TIME_TRUNCATE_FRACTIONAL';
+    const pool = poolWith(`SET SESSION sql_mode = '${modes}'`);
+    const locks = createLockManager({ knex: pool });
+    const g = await locks.acquireWrite('sm-1');
+    expect(await g.extend(60_000)).toBe(true);
+    await g.downgrade();
+    expect(await g.release()).toBe(true);
+    expect(await locks.withLocks({ write: ['sm-2', 'sm-3'], read: ['sm-4'] }, async () => 'group')).toBe('group');
+    expect(await locks.withWriteLock('sm-5', async () => 'section', { section: true })).toBe('section');
+    await locks.inspect('sm-1');
+    await locks.list();
+    await locks.stats();
+    await locks.history('sm-1');
+    expect((await checkLockCounts(pool)).disagreements).toEqual([]);
+    expect((await repairLockCounts(pool)).problems).toEqual([]);
+    expect((await reapStaleGrants(pool, { staleAfterMs: 60_000 })).problems).toEqual([]);
+    const r = (await locks.tryAcquireRead('sm-6'))!;
+    expect(await locks.forceRelease(r.id, { reason: 'sql_mode test' })).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it("MariaDB's sql_mode=ORACLE is refused with UnsupportedSettingError naming it, before anything is written", async (ctx) => {
+    if (!mariadb) ctx.skip(); // a MariaDB sql_mode
+    const pool = poolWith("SET SESSION sql_mode = 'ORACLE'");
+    const before = await grantCount();
+    const err = await createLockManager({ knex: pool })
+      .withWriteLock('or-1', async () => 'never')
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnsupportedSettingError);
+    expect((err as UnsupportedSettingError).setting).toBe('sql_mode=ORACLE');
+    expect(await grantCount()).toBe(before);
+  });
+
+  it("negative control: without the check, withWriteLock fails with a raw syntax error (1064) at knex's BEGIN", async (ctx) => {
+    if (!mariadb) ctx.skip();
+    sessionGuard.enabled = false;
+    const pool = poolWith("SET SESSION sql_mode = 'ORACLE'");
+    const err = await createLockManager({ knex: pool })
+      .withWriteLock('or-2', async () => 'never')
+      .catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(RwLockError);
+    expect(errnoOf(err)).toBe(1064);
+  });
+});
+
+async function grantCount(): Promise<number> {
+  const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM t_lock_log')) as unknown as [Array<{ n: number }>];
+  return Number(rows[0]!.n);
+}

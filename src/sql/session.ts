@@ -1,6 +1,7 @@
 // The session settings the library's own statements need, whatever a DBA or the application gave
 // the connection (init_connect, a pool's afterCreate, a user's or the server's defaults). Kept apart
 // from connection.ts, which imports it: it sends its few statements itself.
+import { UnsupportedSettingError } from '../errors.js';
 
 /** What this module needs of a pool connection (mysql2's callback API). */
 interface SessionConnection {
@@ -45,12 +46,12 @@ const known = new WeakMap<object, Promise<SessionNeeds>>();
 export const sessionGuard = { enabled: true };
 
 async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
-  let row: { ac: number | string; su: number | string; iso: string } | undefined;
+  let row: { ac: number | string; su: number | string; iso: string; mode: string } | undefined;
   for (;;) {
     try {
       [row] = await send<Array<typeof row>>(
         conn,
-        `SELECT @@SESSION.autocommit AS ac, @@SESSION.sql_safe_updates AS su, @@SESSION.${isolationVariable} AS iso`,
+        `SELECT @@SESSION.autocommit AS ac, @@SESSION.sql_safe_updates AS su, @@SESSION.${isolationVariable} AS iso, @@SESSION.sql_mode AS mode`,
       );
       break;
     } catch (err) {
@@ -59,6 +60,18 @@ async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
       isolationVariable = 'tx_isolation';
     }
   }
+  // MariaDB's Oracle mode reads BEGIN as the start of a block: knex cannot open the transaction a
+  // with*Lock call or a section runs in (1064).
+  if (
+    sessionGuard.enabled &&
+    String(row?.mode ?? '')
+      .split(',')
+      .includes('ORACLE')
+  )
+    throw new UnsupportedSettingError(
+      'sql_mode=ORACLE',
+      "knex's transactions cannot start under it (BEGIN is a block there)",
+    );
   const enter: string[] = [];
   const leave: string[] = [];
   const differs: string[] = [];
