@@ -41,6 +41,8 @@ export interface FoundServer {
 export interface LocalServerOptions {
   /** Extra server flags, e.g. ['--innodb-buffer-pool-size=1G']. */
   extraArgs?: string[];
+  /** Extra environment for the server process, e.g. `{ TZ: 'Europe/Berlin' }` for its system time zone. */
+  env?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -192,8 +194,8 @@ export async function runServer(
     ...(chroot && isMysql ? ['--mysqlx=OFF'] : []),
     ...extraArgs,
   ];
-  const options: SpawnOptions = { stdio: ['ignore', 'ignore', 'pipe'], env: env ?? process.env };
-  const child = chroot ? spawn('chroot', [chroot, binary, ...args], options) : spawn(binary, args, options);
+  const spawnOptions: SpawnOptions = { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } };
+  const child = chroot ? spawn('chroot', [chroot, binary, ...args], spawnOptions) : spawn(binary, args, spawnOptions);
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -224,7 +226,6 @@ export async function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 
   clearTimeout(escalate);
 }
 
-/** A throwaway server of the chosen flavour; fails unless it reports that flavour's version. */
 /** A throwaway server of `flavour`, checked to report its version: for a test that needs a second server. */
 export async function startFlavour(flavour: Flavour, options: LocalServerOptions = {}): Promise<FoundServer> {
   const spec = FLAVOURS[flavour];
@@ -245,6 +246,7 @@ export async function startFlavour(flavour: Flavour, options: LocalServerOptions
         port,
         ['--innodb-buffer-pool-size=256M', ...(options.extraArgs ?? [])],
         root,
+        options.env,
       );
       found = {
         url: `mysql://root@127.0.0.1:${port}/`,
@@ -284,7 +286,7 @@ async function startLocalServer(binary: string, options: LocalServerOptions): Pr
     log(`initialising a throwaway ${binary} in ${datadir}`);
     initDataDir(binary, datadir);
     const port = await freePort();
-    const server = await runServer(binary, datadir, port, options.extraArgs);
+    const server = await runServer(binary, datadir, port, options.extraArgs, undefined, options.env);
     log(`throwaway server listening on 127.0.0.1:${port}`);
     return {
       url: `mysql://root@127.0.0.1:${port}/`,

@@ -289,3 +289,37 @@ export class PrivilegeError extends RwLockError {
     this.role = role;
   }
 }
+
+// --- Database unreachable (issue 31, session branch). The contract branch adds a typed error for
+// statements that were never sent; when both are merged, keep one class for the concept. ---
+
+/**
+ * The library could not get a connection to send its statement on (the server refused it: too many
+ * connections, or knex's pool timed out waiting for one), for `resolveTimeoutMs`: the statement was
+ * never sent, so nothing it would have changed changed. `grantId` names a grant that stays live
+ * because its release could not be sent (the reaper takes it once stale); null when none is left.
+ */
+export class DatabaseUnreachableError extends RwLockError {
+  readonly grantId: number | null;
+  constructor(what: string, grantId: number | null, cause: unknown) {
+    super(
+      'ERR_RWLOCK_UNREACHABLE',
+      `${what}: no connection to the database could be had${grantId === null ? '' : `; grant ${grantId} stays live until it is released or reaped`}`,
+      { cause },
+    );
+    this.grantId = grantId;
+  }
+}
+
+/**
+ * A server or session setting under which the lock cannot keep its contract, refused on the
+ * library's first use of a connection that has it, before anything is written; `setting` names it
+ * (e.g. `sql_mode=ORACLE`). The tolerated and refused settings: docs/operating.md.
+ */
+export class UnsupportedSettingError extends RwLockError {
+  readonly setting: string;
+  constructor(setting: string, why: string) {
+    super('ERR_RWLOCK_UNSUPPORTED_SETTING', `the session runs with ${setting}, which mysql-rwlock refuses: ${why}`);
+    this.setting = setting;
+  }
+}

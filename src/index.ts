@@ -35,4 +35,6 @@ export {
   PoolTooSmallError,
   ManagerClosedError,
   PrivilegeError,
+  DatabaseUnreachableError,
+  UnsupportedSettingError,
 } from './errors.js';

@@ -130,7 +130,7 @@ describe('withWriteLock leaseMs', () => {
         'told',
         async (_trx, grant) => {
           await locks.forceRelease(grant.id);
-          // On a busy machine the keep-alive may have noticed before the listener is added.
+          // The keep-alive may have noticed already: a listener added after the abort never runs.
           if (!grant.signal.aborted)
             await new Promise<void>((resolve) =>
               grant.signal.addEventListener('abort', () => resolve(), { once: true }),

@@ -1,6 +1,7 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import {
+  DatabaseUnreachableError,
   LockAbortedError,
   LockOutcomeUnknownError,
   LockTimeoutError,
@@ -12,6 +13,7 @@ import { askDatabase, withRetries } from '../sql/retry.js';
 import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
 import { findGrantByToken } from '../sql/lookup.js';
 import { withdrawAcquire } from '../sql/withdraw.js';
+import { isNeverSent } from '../sql/unreachable.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
@@ -144,7 +146,12 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
     `${t.mode} acquire`,
     async () => {
       token = newToken();
-      const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs));
+      const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs)).catch(
+        (err: unknown) => {
+          // Never sent: nothing was granted.
+          throw isNeverSent(err) ? new DatabaseUnreachableError(`${t.mode} acquire`, null, err) : err;
+        },
+      );
       return id === null ? null : HeldGrant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
     },
     async (err) => {

@@ -1,11 +1,18 @@
 import type { Knex } from 'knex';
 import { isConnectionLost } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { ConnectionLostError, LockLostError, LockOutcomeUnknownError, TransactionConflictError } from '../errors.js';
+import {
+  ConnectionLostError,
+  DatabaseUnreachableError,
+  LockLostError,
+  LockOutcomeUnknownError,
+  TransactionConflictError,
+} from '../errors.js';
 import type { FenceExecutor, GrantedWork, LockedWork } from './api.js';
 import type { HeldGrant } from './grant.js';
 import type { IsolationLevel } from '../options.js';
 import { withRetries } from '../sql/retry.js';
+import { isNeverSent } from '../sql/unreachable.js';
 import { fromKnex } from '../adapters/index.js';
 
 /**
@@ -182,6 +189,9 @@ export function runFencedHold<T>(
           // The work's own rejection says what happened: when the connection died under it, knex's
           // failed ROLLBACK would replace it.
           if (failure) throw failure.error;
+          // The transaction could not start for want of a connection: nothing ran.
+          if (!commitSent && isNeverSent(caught))
+            throw new DatabaseUnreachableError('the business transaction', null, caught);
           throw caught;
         }
         hold.committed();

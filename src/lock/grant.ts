@@ -9,6 +9,7 @@ import {
 } from '../errors.js';
 import { integerOption, LIMITS } from '../options.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
+import { whileUnreachable } from '../sql/unreachable.js';
 import { extendLease } from '../sql/extend.js';
 import { findGrantByToken } from '../sql/lookup.js';
 import {
@@ -252,7 +253,11 @@ export class HeldGrant implements Grant {
     const released = await withRetries(
       this.#ctx.policy,
       'release',
-      () => withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')),
+      // A release that could not be sent for want of a connection is sent again, within resolveTimeoutMs.
+      () =>
+        whileUnreachable(this.#ctx.policy, 'release', this.id, () =>
+          withConnection(this.#ctx.knex, (conn) => releaseGrant(conn, ref, 'holder')),
+        ),
       async (err) => {
         const answer = await this.#settleByRelease();
         if (answer === undefined) throw new LockOutcomeUnknownError('release', this.token, this.id, err);

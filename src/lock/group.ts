@@ -1,4 +1,4 @@
-import { translate } from '../sql/connection.js';
+import { errnoOf, translate } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import { InvalidOptionsError, LockInvariantError, LockLostError, LockTimeoutError } from '../errors.js';
 import type { FenceExecutor, LockGroup } from './api.js';
@@ -6,7 +6,7 @@ import type { FencedHold } from './fenced.js';
 import type { HeldGrant } from './grant.js';
 import { acquire, type Target } from './acquire.js';
 import { LIMITS, optionsObject } from '../options.js';
-import { RELEASED_ROWS, releaseManyParams, releaseManySql } from '../sql/release.js';
+import { RELEASE_SQL, RELEASED_ROWS, releaseManyParams, releaseManySql, releaseParams } from '../sql/release.js';
 import { resourceKey } from './resource-id.js';
 import { fenceChannel, traced } from '../observability/tracing.js';
 import type { LockMode } from '../types.js';
@@ -153,7 +153,12 @@ export class HeldGroup implements LockGroup, FencedHold {
         ),
       );
     } catch (err) {
-      throw translate(err);
+      if (errnoOf(err) !== ER_UPDATE_WITHOUT_KEY_IN_SAFE_MODE) throw translate(err);
+      // MariaDB's sql_safe_updates refuses a multi-table UPDATE that reads its rows by a range, as
+      // the one statement does when the optimizer reads the grants' rows so; it changed nothing
+      // and the transaction goes on. The same fence, a statement per grant: each names its rows by
+      // primary key, which safe mode takes.
+      changed = await fenceOneByOne(execute, fenced);
     }
     if (changed === expected) return;
     if (typeof changed === 'number' && Number.isInteger(changed) && changed >= 0 && changed < expected)
@@ -217,4 +222,27 @@ export class HeldGroup implements LockGroup, FencedHold {
   modes(): string {
     return this.grants.map((g): LockMode => g.mode).join(',');
   }
+}
+
+/** MariaDB's refusal, under `sql_safe_updates`, of an UPDATE whose WHERE it does not take as using a key. */
+const ER_UPDATE_WITHOUT_KEY_IN_SAFE_MODE = 1175;
+
+/**
+ * The group fence as one RELEASE_SQL per grant, in the caller's transaction: the rows they changed
+ * in all, as the one statement would count them. It stops at a grant no longer live (0 rows): the
+ * fence is then refused and the caller's transaction rolls back with the releases before it.
+ */
+async function fenceOneByOne(execute: FenceExecutor, grants: readonly HeldGrant[]): Promise<unknown> {
+  let total = 0;
+  for (const g of grants) {
+    let changed: unknown;
+    try {
+      changed = await execute(RELEASE_SQL, releaseParams(g.ref, 'holder'));
+    } catch (err) {
+      throw translate(err);
+    }
+    if (changed !== RELEASED_ROWS) return changed === 0 ? total : changed;
+    total += RELEASED_ROWS;
+  }
+  return total;
 }

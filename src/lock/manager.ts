@@ -670,8 +670,7 @@ export class LockManager {
         return await runFenced(this.#ctx, grant, work, isolationLevel);
       } finally {
         keepAlive?.stop();
-        // An error is already on its way to the caller; if this release fails too, the reaper releases it.
-        if (!grant.settled) await grant.release().catch(() => undefined);
+        await releaseLeftover(grant);
       }
     });
   }
@@ -714,8 +713,7 @@ export class LockManager {
       throw err;
     } finally {
       for (const k of keepAlive) k.stop();
-      // An error is already on its way to the caller; if this release fails too, the reaper releases them.
-      if (!group.settled) await group.release().catch(() => undefined);
+      await releaseLeftover(group);
     }
   }
 
@@ -770,8 +768,7 @@ export class LockManager {
         return await runGranted(this.#ctx, grant, work);
       } finally {
         keepAlive?.stop();
-        // An error is already on its way to the caller; if this release fails too, the reaper releases it.
-        if (!grant.settled) await grant.release().catch(() => undefined);
+        await releaseLeftover(grant);
       }
     });
   }
@@ -792,6 +789,17 @@ export class LockManager {
       throw new PoolTooSmallError(needed, max, `${why}${keepAlive && open > 0 ? ' and a lease keep-alive' : ''}`);
     }
   }
+}
+
+/**
+ * Releases what a scoped call still holds once its work ended (rolled back, or never started). A
+ * release is sent again while no connection can be had, up to `resolveTimeoutMs`; one that still
+ * cannot be done rejects the call with its typed error (DatabaseUnreachableError or
+ * LockOutcomeUnknownError, naming the grant), in place of what the work ended with: the caller
+ * must learn that a grant stays live until the reaper takes it.
+ */
+async function releaseLeftover(held: { readonly settled: boolean; release(): Promise<boolean> }): Promise<void> {
+  if (!held.settled) await held.release();
 }
 
 /** knex's pool size when its config names none. */

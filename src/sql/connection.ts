@@ -8,6 +8,7 @@ import {
   SchemaOutdatedError,
   ServerReadOnlyError,
 } from '../errors.js';
+import { inLibrarySession } from './session.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -55,7 +56,8 @@ export async function withConnection<T>(db: Knex, work: (conn: RawConnection) =>
     throw privilegeError(err) ?? err;
   });
   try {
-    return await work(conn);
+    // In the session the library's statements need (autocommit, isolation), whatever the pool's is.
+    return await inLibrarySession(conn, work);
   } finally {
     await client.releaseConnection(conn);
   }

@@ -1,5 +1,6 @@
 import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
+import { LIMITS } from '../options.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
 import { DB_NOW, epochUs, utcDate } from './clock.js';
@@ -11,11 +12,22 @@ export interface Candidate {
 }
 
 /**
+ * The furthest ahead of now the library ever dates a grant, in microseconds: a lease is at most
+ * `LIMITS.maxTimerMs` long, and a grant's creation is now. A time further ahead was not written by
+ * the library (a row planted by hand, say leased to 2099) and protects nothing.
+ */
+const BEYOND_ANY_LEASE_US = LIMITS.maxTimerMs * 1000;
+
+/**
  * When a live grant is stale, the reaper's own test, on the database clock: granted more than the
  * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
- * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper.
+ * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper. A
+ * creation or a lease dated further ahead than the library could have dated it (see
+ * BEYOND_ANY_LEASE_US) counts as stale and as no lease: such a row would otherwise block its
+ * resource for as long as its date says.
  */
-export const STALE_SQL = `(create_time < ${DB_NOW} - INTERVAL ? MICROSECOND AND (lease_until IS NULL OR lease_until < ${DB_NOW}))`;
+export const STALE_SQL = `((create_time < ${DB_NOW} - INTERVAL ? MICROSECOND OR create_time > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND)
+   AND (lease_until IS NULL OR lease_until < ${DB_NOW} OR lease_until > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND))`;
 
 /**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose

@@ -1,4 +1,5 @@
 import { hex, query, type Hex, type RawConnection } from './connection.js';
+import { commitIfLeftOpen } from './session.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
 
@@ -87,7 +88,13 @@ export async function releaseGrant(
   grant: GrantRef,
   by: keyof typeof RELEASED_BY,
 ): Promise<boolean> {
-  const result = await query<{ affectedRows: number }>(conn, RELEASE_SQL, releaseParams(grant, by));
+  const result = await query<{ affectedRows: number; serverStatus?: number }>(
+    conn,
+    RELEASE_SQL,
+    releaseParams(grant, by),
+  );
+  // Resolving true promises a durable release, not one in a transaction the session left open.
+  await commitIfLeftOpen(conn, result);
   return result.affectedRows === RELEASED_ROWS;
 }
 

@@ -1,4 +1,5 @@
 import { query, type RawConnection } from './connection.js';
+import { commitIfLeftOpen } from './session.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
 
@@ -10,6 +11,8 @@ import { DB_NOW } from './clock.js';
  * - The insert fails with a duplicate key (1062, thrown to the caller): the acquire's grant row
  *   exists and is committed, since the duplicate-key check waits for the transaction that wrote it.
  * - It waits on that row lock while the acquire is still running: a lock wait timeout (1205).
+ * The empty owner is a hex literal: MariaDB's `EMPTY_STRING_IS_NULL` reads `''` as NULL, which the
+ * NOT NULL column refuses.
  */
 export async function withdrawAcquire(
   conn: RawConnection,
@@ -17,10 +20,12 @@ export async function withdrawAcquire(
   mode: LockMode,
   token: Buffer,
 ): Promise<void> {
-  await query(
+  const reply = await query<{ serverStatus?: number }>(
     conn,
     `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-     VALUES (?, ?, ${STATUS.released}, ${DB_NOW}, 1, '', ?, ${DB_NOW}, ${RELEASED_BY.withdrawn})`,
+     VALUES (?, ?, ${STATUS.released}, ${DB_NOW}, 1, CONVERT(X'' USING utf8mb4), ?, ${DB_NOW}, ${RELEASED_BY.withdrawn})`,
     [resource, LOCK_TYPE[mode], token],
   );
+  // The withdrawal decides the attempt for good only once it is durable.
+  await commitIfLeftOpen(conn, reply);
 }

@@ -1,0 +1,47 @@
+// Statements that were never sent: the library could not get a connection for them. Unlike a lost
+// reply, nothing can have happened on the server, so running them again is always safe.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DatabaseUnreachableError } from '../errors.js';
+import { driverErrorOf } from './connection.js';
+import type { RetryPolicy } from './retry.js';
+
+/** The server refused the connection: max_connections (1040) or the user's max_user_connections (1203). */
+const REFUSED_AT_CONNECT = new Set([1040, 1203]);
+
+/** True when `err` is a failure to get a connection, so the statement it was for was never sent. */
+export function isNeverSent(err: unknown): boolean {
+  // knex's pool gave up waiting for a free connection (acquireConnectionTimeout).
+  if ((err as { name?: unknown } | null)?.name === 'KnexTimeoutError') return true;
+  const errno = driverErrorOf(err)?.errno;
+  return errno !== undefined && REFUSED_AT_CONNECT.has(errno);
+}
+
+/** Switched off only by the tests' negative control, to show what sending once leaves behind. */
+export const unreachableRetry = { enabled: true };
+
+const PAUSE_MIN_MS = 20;
+const PAUSE_MAX_MS = 500;
+
+/**
+ * Runs `send` (which gets a connection and sends the library's statement on it) again while it
+ * fails for want of a connection, pausing a little longer each time, for up to the policy's
+ * `resolveTimeoutMs`; then DatabaseUnreachableError. Any other failure is thrown as it is.
+ */
+export async function whileUnreachable<T>(
+  policy: RetryPolicy,
+  what: string,
+  grantId: number | null,
+  send: () => Promise<T>,
+): Promise<T> {
+  const deadline = performance.now() + policy.resolveTimeoutMs;
+  for (let n = 0; ; n++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!isNeverSent(err)) throw err;
+      const left = deadline - performance.now();
+      if (left <= 0 || !unreachableRetry.enabled) throw new DatabaseUnreachableError(what, grantId, err);
+      await sleep(Math.min(left, PAUSE_MIN_MS * 2 ** Math.min(n, 5), PAUSE_MAX_MS) * (0.5 + Math.random() / 2));
+    }
+  }
+}
