@@ -135,6 +135,12 @@ byte lost;
 byte nogrant[NC];
 /* ghost: per client, the token whose row an unfinished settling may still read (the purge's floor) */
 byte win[NC];
+#ifdef PURGE
+#define SET_WIN(c, t) win[c] = (t)
+#else
+/* only the purge reads it: without it, a step that set it would only hide from partial-order reduction */
+#define SET_WIN(c, t) skip
+#endif
 #ifdef LIVENESS
 /* ghost: clients in a waiting acquire (for the progress property) */
 byte waiting;
@@ -440,7 +446,7 @@ inline SECTION_COMMIT(c, k, w, held, pass) {
 #endif
 
 /* What a client forgets when a lock cycle ends (so that finished cycles leave no trace in its state). */
-#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; win[c] = 0 }; goto next
+#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; SET_WIN(c, 0) }; goto next
 
 /* The resource of a group's si-th take: the ids' order, or (CALLER_ORDER) the caller's. */
 #ifdef CALLER_ORDER
@@ -465,7 +471,7 @@ inline LATE_PENDING(back) {
   :: pending -> if :: d_step { k = k - back; RUN_PENDING(); k = k + back } :: d_step { pending = 0; pepoch = 0 } fi
   :: else
   fi;
-  win[c] = 0
+  SET_WIN(c, 0)
 }
 
 proctype client(byte c) {
@@ -506,13 +512,14 @@ next:
        :: kind = 3; w = 1
 #endif
 #endif
+       fi;
+       rr = ORDR(c, 0);
+       if
+       :: kind == 1 || kind == 3 -> goto take
+       :: kind == 2 -> goto gtake
+       :: else
        fi
      };
-     if
-     :: kind == 1 || kind == 3 -> goto section
-     :: kind == 2 -> goto group
-     :: else
-     fi;
 attempt: skip;
 #ifdef PRECHECK
      /* the reference's pre-check: SELECT the row, go on only if it looks free */
@@ -539,7 +546,7 @@ attempt: skip;
         fi
      :: lost < NLOST && LOSE_ACQUIRE ->
         /* the acquire is sent and its reply lost: its transaction may have run, may run later or never */
-        d_step { lost++; pending = 1; pepoch = EPOCH; win[c] = TOK(c, k) };
+        d_step { lost++; pending = 1; pepoch = EPOCH; SET_WIN(c, TOK(c, k)) };
         if :: d_step { RUN_PENDING() } :: skip fi;
         if
         :: skip
@@ -580,7 +587,7 @@ attempt: skip;
        :: i < NG && db.g[i].st == LIVE -> g = i
        :: else -> g = 0
        fi;
-       i = 0; k++; win[c] = 0
+       i = 0; k++; SET_WIN(c, 0)
      };
      if :: g == 0 -> if :: goto attempt :: END_CYCLE fi :: else fi;
 hold: skip;
@@ -676,7 +683,7 @@ hold: skip;
          */
         d_step {
           lost < NLOST && LOSE_COMMIT && ROW_FREE(g) && NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE;
-          lost++; infl = 1; rx[0] = c + 1; win[c] = TOK(c, k - 1)
+          lost++; infl = 1; rx[0] = c + 1; SET_WIN(c, TOK(c, k - 1))
         };
         do
         :: d_step { infl; rx[0] = 0; infl = 0; FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }   /* it commits */
@@ -725,7 +732,7 @@ hold: skip;
          * not committed, the caller releases it; released by the holder: committed. That read is a
          * settle's too: the purge's floor keeps the row for it.
          */
-        d_step { win[c] = TOK(c, k - 1) };
+        d_step { SET_WIN(c, TOK(c, k - 1)) };
         if
         :: d_step { ROW_FREE(g); FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }
         :: skip
@@ -759,12 +766,9 @@ hold: skip;
       * its lock row, in the order of the resource ids; logs a row granted and released per resource;
       * runs the work; commits once.
       */
-section:
-     si = 0;
 take:
-     rr = ORDR(c, si);
 #ifdef LIVENESS
-     d_step { if :: held != 0 -> gwait = gwait | (1 << c) :: else fi };
+     atomic { if :: held != 0 -> gwait = gwait | (1 << c) :: else fi };
 #endif
      if
      :: w -> atomic { gs[rr] == 0 && gx[rr] == 0 -> gx[rr] = c + 1; held = held | (1 << rr) }
@@ -781,11 +785,12 @@ take:
        (!w || rx[rr] == 0);
 #endif
        SECTION_TAKE(c, w, rr, ok);
-       if :: ok -> pass = pass | (1 << rr) :: else fi;
+       if :: ok -> pass = pass | (1 << rr); si++; rr = ORDR(c, si) :: else fi;
        CHECK()
      };
      if
-     :: ok -> si++; if :: si < NTAKE(kind) -> goto take :: else fi
+     :: ok && si < NTAKE(kind) -> goto take
+     :: ok && si >= NTAKE(kind)
      :: else ->
         /* refused: the transaction rolls back whole; a writer commits its intent, then waits or times out */
         d_step { SECTION_END(c, w, held, pass); CHECK() };
@@ -793,7 +798,7 @@ take:
         :: w -> d_step { if :: rx[rr] == 0 -> db.intent[rr] = 1 :: else fi; CHECK() }
         :: else
         fi;
-        if :: goto section :: END_CYCLE fi
+        if :: d_step { si = 0; rr = ORDR(c, 0) }; goto take :: END_CYCLE fi
      fi;
      /* it holds every resource: the log rows, the work, then one COMMIT */
      if
@@ -804,7 +809,7 @@ take:
         goto ssettle
      :: lost < NLOST ->
         /* the COMMIT is sent and its reply lost: it committed, rolls back, or is still in flight */
-        d_step { lost++; infl = 1; win[c] = TOK(c, k) };
+        d_step { lost++; infl = 1; SET_WIN(c, TOK(c, k)) };
         do
         :: d_step { infl; SECTION_COMMIT(c, k, w, held, pass); infl = 0; CHECK() }
         :: d_step { infl; SECTION_END(c, w, held, pass); infl = 0; CHECK() }
@@ -814,7 +819,7 @@ take:
 ssettle: skip;
         /* settleLostCommit (section): a withdrawn row under its token; a duplicate means it committed */
         d_step {
-          win[c] = TOK(c, k);
+          SET_WIN(c, TOK(c, k));
           FIND(TOK(c, k), i);
           said = (i < NG);
           if :: !said -> NEW_ROW(TOK(c, k), RELEASED, w, 0, WITHDRAWN) :: else fi;
@@ -830,11 +835,8 @@ ssettle: skip;
       * A durable group (kind 2): one acquire per resource in the order of the ids, within one wait;
       * one fence for all; all or nothing when a take times out.
       */
-group:
-     si = 0;
 gtake:
-     rr = ORDR(c, si);
-     d_step { ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
+     atomic { rr = ORDR(c, si); ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
      if
      :: id != 0 -> if :: si == 0 -> g = id :: else -> g2 = id fi; id = 0; k++; si++;
         if :: si < 2 -> goto gtake :: else fi

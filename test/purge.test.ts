@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LIMITS } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, LIMITS } from '../src/index.js';
 import { purgeReleasedGrants } from '../src/admin/index.js';
 import { fromKnex } from '../src/adapters/index.js';
 import type { HeldGrant } from '../src/lock/grant.js';
@@ -109,5 +109,15 @@ describe('purge keeps every row a settle may still need, whatever retentionMs sa
     const { purged } = await purgeReleasedGrants(db.knex, { retentionMs: 1 });
     expect(purged).toBeGreaterThanOrEqual(1);
     expect([await rowExists(grant.id), await rowExists(young.id)]).toEqual([false, true]);
+  });
+});
+
+describe('the floor outlasts every settling', () => {
+  it('resolveTimeoutMs is at most LIMITS.maxResolveTimeoutMs, well inside the floor', () => {
+    expect(LIMITS.purgeFloorMs).toBeGreaterThan(2 * LIMITS.maxResolveTimeoutMs);
+    expect(() => createLockManager({ knex: db.knex, resolveTimeoutMs: LIMITS.maxResolveTimeoutMs })).not.toThrow();
+    expect(() => createLockManager({ knex: db.knex, resolveTimeoutMs: LIMITS.maxResolveTimeoutMs + 1 })).toThrow(
+      InvalidOptionsError,
+    );
   });
 });
