@@ -5,13 +5,27 @@
  * One atomic step (d_step) is one statement or one transaction of the real code: every transaction
  * of the lock locks the rows it decides on (a guarded UPDATE or a locking read) and holds those locks
  * to its commit, so its effect is that of running alone at its commit point. Every state between
- * steps is therefore a commit boundary, and CHECK() runs at the end of every writing step.
+ * steps is therefore a commit boundary, and CHECK() runs at the end of every writing step. The
+ * exceptions hold row locks across steps, and the model holds those locks explicitly: a one-commit
+ * section (its gate and lock rows, from its take to its commit or rollback) and a business transaction
+ * whose COMMIT was sent and may still be in flight (the rows its fence locked).
  *
  * Configuration (spin -D...):
  *   NC      clients (2 or 3)              NACQ   lock cycles per client
  *   NLOST   lost replies in the whole run NOFAILOVER  no asynchronous failover
+ *   SECTIONS  clients may run one-commit sections as well as durable grants
+ *   GROUPS    clients may lock both resources as one group (durable, or a section group)
+ *   PURGE     the retention purge runs        REPAIR  an operator runs repairLockCounts once
+ *   MODE_LOST a mode change's reply may be lost   GRANT_FORM  withWriteGrant's settling
+ *   WITNESS_SHARE  assert that a durable reader is never granted beside a read section: its
+ *                  counterexample is the witness that readers share across modes
+ *   GROUPS_ONLY  every cycle is a group (durable or section)
+ *   SECTION_GROUPS_ONLY  every cycle is a section group (the progress run of groups)
+ *   ONLY_LOST_ACQUIRE, ONLY_LOST_COMMIT  only that reply may be lost (for a control aimed at its settle)
+ *   NO_LOST_GRANT_REPLY  no lost reply of a durable acquire, commit or release (runs aimed elsewhere)
  *   LIVENESS  compile the ltl formulas (progress runs)
- * Negative controls, each a defect of the reference design or of an earlier version:
+ * Negative controls, each a defect of the reference design, of an earlier version, or one the design
+ * avoids:
  *   NO_RESOURCE_ID     the acquire UPDATE lacks resource_id = ?: any row that passes the guard grants
  *   PRECHECK           a SELECT decides; the acquire's UPDATE that follows is not guarded
  *   UNVERSIONED_REAPER versions never change and the reaper's write is guarded by version alone
@@ -21,6 +35,15 @@
  *   LOOKUP_SETTLE      a lost acquire is settled by looking its token up, not by the withdrawal insert
  *   INTENT_NO_EXPIRY   a writer's intent mark never expires (progress)
  *   LEASE_FOREVER      the reaper never reaps a grant once extended, even after its lease ran out (progress)
+ *   SECTION_NO_GUARD   a write section's UPDATE of the lock row is not guarded by the counts
+ *   GROUP_FIRST_FENCE  a group's fence checks only its first grant
+ *   CALLER_ORDER       section groups take their rows in the caller's order, not the ids' (progress)
+ *   READ_SECTION_TAKES_ROW  a read section share-locks the lock row (then a durable reader is busy)
+ *   UPGRADE_NO_GATE    tryUpgrade changes the lock row without taking the gate
+ *   PURGE_NO_FLOOR     the purge deletes any released row its retention selects
+ *   LOOKUP_COMMIT_SETTLE  a lost COMMIT is settled by a non-locking look-up, its COMMIT still in flight
+ *   REPAIR_COUNT_FIRST repairLockCounts counts the live grants before it locks the lock row
+ *   GROUP_KEEPS        a group that times out keeps the grants it took (not all or nothing)
  */
 
 #ifndef NC
@@ -32,11 +55,16 @@
 #ifndef NLOST
 #define NLOST 1
 #endif
-/* A client's token counter moves on at each grant and at each lost acquire: its tokens are distinct.
-   NLOST bounds the lost replies of the whole run. */
+/* A client's token counter moves on at each grant (a group takes two), at each lost acquire and by
+   two at each section cycle (one row per resource it may lock): its tokens are distinct. NLOST bounds
+   the lost replies. */
+#if defined(SECTIONS) || defined(GROUPS)
+#define TPC (2 * NACQ + NLOST)
+#else
 #define TPC (NACQ + NLOST)
-/* Grant log ids 1..NG-1: every grant and every withdrawal row takes one. */
-#define NG (NC * (NACQ + NLOST) + 1)
+#endif
+/* Grant log ids 1..NG-1: every grant, section row and withdrawal row takes one. */
+#define NG (NC * TPC + 1)
 
 #define LIVE 1
 #define RELEASED 2
@@ -45,11 +73,16 @@
 #define REAPER 2
 #define OPERATOR 3
 #define WITHDRAWN 4
+#define SECTION 5
+
+/* The two resources: durable and section cycles of one resource use resource 0; groups lock both. */
+#define NRES 2
 
 typedef Row {
   byte tok;              /* 0: no row with this id */
   unsigned st : 2;       /* status: LIVE or RELEASED */
   bit wr;                /* lock_type: 1 write, 0 read */
+  bit res;               /* resource_id */
   byte ver;              /* version */
   bit stale;             /* STALE_SQL on the database clock: older than the cutoff, not under a lease */
 #ifdef LEASE_FOREVER
@@ -62,10 +95,10 @@ typedef Row {
 typedef Db {
   Row g[NG];
   byte next;             /* AUTO_INCREMENT */
-  bit ex0;               /* resource row 0 exists (created on first use) */
-  byte w0; byte r0;      /* its w_count, r_count */
-  bit intent;            /* w_wait_until > NOW(6) */
-  byte w1; byte r1;      /* another resource's row, free; only NO_RESOURCE_ID can touch it */
+  bit ex[NRES];          /* the resource's lock row exists (created on first use) */
+  byte wc[NRES];         /* its w_count */
+  byte rc[NRES];         /* its r_count */
+  bit intent[NRES];      /* w_wait_until > NOW(6) */
   byte biz[NC]           /* ghost business data: token of the grant each client's last business commit ran under */
 }
 
@@ -74,6 +107,22 @@ Db db;                   /* the primary */
 Db rep;                  /* an asynchronous replica: a prefix of the primary's commits */
 bit failed;              /* the one failover has happened */
 #endif
+
+/*
+ * InnoDB row locks held across steps, per resource: the gate row's shared holders and exclusive
+ * holder (client + 1), and the lock row's exclusive holder (a write section, or a business
+ * transaction whose fence ran and whose COMMIT is in flight). Durable acquires take rows NOWAIT (a
+ * locked row refuses the attempt); every other statement on the lock row waits for it.
+ */
+byte gs[NRES];
+byte gx[NRES];
+byte rx[NRES];
+#ifdef READ_SECTION_TAKES_ROW
+byte rs[NRES];           /* the lock row's shared holders (read sections of the old design) */
+#endif
+/* ghost: sections past their take, holding the resource, per mode */
+byte secw[NRES];
+byte secr[NRES];
 
 #ifdef NOFAILOVER
 #define EPOCH 0
@@ -84,17 +133,27 @@ bit failed;              /* the one failover has happened */
 byte lost;
 /* ghost: per client, the token counters of attempts the client settled as never granted */
 byte nogrant[NC];
+/* ghost: per client, the token whose row an unfinished settling may still read (the purge's floor) */
+byte win[NC];
+#ifdef PURGE
+#define SET_WIN(c, t) win[c] = (t)
+#else
+/* only the purge reads it: without it, a step that set it would only hide from partial-order reduction */
+#define SET_WIN(c, t) skip
+#endif
 #ifdef LIVENESS
 /* ghost: clients in a waiting acquire (for the progress property) */
 byte waiting;
 #define WAITING(c) waiting = waiting | (1 << (c))
 #define NOT_WAITING(c) waiting = waiting & ~(1 << (c))
+/* ghost: clients holding a gate of their section group while they wait for the next one */
+byte gwait;
 #else
 #define WAITING(c) skip
 #define NOT_WAITING(c) skip
 #endif
 
-hidden byte i, j, nw, nr;
+hidden byte i, j, nw, nr, q, cw, cr;
 
 #define TOK(c, k) ((c) * TPC + (k) + 1)
 #define TOKCLIENT(t) (((t) - 1) / TPC)
@@ -139,89 +198,140 @@ hidden byte i, j, nw, nr;
 #define COPY_EXT(to, from, j) skip
 #endif
 
+/* A durable acquire takes its rows NOWAIT: a writer the gate and the lock row, a reader the lock row. */
+#ifdef READ_SECTION_TAKES_ROW
+#define BUSY(w, res) ((w) && (gs[res] != 0 || gx[res] != 0) || rx[res] != 0 || rs[res] != 0)
+#else
+#define BUSY(w, res) ((w) && (gs[res] != 0 || gx[res] != 0) || rx[res] != 0)
+#endif
+#if NC == 3
+#define IN_WINDOW(t) (win[0] == (t) || win[1] == (t) || win[2] == (t))
+#else
+#define IN_WINDOW(t) (win[0] == (t) || win[1] == (t))
+#endif
+/*
+ * The rows a settle may still need: the purge's floor keeps them (PURGE_NO_FLOOR: no floor). The
+ * floor is a time (LIMITS.purgeFloorMs) longer than any settling's window; docs/design.md says why.
+ */
+#ifdef PURGE_NO_FLOOR
+#define NEEDED(t) (0)
+#else
+#define NEEDED(t) IN_WINDOW(t)
+#endif
+
 /* Every property that must hold at every commit. */
 inline CHECK() {
-  nw = 0; nr = 0; i = 1;
+  q = 0;
+  do
+  :: q < NRES ->
+     cw = 0; cr = 0; i = 1;
+     do
+     :: i < NG ->
+        if
+        :: db.g[i].st == LIVE && db.g[i].res == q -> if :: db.g[i].wr -> cw++ :: else -> cr++ fi
+        :: else
+        fi;
+        i++
+     :: else -> break
+     od;
+     /* mutual exclusion over live grants and sections holding: a writer alone, readers only with readers */
+     nw = cw + secw[q]; nr = cr + secr[q];
+     assert(nw <= 1 && (nw == 0 || nr == 0));
+     /* the counts equal the live grants */
+     assert(db.wc[q] == cw && db.rc[q] == cr);
+     q++
+  :: else -> break
+  od;
+  i = 1;
   do
   :: i < NG ->
-     if
-     :: db.g[i].st == LIVE -> if :: db.g[i].wr -> nw++ :: else -> nr++ fi
-     :: else
-     fi;
      /* a count is never given back twice */
      assert(db.g[i].gb <= 1);
      /* an acquire whose reply was lost and that its caller settled as never granted never is */
-     assert(db.g[i].tok == 0 || db.g[i].by == WITHDRAWN || ((nogrant[TOKCLIENT(db.g[i].tok)] >> TOKK(db.g[i].tok)) & 1) == 0);
+     assert(db.g[i].tok == 0 || db.g[i].by == WITHDRAWN || db.g[i].by == SECTION || ((nogrant[TOKCLIENT(db.g[i].tok)] >> TOKK(db.g[i].tok)) & 1) == 0);
      i++
   :: else -> break
   od;
-  /* mutual exclusion over live grants: a writer alone, readers only with readers */
-  assert(nw <= 1 && (nw == 0 || nr == 0));
-  /* the counts equal the live grants (and no other resource's row counts them) */
-  assert(db.w0 == nw && db.r0 == nr && db.w1 == 0 && db.r1 == 0);
-  nw = 0; nr = 0; i = 0
+  nw = 0; nr = 0; i = 0; q = 0; cw = 0; cr = 0
 }
 
 /* Gives a grant's counts back; a count that would go below zero fails the statement (1690). */
 inline GIVE_BACK(id, ok) {
   if
-  :: db.g[id].wr && db.w0 >= 1 -> db.w0--; db.g[id].gb++
-  :: !db.g[id].wr && db.r0 >= 1 -> db.r0--; db.g[id].gb++
+  :: db.g[id].wr && db.wc[db.g[id].res] >= 1 -> db.wc[db.g[id].res]--; db.g[id].gb++
+  :: !db.g[id].wr && db.rc[db.g[id].res] >= 1 -> db.rc[db.g[id].res]--; db.g[id].gb++
   :: else -> ok = 0
   fi
 }
 
+/* A new row at the next id (AUTO_INCREMENT). */
+inline NEW_ROW(tk, status, w, rs_, who) {
+  assert(db.next < NG);
+  db.g[db.next].tok = tk; db.g[db.next].st = status; db.g[db.next].wr = w; db.g[db.next].res = rs_;
+  db.g[db.next].ver = 0; db.g[db.next].stale = 0; db.g[db.next].by = who; db.g[db.next].gb = 0;
+  db.next++
+}
+
+/* The row under token tk, or NG: the token's UNIQUE key. */
+inline FIND(tk, at) {
+  at = 1;
+  do
+  :: at < NG && db.g[at].tok == tk -> break
+  :: at < NG && db.g[at].tok != tk -> at++
+  :: else -> break
+  od
+}
+
 /*
- * The acquire: procedure rwlock_acquire, or the same transaction as plain statements. tk: the
- * attempt's token; mark: a waiting writer's intent mark. id: the new grant's id, or 0.
+ * The acquire of resource res: procedure rwlock_acquire, or the same transaction as plain
+ * statements. tk: the attempt's token; mark: a waiting writer's intent mark. id: the new grant's id,
+ * or 0. Its rows are taken NOWAIT: locked by anyone (a section, a COMMIT in flight) is a refusal.
  */
-inline ACQUIRE(tk, w, mark, id) {
+inline ACQUIRE(tk, w, mark, id, res) {
   id = 0;
   /* the grant row's INSERT fails on a duplicate token and rolls the whole transaction back */
-  i = 1;
-  do
-  :: i < NG && db.g[i].tok == tk -> break
-  :: i < NG && db.g[i].tok != tk -> i++
-  :: else -> break
-  od;
-  /* nw: granted; nr: how row 0 changes (1 first use, 2 the guarded UPDATE); j: row 1 changes */
+  FIND(tk, i);
+  /* nw: granted; nr: how the lock row changes (1 first use, 2 the guarded UPDATE); j: the other row changes */
   nw = 0; nr = 0; j = 0;
   if
-  :: !db.ex0 -> nr = 1
+  :: BUSY(w, res) -> skip
+  :: else ->
+     if
+     :: !db.ex[res] -> nr = 1
 #ifdef PRECHECK
-  /* the SELECT before decided (see the client); the UPDATE is not guarded */
-  :: db.ex0 -> nr = 2
+     /* the SELECT before decided (see the client); the UPDATE is not guarded */
+     :: db.ex[res] -> nr = 2
 #else
-  :: db.ex0 && w && db.w0 == 0 && db.r0 == 0 -> nr = 2
-  :: db.ex0 && !w && db.w0 == 0 && !db.intent -> nr = 2
+     :: db.ex[res] && w && db.wc[res] == 0 && db.rc[res] == 0 -> nr = 2
+     :: db.ex[res] && !w && db.wc[res] == 0 && !db.intent[res] -> nr = 2
 #endif
-  :: else
-  fi;
+     :: else
+     fi;
 #ifdef NO_RESOURCE_ID
-  /* no resource_id = ? in the WHERE clause: every row passing the guard changes */
-  if
-  :: w && db.w1 == 0 && db.r1 == 0 -> j = 1
-  :: !w && db.w1 == 0 -> j = 1
-  :: else
-  fi;
+     /* no resource_id = ? in the WHERE clause: every row passing the guard changes */
+     if
+     :: w && db.wc[1 - res] == 0 && db.rc[1 - res] == 0 -> j = 1
+     :: !w && db.wc[1 - res] == 0 -> j = 1
+     :: else
+     fi;
 #endif
+     skip
+  fi;
   nw = (nr != 0 || j != 0);
   if
   :: nw && i < NG -> skip   /* rolled back: nothing changes */
   :: nw && i == NG ->
      if
-     :: nr == 1 -> db.ex0 = 1; if :: w -> db.w0 = 1 :: else -> db.r0 = 1 fi
-     :: nr == 2 && w -> db.w0 = 1; db.intent = 0
-     :: nr == 2 && !w -> db.r0++
+     :: nr == 1 -> db.ex[res] = 1; if :: w -> db.wc[res] = 1 :: else -> db.rc[res] = 1 fi
+     :: nr == 2 && w -> db.wc[res] = 1; db.intent[res] = 0
+     :: nr == 2 && !w -> db.rc[res]++
      :: else
      fi;
-     if :: j && w -> db.w1 = 1 :: j && !w -> db.r1++ :: else fi;
-     assert(db.next < NG);
-     id = db.next; db.next++;
-     db.g[id].tok = tk; db.g[id].st = LIVE; db.g[id].wr = w; db.g[id].ver = 0;
-     db.g[id].stale = 0; db.g[id].by = 0; db.g[id].gb = 0
+     if :: j && w -> db.wc[1 - res] = 1 :: j && !w -> db.rc[1 - res]++ :: else fi;
+     id = db.next;
+     NEW_ROW(tk, LIVE, w, res, 0)
   :: else ->
-     if :: db.ex0 && w && mark -> db.intent = 1 :: else fi
+     if :: db.ex[res] && w && mark && rx[res] == 0 -> db.intent[res] = 1 :: else fi
   fi;
   i = 0; j = 0; nw = 0; nr = 0
 }
@@ -229,6 +339,7 @@ inline ACQUIRE(tk, w, mark, id) {
 /*
  * RELEASE_SQL: the grant row leaves live and its count is given back, both or neither. ok: 1 when
  * it released. Used alone (release, the settling of a lost reply), as the fence, and by an operator.
+ * Callers run it only while no one else holds the lock row (it waits for that lock).
  */
 inline RELEASE(id, tk, w, who, ok) {
   ok = 0;
@@ -248,6 +359,8 @@ inline RELEASE(id, tk, w, who, ok) {
 #endif
   fi
 }
+/* The lock row of grant id is not locked by another transaction (a statement on it waits until then). */
+#define ROW_FREE(id) (rx[db.g[id].res] == 0)
 
 /* The fence: the business transaction's last statement; its writes commit only with the release. */
 inline FENCE(c, id, tk, w, ok) {
@@ -261,15 +374,95 @@ inline FENCE(c, id, tk, w, ok) {
   fi
 }
 
+#ifdef READ_SECTION_TAKES_ROW
+#define RS_UP(res) rs[res]++
+#define RS_DOWN(res) rs[res]--
+#else
+#define RS_UP(res) skip
+#define RS_DOWN(res) skip
+#endif
+
+/*
+ * A section's take of resource res, once it holds the resource's gate (write: exclusive, read:
+ * shared). Write: the guarded UPDATE of the lock row, which it then holds to its commit. Read: a
+ * non-locking read of the lock row. ok: 1 when it may go on.
+ */
+inline SECTION_TAKE(c, w, res, ok) {
+  if
+#ifdef SECTION_NO_GUARD
+  :: w -> rx[res] = c + 1; secw[res]++; ok = 1
+#else
+  :: w && db.wc[res] == 0 && db.rc[res] == 0 -> rx[res] = c + 1; secw[res]++; ok = 1
+#endif
+  :: !w && db.wc[res] == 0 && !db.intent[res] -> secr[res]++; RS_UP(res); ok = 1
+  :: else -> ok = 0
+  fi
+}
+
+/* A section's transaction ends (commit or rollback): every row lock it holds is freed. */
+inline SECTION_END(c, w, held, pass) {
+  q = 0;
+  do
+  :: q < NRES ->
+     if
+     :: (held >> q) & 1 ->
+        if
+        :: w -> gx[q] = 0; if :: (pass >> q) & 1 -> rx[q] = 0; secw[q]-- :: else fi
+        :: !w -> gs[q]--; if :: (pass >> q) & 1 -> secr[q]--; RS_DOWN(q) :: else fi
+        fi
+     :: else
+     fi;
+     q++
+  :: else -> break
+  od;
+  q = 0; held = 0; pass = 0
+}
+/* A section commits: its log rows (granted and released, one per resource) and its business effect. */
+inline SECTION_COMMIT(c, k, w, held, pass) {
+  q = 0;
+  do
+  :: q < NRES -> if :: (pass >> q) & 1 -> NEW_ROW(TOK(c, k + q), RELEASED, w, q, SECTION) :: else fi; q++
+  :: else -> break
+  od;
+  db.biz[c] = TOK(c, k);
+  SECTION_END(c, w, held, pass)
+}
+
+/* Which replies may be lost (a control that targets one settle loses only that one's). */
+#if defined(ONLY_LOST_COMMIT) || defined(NO_LOST_GRANT_REPLY)
+#define LOSE_ACQUIRE 0
+#else
+#define LOSE_ACQUIRE 1
+#endif
+#if defined(ONLY_LOST_ACQUIRE) || defined(NO_LOST_GRANT_REPLY)
+#define LOSE_COMMIT 0
+#else
+#define LOSE_COMMIT 1
+#endif
+#ifdef NO_LOST_GRANT_REPLY
+#define LOSE_RELEASE 0
+#else
+#define LOSE_RELEASE 1
+#endif
+
 /* What a client forgets when a lock cycle ends (so that finished cycles leave no trace in its state). */
-#define END_CYCLE d_step { NOT_WAITING(c); g = 0; ok = 0; id = 0; w = 0 }; goto next
+#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; SET_WIN(c, 0) }; goto next
+
+/* The resource of a group's si-th take: the ids' order, or (CALLER_ORDER) the caller's. */
+#ifdef CALLER_ORDER
+#define ORDR(c, si) ((((c) % 2) == 0) -> (si) : (1 - (si)))
+#else
+#define ORDR(c, si) (si)
+#endif
+/* resources a cycle locks: 1, or 2 for a group */
+#define NTAKE(kind) (((kind) >= 2) -> 2 : 1)
 
 /*
  * The lost acquire's transaction runs (on the primary it was sent to: a failover since kills it).
  * Its token is the attempt's, TOK(c, k): k moves on only once the attempt is settled.
  */
 inline RUN_PENDING() {
-  if :: pepoch == EPOCH -> ACQUIRE(TOK(c, k), w, 1, id); CHECK(); id = 0 :: else fi;
+  if :: pepoch == EPOCH -> ACQUIRE(TOK(c, k), w, 1, id, 0); CHECK(); id = 0 :: else fi;
   pending = 0; pepoch = 0
 }
 /* Still in flight after the settling: it reaches the server now, or dies with its connection. */
@@ -277,27 +470,61 @@ inline LATE_PENDING(back) {
   if
   :: pending -> if :: d_step { k = k - back; RUN_PENDING(); k = k + back } :: d_step { pending = 0; pepoch = 0 } fi
   :: else
-  fi
+  fi;
+  SET_WIN(c, 0)
 }
 
 proctype client(byte c) {
   byte k;            /* token counter: the current attempt's token is TOK(c, k) */
   byte cyc;          /* lock cycles begun */
-  byte g;            /* the grant held: its id (its token is TOK(c, k - 1)) */
+  byte kind;         /* this cycle: 0 a durable grant, 1 a section, 2 a durable group, 3 a section group */
+  byte g;            /* the grant held: its id (its token is TOK(c, k - 1)); a group's first grant */
+  byte g2;           /* a group's second grant (its token is TOK(c, k - 1), g's TOK(c, k - 2)) */
+  byte si;           /* a group's or section's takes so far */
+  byte rr;           /* the resource of its current take */
+  byte held;         /* a section: resources whose gate it holds (bit per resource) */
+  byte pass;         /* a section: resources whose take passed */
   bit w;             /* its mode */
   bit ok;
+  bit said;          /* a settled lost commit: reported committed */
+  bit infl;          /* a COMMIT sent, its reply lost, its transaction still open */
   byte id;
   bit pending;       /* a lost acquire's transaction that has not reached the server yet */
   bit pepoch;        /* the failover epoch it was sent in */
 
 next:
   do
-  :: atomic { cyc < NACQ -> cyc++; WAITING(c); if :: w = 1 :: w = 0 fi };
+  :: atomic {
+       cyc < NACQ -> cyc++; WAITING(c);
+       if
+#ifdef SECTION_GROUPS_ONLY
+       :: kind = 3; w = 1
+#elif defined(GROUPS_ONLY)
+       :: kind = 2; w = 1
+       :: kind = 3; w = 1
+#else
+       :: kind = 0; if :: w = 1 :: w = 0 fi
+#ifdef SECTIONS
+       :: kind = 1; if :: w = 1 :: w = 0 fi
+#endif
+#ifdef GROUPS
+       :: kind = 2; w = 1
+       :: kind = 3; w = 1
+#endif
+#endif
+       fi;
+       rr = ORDR(c, 0);
+       if
+       :: kind == 1 || kind == 3 -> goto take
+       :: kind == 2 -> goto gtake
+       :: else
+       fi
+     };
 attempt: skip;
 #ifdef PRECHECK
      /* the reference's pre-check: SELECT the row, go on only if it looks free */
      if
-     :: d_step { ok = (!db.ex0 || (w && db.w0 == 0 && db.r0 == 0) || (!w && db.w0 == 0 && !db.intent)) }
+     :: d_step { ok = (!db.ex[0] || (w && db.wc[0] == 0 && db.rc[0] == 0) || (!w && db.wc[0] == 0 && !db.intent[0])) }
      fi;
      if
      :: !ok -> if :: goto attempt :: END_CYCLE fi
@@ -306,14 +533,20 @@ attempt: skip;
 #endif
      /* an acquire that waits: refused, it tries again or times out; a refused writer marks its intent */
      if
-     :: d_step { ACQUIRE(TOK(c, k), w, 1, g); CHECK() } ->
+     :: d_step {
+          ACQUIRE(TOK(c, k), w, 1, g, 0); CHECK();
+#ifdef WITNESS_SHARE
+          /* fails exactly when a durable reader is granted while a read section holds: readers share */
+          assert(!(g != 0 && !w && secr[0] > 0))
+#endif
+        } ->
         if
         :: g != 0 -> k++; goto hold
         :: else -> if :: goto attempt :: END_CYCLE fi
         fi
-     :: lost < NLOST ->
+     :: lost < NLOST && LOSE_ACQUIRE ->
         /* the acquire is sent and its reply lost: its transaction may have run, may run later or never */
-        d_step { lost++; pending = 1; pepoch = EPOCH };
+        d_step { lost++; pending = 1; pepoch = EPOCH; SET_WIN(c, TOK(c, k)) };
         if :: d_step { RUN_PENDING() } :: skip fi;
         if
         :: skip
@@ -324,9 +557,7 @@ attempt: skip;
      /* settled by looking the token up: not found counts as never granted */
      if
      :: d_step {
-          id = 0; i = 1;
-          do :: i < NG && db.g[i].tok == TOK(c, k) -> id = i; break :: i < NG && db.g[i].tok != TOK(c, k) -> i++ :: else -> break od;
-          i = 0;
+          FIND(TOK(c, k), i); id = (i < NG -> i : 0); i = 0;
           if :: id == 0 -> nogrant[c] = nogrant[c] | (1 << k); k++ :: else fi
         }
      fi;
@@ -335,14 +566,10 @@ attempt: skip;
      /* withdrawAcquire: a released row under the attempt's token; a duplicate means it was granted */
      if
      :: d_step {
-          id = 0; i = 1;
-          do :: i < NG && db.g[i].tok == TOK(c, k) -> id = i; break :: i < NG && db.g[i].tok != TOK(c, k) -> i++ :: else -> break od;
+          FIND(TOK(c, k), i); id = (i < NG -> i : 0);
           if
           :: id == 0 ->
-             assert(db.next < NG);
-             db.g[db.next].tok = TOK(c, k); db.g[db.next].st = RELEASED; db.g[db.next].wr = w; db.g[db.next].ver = 0;
-             db.g[db.next].stale = 0; db.g[db.next].by = WITHDRAWN; db.g[db.next].gb = 0;
-             db.next++;
+             NEW_ROW(TOK(c, k), RELEASED, w, 0, WITHDRAWN);
              /* never granted, and never will be: a new attempt is safe */
              nogrant[c] = nogrant[c] | (1 << k); k++
           :: else
@@ -355,13 +582,12 @@ attempt: skip;
 #endif
      /* findGrantByToken: it was granted; live: the caller holds it; released since: nothing is held */
      d_step {
-       i = 1;
-       do :: i < NG && db.g[i].tok == TOK(c, k) -> break :: i < NG && db.g[i].tok != TOK(c, k) -> i++ :: else -> break od;
+       FIND(TOK(c, k), i);
        if
        :: i < NG && db.g[i].st == LIVE -> g = i
        :: else -> g = 0
        fi;
-       i = 0; k++
+       i = 0; k++; SET_WIN(c, 0)
      };
      if :: g == 0 -> if :: goto attempt :: END_CYCLE fi :: else fi;
 hold: skip;
@@ -369,6 +595,7 @@ hold: skip;
      /* at most one more statement on the grant before it ends */
      if
      :: d_step {
+          ROW_FREE(g);
           /* extend(): lease_until ahead, version + 1 */
           if
           :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE -> db.g[g].stale = 0; SET_EXT(g); BUMP(db.g[g].ver)
@@ -378,62 +605,282 @@ hold: skip;
         }
      :: w ->
         d_step {
+          ROW_FREE(g);
           /* downgrade(): write grant to read grant in one statement */
           if
-          :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && db.g[g].wr && db.w0 >= 1 ->
-             db.g[g].wr = 0; BUMP(db.g[g].ver); db.w0--; db.r0++; w = 0
+          :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && db.g[g].wr && db.wc[0] >= 1 ->
+             db.g[g].wr = 0; BUMP(db.g[g].ver); db.wc[0]--; db.rc[0]++; w = 0
           :: else -> ok = 0
           fi;
           CHECK()
         }
      :: !w ->
         d_step {
+          ROW_FREE(g);
           /* tryUpgrade(): read grant to write grant while it is the one holder; else refused at once */
           if
-          :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && !db.g[g].wr && db.w0 == 0 && db.r0 == 1 ->
-             db.g[g].wr = 1; BUMP(db.g[g].ver); db.w0 = 1; db.r0 = 0; w = 1
+#ifdef UPGRADE_NO_GATE
+          :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && !db.g[g].wr && db.wc[0] == 0 && db.rc[0] == 1 ->
+#else
+          /* it takes the gate NOWAIT, as a durable writer does: a section on the resource refuses it */
+          :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && !db.g[g].wr && db.wc[0] == 0 && db.rc[0] == 1 && gs[0] == 0 && gx[0] == 0 ->
+#endif
+             db.g[g].wr = 1; BUMP(db.g[g].ver); db.wc[0] = 1; db.rc[0] = 0; w = 1
           :: else -> ok = (NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE)
           fi;
           CHECK()
         }
+#ifdef MODE_LOST
+     :: lost < NLOST ->
+        /*
+         * A downgrade or upgrade whose reply was lost: its statement ran, runs later (it is guarded
+         * by the mode it expects, so it changes nothing once the change is made) or never. Settled by
+         * reading the grant row (findGrantByToken): the new mode: made; the old one: made again; not
+         * live: lost.
+         */
+        lost++;
+        if
+        :: d_step {
+             ROW_FREE(g);
+             if
+             :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && db.g[g].wr == w && w && db.wc[0] >= 1 ->
+                db.g[g].wr = 0; BUMP(db.g[g].ver); db.wc[0]--; db.rc[0]++
+             :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && db.g[g].wr == w && !w && db.wc[0] == 0 && db.rc[0] == 1 && gs[0] == 0 && gx[0] == 0 ->
+                db.g[g].wr = 1; BUMP(db.g[g].ver); db.wc[0] = 1; db.rc[0] = 0
+             :: else
+             fi;
+             CHECK()
+           }
+        :: skip
+        fi;
+        d_step {
+          FIND(TOK(c, k - 1), i);
+          if
+          :: i < NG && db.g[i].st == LIVE && db.g[i].wr != w -> w = db.g[i].wr   /* made */
+          :: i < NG && db.g[i].st == LIVE && rx[0] == 0 ->
+             /* not made: the change runs again (its guard decides; refused is false) */
+             if
+             :: w && db.wc[0] >= 1 -> db.g[g].wr = 0; BUMP(db.g[g].ver); db.wc[0]--; db.rc[0]++; w = 0
+             :: !w && db.wc[0] == 0 && db.rc[0] == 1 && gs[0] == 0 && gx[0] == 0 -> db.g[g].wr = 1; BUMP(db.g[g].ver); db.wc[0] = 1; db.rc[0] = 0; w = 1
+             :: else
+             fi
+          :: else -> ok = 0                           /* LockLostError */
+          fi;
+          i = 0;
+          /* the handle's mode is the row's: its release gives back the count the row holds */
+          assert(!ok || db.g[g].wr == w)
+        }
+#endif
      :: skip
      fi;
      /* found lost: the cycle ends (LockLostError) */
      if :: !ok -> END_CYCLE :: else fi;
      if
-     :: d_step { FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }; END_CYCLE   /* the fenced business commit */
-     :: lost < NLOST ->
-        /* the business COMMIT was sent and its reply lost: it committed or rolled back */
-        lost++;
+     :: d_step { ROW_FREE(g); FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }; END_CYCLE   /* the fenced business commit */
+     :: /*
+         * The fence ran and the business COMMIT was sent; its reply is lost. Until the transaction
+         * commits or dies with its connection, it holds the grant row and the lock row.
+         */
+        d_step {
+          lost < NLOST && LOSE_COMMIT && ROW_FREE(g) && NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE;
+          lost++; infl = 1; rx[0] = c + 1; SET_WIN(c, TOK(c, k - 1))
+        };
+        do
+        :: d_step { infl; rx[0] = 0; infl = 0; FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }   /* it commits */
+        :: d_step { infl; rx[0] = 0; infl = 0 }                                               /* it rolls back */
+#ifdef LOOKUP_COMMIT_SETTLE
+        :: break      /* the settle does not wait for it */
+#else
+        :: !infl -> break   /* the settle's release waits for the lost transaction's row lock */
+#endif
+        od;
+        skip;
+#ifdef LOOKUP_COMMIT_SETTLE
+        /* settled by reading the grant row without a lock: released by the holder means committed */
+        d_step { FIND(TOK(c, k - 1), i); said = (i < NG && db.g[i].by == HOLDER); i = 0 };
         if
-        :: d_step { FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }
+        :: infl ->
+           if
+           :: d_step { rx[0] = 0; infl = 0; FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }
+           :: d_step { rx[0] = 0; infl = 0 }
+           fi
+        :: else
+        fi;
+#else
+        /* settleLostCommit: release again; released now: it rolled back; else read the grant row */
+        d_step {
+          ROW_FREE(g);
+          RELEASE(g, TOK(c, k - 1), w, HOLDER, ok);
+          if
+          :: ok -> said = 0
+          :: else ->
+             FIND(TOK(c, k - 1), i);
+             /* released by the holder: the commit happened and the caller gets its value; else lost */
+             said = (i < NG && db.g[i].by == HOLDER);
+             i = 0
+          fi;
+          CHECK()
+        };
+#endif
+        /* the caller is told "committed" exactly when the business effect committed */
+        d_step { assert(said == (db.biz[c] == TOK(c, k - 1))) };
+        END_CYCLE
+#ifdef GRANT_FORM
+     :: /*
+         * withWriteGrant: the caller's own transaction ran the fence and ended with a reply, committed
+         * or rolled back after the fence (its work threw); isLive() then reads the grant row: live:
+         * not committed, the caller releases it; released by the holder: committed. That read is a
+         * settle's too: the purge's floor keeps the row for it.
+         */
+        d_step { SET_WIN(c, TOK(c, k - 1)) };
+        if
+        :: d_step { ROW_FREE(g); FENCE(c, g, TOK(c, k - 1), w, ok); CHECK() }
         :: skip
         fi;
-        /* settleLostCommit: release again; released now: it rolled back; else read the grant row */
-        d_step { RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() };
-        if
-        :: ok -> d_step { assert(db.biz[c] != TOK(c, k - 1)) }    /* reported not committed */
-        :: else ->
-           d_step {
-             i = 1;
-             do :: i < NG && db.g[i].tok == TOK(c, k - 1) -> break :: i < NG && db.g[i].tok != TOK(c, k - 1) -> i++ :: else -> break od;
-             /* released by the holder: the commit happened and the caller gets its value; else lost */
-             if :: i < NG && db.g[i].by == HOLDER -> assert(db.biz[c] == TOK(c, k - 1)) :: else -> assert(db.biz[c] != TOK(c, k - 1)) fi;
-             i = 0
-           }
-        fi;
+        d_step {
+          FIND(TOK(c, k - 1), i);
+          said = (i < NG && db.g[i].st == RELEASED && db.g[i].by == HOLDER);
+          ok = (i < NG && db.g[i].st == LIVE);
+          i = 0;
+          assert(said == (db.biz[c] == TOK(c, k - 1)))
+        };
+        if :: ok -> d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() } :: else fi;
         END_CYCLE
-     :: d_step { RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() }; END_CYCLE   /* release() alone */
-     :: lost < NLOST ->
+#endif
+     :: d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() }; END_CYCLE   /* release() alone */
+     :: lost < NLOST && LOSE_RELEASE ->
         /* release() whose reply was lost: it ran or not; settled by releasing again */
         lost++;
         if
-        :: d_step { RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() }
+        :: d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() }
         :: skip
         fi;
-        d_step { RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() };
+        d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), w, HOLDER, ok); CHECK() };
         END_CYCLE
      :: goto crashed     /* the client dies holding the grant */
+     fi;
+
+     /*
+      * A one-commit section (kind 1) or a section group (kind 3): one transaction takes each
+      * resource's gate (write: FOR UPDATE, read: LOCK IN SHARE MODE), waiting for it, then decides on
+      * its lock row, in the order of the resource ids; logs a row granted and released per resource;
+      * runs the work; commits once.
+      */
+take:
+#ifdef LIVENESS
+     atomic { if :: held != 0 -> gwait = gwait | (1 << c) :: else fi };
+#endif
+     if
+     :: w -> atomic { gs[rr] == 0 && gx[rr] == 0 -> gx[rr] = c + 1; held = held | (1 << rr) }
+     :: !w -> atomic { gx[rr] == 0 -> gs[rr]++; held = held | (1 << rr) }
+     fi;
+#ifdef LIVENESS
+     d_step { gwait = gwait & ~(1 << c) };
+#endif
+     d_step {
+       /* the take: write, the guarded UPDATE of the lock row (it waits for the row's lock); read, a plain read */
+#ifdef READ_SECTION_TAKES_ROW
+       rx[rr] == 0;
+#else
+       (!w || rx[rr] == 0);
+#endif
+       SECTION_TAKE(c, w, rr, ok);
+       if :: ok -> pass = pass | (1 << rr); si++; rr = ORDR(c, si) :: else fi;
+       CHECK()
+     };
+     if
+     :: ok && si < NTAKE(kind) -> goto take
+     :: ok && si >= NTAKE(kind)
+     :: else ->
+        /* refused: the transaction rolls back whole; a writer commits its intent, then waits or times out */
+        d_step { SECTION_END(c, w, held, pass); CHECK() };
+        if
+        :: w -> d_step { if :: rx[rr] == 0 -> db.intent[rr] = 1 :: else fi; CHECK() }
+        :: else
+        fi;
+        if :: d_step { si = 0; rr = ORDR(c, 0) }; goto take :: END_CYCLE fi
+     fi;
+     /* it holds every resource: the log rows, the work, then one COMMIT */
+     if
+     :: d_step { SECTION_COMMIT(c, k, w, held, pass); CHECK() }; k = k + 2; END_CYCLE
+     :: d_step { SECTION_END(c, w, held, pass); CHECK() }; goto crashed   /* the client dies: the server rolls back */
+     :: d_step { SECTION_END(c, w, held, pass); CHECK() };
+        /* paused past the idle bound: the server rolled it back; its late COMMIT fails as a lost reply */
+        goto ssettle
+     :: lost < NLOST ->
+        /* the COMMIT is sent and its reply lost: it committed, rolls back, or is still in flight */
+        d_step { lost++; infl = 1; SET_WIN(c, TOK(c, k)) };
+        do
+        :: d_step { infl; SECTION_COMMIT(c, k, w, held, pass); infl = 0; CHECK() }
+        :: d_step { infl; SECTION_END(c, w, held, pass); infl = 0; CHECK() }
+        /* the withdrawal's insert under the section's token waits for its uncommitted row */
+        :: !infl -> break
+        od;
+ssettle: skip;
+        /* settleLostCommit (section): a withdrawn row under its token; a duplicate means it committed */
+        d_step {
+          SET_WIN(c, TOK(c, k));
+          FIND(TOK(c, k), i);
+          said = (i < NG);
+          if :: !said -> NEW_ROW(TOK(c, k), RELEASED, w, 0, WITHDRAWN) :: else fi;
+          i = 0;
+          assert(said == (db.biz[c] == TOK(c, k)));
+          CHECK()
+        };
+        k = k + 2;
+        END_CYCLE
+     fi;
+
+     /*
+      * A durable group (kind 2): one acquire per resource in the order of the ids, within one wait;
+      * one fence for all; all or nothing when a take times out.
+      */
+gtake:
+     atomic { rr = ORDR(c, si); ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
+     if
+     :: id != 0 -> if :: si == 0 -> g = id :: else -> g2 = id fi; id = 0; k++; si++;
+        if :: si < 2 -> goto gtake :: else fi
+     :: else ->
+        if
+        :: goto gtake
+        :: /* timed out or aborted: the grants taken are released before the error reaches the caller */
+#ifndef GROUP_KEEPS
+           if :: g != 0 -> d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), 1, HOLDER, ok); CHECK() } :: else fi;
+#endif
+           /* all or nothing: a group that failed holds none of its grants */
+           d_step { assert(g == 0 || db.g[g].tok != TOK(c, k - 1) || db.g[g].st != LIVE) };
+           END_CYCLE
+        fi
+     fi;
+     d_step { NOT_WAITING(c) };
+     if
+     :: d_step {
+          ROW_FREE(g) && ROW_FREE(g2);
+          /* the group's fence: one UPDATE changing 2 rows per grant, or the transaction rolls back */
+#ifdef GROUP_FIRST_FENCE
+          ok = (db.g[g].tok == TOK(c, k - 2) && db.g[g].st == LIVE);
+#else
+          ok = (db.g[g].tok == TOK(c, k - 2) && db.g[g].st == LIVE && db.g[g2].tok == TOK(c, k - 1) && db.g[g2].st == LIVE);
+#endif
+          if
+          :: ok ->
+             /* the business effect commits only while every grant of the group is the caller's and live */
+             assert(db.g[g2].tok == TOK(c, k - 1) && db.g[g2].st == LIVE);
+             RELEASE(g, TOK(c, k - 2), 1, HOLDER, ok); RELEASE(g2, TOK(c, k - 1), 1, HOLDER, ok);
+             db.biz[c] = TOK(c, k - 2)
+          :: else
+          fi;
+          CHECK()
+        };
+        if
+        :: ok -> END_CYCLE
+        :: else ->
+           /* LockLostError: the rest are released, each by its own guarded release */
+           d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 2), 1, HOLDER, ok); CHECK() };
+           d_step { ROW_FREE(g2); RELEASE(g2, TOK(c, k - 1), 1, HOLDER, ok); CHECK() };
+           END_CYCLE
+        fi
+     :: goto crashed     /* the client dies holding the group */
      fi
   :: else -> break
   od;
@@ -460,6 +907,7 @@ active proctype reaper() {
      if
      :: id != 0 ->
         d_step {
+          ROW_FREE(id);
           /* reapCandidates: lock the row; still live, stale and unchanged: release it */
           if
 #ifdef UNVERSIONED_REAPER
@@ -494,7 +942,7 @@ active proctype operator() {
   :: atomic {
        select(id : 1 .. NG - 1);
        if
-       :: db.g[id].tok != 0 -> d_step { tk = db.g[id].tok; w = db.g[id].wr; RELEASE(id, tk, w, OPERATOR, ok); CHECK(); tk = 0; w = 0; ok = 0 }
+       :: db.g[id].tok != 0 -> d_step { ROW_FREE(id); tk = db.g[id].tok; w = db.g[id].wr; RELEASE(id, tk, w, OPERATOR, ok); CHECK(); tk = 0; w = 0; ok = 0 }
        :: else
        fi;
        id = 0
@@ -502,6 +950,68 @@ active proctype operator() {
   :: skip
   fi
 }
+
+#ifdef REPAIR
+/*
+ * repairLockCounts for resource 0: lock its lock row (waiting for any other holder of that lock),
+ * count the live grants with a fresh read, set the counts from them, commit.
+ */
+active proctype repairer() {
+  byte lw, lr;
+#ifdef REPAIR_COUNT_FIRST
+  /* counted before the row is locked: a grant committed in between is not counted */
+  d_step {
+    i = 1;
+    do
+    :: i < NG -> if :: db.g[i].st == LIVE && db.g[i].res == 0 -> if :: db.g[i].wr -> lw++ :: else -> lr++ fi :: else fi; i++
+    :: else -> break
+    od;
+    i = 0
+  };
+  d_step { rx[0] == 0; db.wc[0] = lw; db.rc[0] = lr; lw = 0; lr = 0; CHECK() }
+#else
+  d_step {
+    rx[0] == 0;
+    i = 1;
+    do
+    :: i < NG -> if :: db.g[i].st == LIVE && db.g[i].res == 0 -> if :: db.g[i].wr -> lw++ :: else -> lr++ fi :: else fi; i++
+    :: else -> break
+    od;
+    i = 0;
+    db.wc[0] = lw; db.rc[0] = lr; lw = 0; lr = 0;
+    CHECK()
+  }
+#endif
+}
+#endif
+
+#ifdef PURGE
+/*
+ * The retention purge: deletes a released row old enough (any retention, down to 1 ms), but never a
+ * row an unfinished settling may still read (its floor). No step reads a released row except a
+ * settling, which reads the row of its own token (and a late acquire's duplicate check, whose token
+ * is a settling's too), so deleting any other row changes nothing a step reads: the model's purge
+ * deletes, once, at any moment, a released row under a token some settling is open for.
+ */
+active proctype purge() {
+  byte id;
+  if
+  :: atomic {
+       select(id : 1 .. NG - 1);
+       d_step {
+         if
+         :: db.g[id].tok != 0 && db.g[id].st == RELEASED && IN_WINDOW(db.g[id].tok) && !NEEDED(db.g[id].tok) ->
+            db.g[id].tok = 0; db.g[id].st = 0; db.g[id].wr = 0; db.g[id].res = 0; db.g[id].ver = 0;
+            db.g[id].stale = 0; db.g[id].by = 0; db.g[id].gb = 0
+         :: else
+         fi;
+         id = 0
+       }
+     }
+  :: skip
+  fi
+}
+#endif
 
 /* The database clock: grants age past the cutoff, leases and writer-intent marks run out. */
 active proctype clock() {
@@ -516,7 +1026,8 @@ active proctype clock() {
 active proctype intent_clock() {
 #ifndef INTENT_NO_EXPIRY
   do
-  :: db.intent -> db.intent = 0
+  :: db.intent[0] -> db.intent[0] = 0
+  :: db.intent[1] -> db.intent[1] = 0
   od
 #else
   skip
@@ -529,8 +1040,8 @@ inline COPY(to, from) {
   j = 1;
   do
   :: j < NG ->
-     to.g[j].tok = from.g[j].tok; to.g[j].st = from.g[j].st; to.g[j].wr = from.g[j].wr; to.g[j].ver = from.g[j].ver;
-     to.g[j].stale = from.g[j].stale; COPY_EXT(to, from, j);
+     to.g[j].tok = from.g[j].tok; to.g[j].st = from.g[j].st; to.g[j].wr = from.g[j].wr; to.g[j].res = from.g[j].res;
+     to.g[j].ver = from.g[j].ver; to.g[j].stale = from.g[j].stale; COPY_EXT(to, from, j);
      to.g[j].by = from.g[j].by; to.g[j].gb = from.g[j].gb;
      j++
   :: else -> break
@@ -541,8 +1052,12 @@ inline COPY(to, from) {
   :: else -> break
   od;
   j = 0;
-  to.next = from.next; to.ex0 = from.ex0; to.w0 = from.w0; to.r0 = from.r0; to.intent = from.intent;
-  to.w1 = from.w1; to.r1 = from.r1
+  do
+  :: j < NRES -> to.ex[j] = from.ex[j]; to.wc[j] = from.wc[j]; to.rc[j] = from.rc[j]; to.intent[j] = from.intent[j]; j++
+  :: else -> break
+  od;
+  j = 0;
+  to.next = from.next
 }
 
 active proctype replication() {
@@ -566,8 +1081,15 @@ active proctype replication() {
 init {
   atomic {
     db.next = 1;
+    /* the other resource's lock row exists (groups use it; NO_RESOURCE_ID's UPDATE reaches it) */
+    db.ex[1] = 1;
+#ifdef SECTIONS
+    /* sections run on a resource whose rows exist: first use is the durable acquire's */
+    db.ex[0] = 1;
+#endif
 #ifndef NOFAILOVER
     rep.next = 1;
+    rep.ex[1] = 1;
 #endif
     i = 0;
     do
@@ -583,9 +1105,11 @@ init {
 #error "ANY_STALE covers ids 1..9"
 #endif
 #define ANY_STALE (STALE(1 % NG) || STALE(2 % NG) || STALE(3 % NG) || STALE(4 % NG) || STALE(5 % NG) || STALE(6 % NG) || STALE(7 % NG) || STALE(8 % NG) || STALE(9 % NG))
-#define FREE_WITH_WAITER (waiting != 0 && db.w0 == 0 && db.r0 == 0)
+#define FREE_WITH_WAITER (waiting != 0 && db.wc[0] == 0 && db.rc[0] == 0)
 /* every stale grant is eventually released (or extended): never stale for ever */
 ltl stale_released { [] <> !ANY_STALE }
 /* a free resource is eventually granted to a waiter (or no one waits for it any more) */
 ltl free_granted { [] <> !FREE_WITH_WAITER }
+/* a section group never waits for ever on a gate while it holds another */
+ltl group_progress { [] <> (gwait == 0) }
 #endif

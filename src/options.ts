@@ -68,6 +68,19 @@ export const LIMITS = Object.freeze({
   maxPurgeBatch: 100_000,
   /** 100 years: far enough for any retention, near enough that the database clock minus it stays a valid DATETIME. */
   maxRetentionMs: 3_155_760_000_000,
+  /**
+   * One hour: a lost reply still unsettled after that is an outage, not a lost packet, and the
+   * purge floor below must outlast every settle.
+   */
+  maxResolveTimeoutMs: 3_600_000,
+  /**
+   * One day: the purge never deletes a grant row released (or, for a withdrawal or a section, written)
+   * less than this ago, whatever its retention, because settling a lost reply reads that row: a lost
+   * commit's settle ends within `maxResolveTimeoutMs` of the loss (plus one probe's lock wait), and a
+   * lost acquire's statement reaches the server within TCP's retransmission limit of being sent or
+   * never. docs/design.md ("Lost replies") gives the reasoning.
+   */
+  purgeFloorMs: 86_400_000,
   maxBackoffMs: 60_000,
   maxWriterIntentMs: 3_600_000,
   maxRetries: 1_000,
@@ -95,7 +108,7 @@ export interface LockManagerOptions {
   writerIntentMs?: number;
   /** Retries of a lock transaction, or of a business transaction, that failed with a deadlock (1213). @defaultValue `DEFAULTS.deadlockRetries` */
   deadlockRetries?: number;
-  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue `DEFAULTS.resolveTimeoutMs` */
+  /** How long to keep trying to learn the outcome of a commit whose connection was lost. @defaultValue `DEFAULTS.resolveTimeoutMs`, at most `LIMITS.maxResolveTimeoutMs` */
   resolveTimeoutMs?: number;
   /**
    * Whether acquire calls the `rwlock_acquire` procedure (one round trip) or runs plain statements
@@ -293,7 +306,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
       'resolveTimeoutMs',
       o.resolveTimeoutMs ?? DEFAULTS.resolveTimeoutMs,
       0,
-      LIMITS.maxTimerMs,
+      LIMITS.maxResolveTimeoutMs,
     ),
     procedures: proceduresOption(o.procedures),
     onLockLost: o.onLockLost as LockLostHandler | undefined,

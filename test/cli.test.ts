@@ -453,7 +453,7 @@ describe('changing commands', () => {
     const locks = createLockManager({ knex: db.knex });
     await (await locks.tryAcquireWrite('cli-purge'))!.release();
     await db.knex.raw(
-      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 1 DAY WHERE resource_id = 'cli-purge'",
+      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 2 DAY, released_at = released_at - INTERVAL 2 DAY WHERE resource_id = 'cli-purge'",
     );
     const first = await cli(['purge', '--retention', '3600000', '--json']);
     expect(first.status).toBe(0);

@@ -18,7 +18,7 @@ import { createLockManager } from '../src/lock/manager.js';
 import { releaseProbe } from '../src/lock/privilege-probe.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { useTestDatabase } from './support/db.js';
-import { backdate, grantRow, invariantViolations } from './support/state.js';
+import { backdate, backdateRelease, grantRow, invariantViolations } from './support/state.js';
 
 // The role `app` calls the procedure, so this database has it whatever the lane.
 const db = useTestDatabase(import.meta.filename, { procedures: true });
@@ -177,6 +177,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       // Stale after a minute; purged after a day: the reaped ones stay in the log, `old` goes.
       for (const g of stale) await backdate(db.knex, g.id, 120_000);
       await backdate(db.knex, old.id, 2 * DAY_MS);
+      await backdateRelease(db.knex, old.id, 2 * DAY_MS);
       const job = await run('jobs/reaper.ts', ['--once'], {
         MYSQL_URL: reaper.url,
         STALE_AFTER_MS: '60000',
@@ -203,6 +204,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       const again = (await locks.tryAcquireWrite('reap:c'))!;
       await backdate(db.knex, again.id, 2 * DAY_MS);
       expect(await reapStaleGrants(reaper.knex, { staleAfterMs: 60_000 })).toMatchObject({ reaped: 1, failed: 0 });
+      await backdateRelease(db.knex, again.id, 2 * DAY_MS);
       await db.knex.raw(
         'UPDATE t_lock_release_note SET released_at = released_at - INTERVAL 2 DAY WHERE grant_id = ?',
         [again.id],
@@ -216,6 +218,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       const cliReap = await run('src/cli/bin.ts', ['reap', '--stale-after', '60000'], { MYSQL_URL: reaper.url });
       expect(cliReap.status, cliReap.stderr).toBe(0);
       expect(await grantRow(db.knex, last.id)).toMatchObject({ status: 2, released_by: 2 });
+      await backdateRelease(db.knex, last.id, 2 * DAY_MS);
       const cliPurge = await run('src/cli/bin.ts', ['purge', '--retention', String(DAY_MS)], { MYSQL_URL: reaper.url });
       expect(cliPurge.status, cliPurge.stderr).toBe(0);
       expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [last.id])).toEqual([]);

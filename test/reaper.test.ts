@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createLockManager } from '../src/index.js';
 import { reapStaleGrants, purgeReleasedGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
-import { backdate, grantRow, invariantViolations, resourceRows } from './support/state.js';
+import { backdate, backdateRelease, grantRow, invariantViolations, resourceRows } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
 const HOUR = 3_600_000;
@@ -117,6 +117,8 @@ describe('reapStaleGrants', () => {
     const live = await locks.tryAcquireRead('purge-live');
     await backdate(db.knex, done!.id, 8 * 24 * HOUR);
     await backdate(db.knex, live!.id, 8 * 24 * HOUR);
+    // Released more than the purge floor ago too (test/purge.test.ts: a younger release is kept).
+    await backdateRelease(db.knex, done!.id, 2 * 24 * HOUR);
     const { purged } = await purgeReleasedGrants(db.knex, { retentionMs: 7 * 24 * HOUR, batchSize: 1 });
     expect(purged).toBeGreaterThanOrEqual(1);
     const [rows] = (await db.knex.raw('SELECT id FROM t_lock_log WHERE id IN (?, ?)', [

@@ -124,7 +124,11 @@ async function reapBatchOrEach(
 }
 
 export interface PurgeOptions {
-  /** Released grants created longer ago than this are deleted. @defaultValue `DEFAULTS.purge.retentionMs` (7 days), at most `LIMITS.maxRetentionMs` */
+  /**
+   * Released grants created longer ago than this are deleted, but never one released less than
+   * `LIMITS.purgeFloorMs` (a day) ago, which settling a lost reply may still read.
+   * @defaultValue `DEFAULTS.purge.retentionMs` (7 days), at most `LIMITS.maxRetentionMs`
+   */
   retentionMs?: number;
   /** Rows deleted per statement. @defaultValue `DEFAULTS.purge.batchSize`, at most `LIMITS.maxPurgeBatch` */
   batchSize?: number;
@@ -141,7 +145,9 @@ export interface PurgeResult {
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
  * and release notes older than it; then the resource rows whose last grant it deleted, if nothing
- * holds or waits for them. `purged` counts the grants, `resources` the resource rows.
+ * holds or waits for them. `purged` counts the grants, `resources` the resource rows. A grant
+ * released less than `LIMITS.purgeFloorMs` ago is kept whatever the retention: a lost reply's
+ * settling reads it.
  *
  * @example
  * ```ts

@@ -71,7 +71,7 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
   {
     name: 'RETENTION_MS',
     default: String(JOB_DEFAULTS.retentionMs),
-    meaning: `released grants older than this are purged from t_lock_log; 0 keeps all (at most ${LIMITS.maxRetentionMs})`,
+    meaning: `released grants older than this are purged from t_lock_log, never one released less than ${LIMITS.purgeFloorMs} ms ago; 0 keeps all (at most ${LIMITS.maxRetentionMs})`,
   },
   {
     name: 'METRICS_PORT',

@@ -1,24 +1,33 @@
 import { query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
+import { LIMITS } from '../options.js';
 import { DB_NOW } from './clock.js';
 
 /**
  * Deletes up to `limit` released grants created more than `retentionMs` ago, oldest first through
- * the (status, create_time) index, read first without locking and then deleted by id (a released
- * row never changes again). READ COMMITTED: no gap locks on the index range, so releases and
- * acquires are never blocked by a purge. Returns how many rows it deleted, and their resources.
+ * the (status, create_time) index, and only those released more than `floorMs` ago: settling a lost
+ * reply reads the row (a lost commit's settle finds it released by its holder; a withdrawal's row
+ * keeps a late acquire of its token from ever being granted), so no retention may delete it while a
+ * settle can still need it (`LIMITS.purgeFloorMs`). `released_at` is never before `create_time`, so
+ * the floor holds for the index range as well. Read first without locking, then deleted by id (a
+ * released row never changes again). READ COMMITTED: no gap locks on the index range, so releases
+ * and acquires are never blocked by a purge. Returns how many rows it deleted, and their resources.
+ *
+ * `floorMs` other than the limit exists for the test that shows what purging without it breaks.
  */
 export async function purgeBatch(
   conn: RawConnection,
   retentionMs: number,
   limit: number,
+  floorMs: number = LIMITS.purgeFloorMs,
 ): Promise<{ deleted: number; resources: Buffer[] }> {
   const rows = await query<Array<{ id: string; resource_id: Buffer }>>(
     conn,
     `SELECT CAST(id AS CHAR) AS id, resource_id FROM t_lock_log
       WHERE status = ${STATUS.released} AND create_time < ${DB_NOW} - INTERVAL ? MICROSECOND
+        AND released_at < ${DB_NOW} - INTERVAL ? MICROSECOND
       ORDER BY status, create_time LIMIT ?`,
-    [retentionMs * 1000, limit],
+    [retentionMs * 1000, floorMs * 1000, limit],
   );
   if (rows.length === 0) return { deleted: 0, resources: [] };
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');

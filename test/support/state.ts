@@ -59,6 +59,14 @@ export async function backdate(db: Knex, grantId: number, ms: number): Promise<v
   ]);
 }
 
+/** Moves a released grant's released_at back: released that long ago (the purge keeps younger releases). */
+export async function backdateRelease(db: Knex, grantId: number, ms: number): Promise<void> {
+  await db.raw('UPDATE t_lock_log SET released_at = released_at - INTERVAL ? MICROSECOND WHERE id = ?', [
+    ms * 1000,
+    grantId,
+  ]);
+}
+
 export async function grantRow(
   db: Knex,
   id: number,
