@@ -235,7 +235,8 @@ describe('the rows one-fire keys leave', () => {
     const again = await locks.acquireWrite('purge:again');
     await again.release();
     await db.knex.raw(
-      "UPDATE t_lock_log SET create_time = create_time - INTERVAL 2 DAY WHERE resource_id LIKE 'purge:%'",
+      `UPDATE t_lock_log SET create_time = create_time - INTERVAL 2 DAY,
+         released_at = released_at - INTERVAL 2 DAY WHERE resource_id LIKE 'purge:%'`,
     );
     const fresh = await locks.acquireWrite('purge:again');
     await fresh.release();

@@ -337,7 +337,10 @@ describe('every entry point validates its database argument', () => {
 
 describe('the largest accepted values work', () => {
   it('purge and reap accept their largest retention and cutoff, and refuse larger ones', async () => {
-    expect(await purgeReleasedGrants(db.knex, { retentionMs: LIMITS.maxRetentionMs })).toEqual({ purged: 0 });
+    expect(await purgeReleasedGrants(db.knex, { retentionMs: LIMITS.maxRetentionMs })).toEqual({
+      purged: 0,
+      resources: 0,
+    });
     expect((await reapStaleGrants(db.knex, { staleAfterMs: LIMITS.maxRetentionMs })).reaped).toBe(0);
     await expect(purgeReleasedGrants(db.knex, { retentionMs: Number.MAX_SAFE_INTEGER })).rejects.toBeInstanceOf(
       InvalidOptionsError,

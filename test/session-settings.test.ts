@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
 import { checkLockCounts, purgeReleasedGrants, reapStaleGrants, repairLockCounts } from '../src/admin/index.js';
-import { createLockManager, RwLockError, UnsupportedSettingError, type Grant } from '../src/index.js';
+import { createLockManager, LIMITS, RwLockError, UnsupportedSettingError, type Grant } from '../src/index.js';
 import { errnoOf, withConnection } from '../src/sql/connection.js';
 import { releaseManyParams, releaseManySql } from '../src/sql/release.js';
 import { sessionGuard } from '../src/sql/session.js';
@@ -16,7 +16,7 @@ import { withdrawAcquire } from '../src/sql/withdraw.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS } from '../src/types.js';
 import { useTestDatabase } from './support/db.js';
 import { proxyFor } from './support/proxy.js';
-import { backdate, grantRow, invariantViolations } from './support/state.js';
+import { backdate, backdateRelease, grantRow, invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
 
@@ -205,6 +205,7 @@ describe('sql_safe_updates=1 on every connection of the pool', () => {
     await backdate(db.knex, stale.id, 120_000);
     const reaped = await reapStaleGrants(pool, { staleAfterMs: 60_000 });
     expect(reaped.grants.map((r) => r.id)).toContain(stale.id);
+    await backdateRelease(db.knex, stale.id, LIMITS.purgeFloorMs + 60_000);
     expect((await purgeReleasedGrants(pool, { retentionMs: 1 })).purged).toBeGreaterThan(0);
     expect((await repairLockCounts(pool)).problems).toEqual([]);
     expect(await invariantViolations(db.knex)).toEqual([]);
