@@ -6,6 +6,7 @@ import * as m003 from './003_mode_changes.js';
 import * as m004 from './004_release_notes.js';
 import * as m005 from './005_history_index.js';
 import * as m006 from './006_invoker_routines.js';
+import * as m008 from './008_resource_gate.js';
 
 /** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
 export const MIGRATION_TABLE = 'rwlock_migrations';
@@ -33,14 +34,15 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '004_release_notes', up: m004.up, down: m004.down },
   { name: '005_history_index', up: m005.up, down: m005.down },
   { name: '006_invoker_routines', up: m006.up, down: m006.down },
+  { name: '008_resource_gate', up: m008.up, down: m008.down },
 ];
 
 /** The procedures the current schema has, by name: each from the newest migration that defines it. */
-export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m006.PROCEDURES };
+export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m006.PROCEDURES, ...m008.PROCEDURES };
 /** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */
 export const RETIRED_PROCEDURES: readonly string[] = m006.RETIRED_PROCEDURES;
-/** The tables the current schema has: created by the first and fourth migrations, then altered in place by these statements. */
-export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES];
+/** The tables the current schema has: created by the first, fourth and eighth migrations, then altered in place by these statements. */
+export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES, ...m008.TABLES];
 export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STATEMENTS];
 /** What those statements add to the tables, so that `migrate` can tell when one was dropped. */
 export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS];
@@ -49,9 +51,10 @@ export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m00
 
 /**
  * The newest migration the lock client's statements depend on: version 2's acquire (version 1's
- * refused most first users of a resource) and version 3's column (downgrade, upgrade). Lock
- * managers refuse a database whose migrations stop short of it (see src/sql/schema-version.ts).
- * Later migrations serve the reaper and operators, which fail on their own missing objects, or
- * change nothing the client reads.
+ * refused most first users of a resource), version 3's column (downgrade, upgrade) and version 8's
+ * gate (sections and writers take it; an acquire that does not would let a writer in beside a
+ * reading section). Lock managers refuse a database whose migrations stop short of it (see
+ * src/sql/schema-version.ts). The other migrations serve the reaper and operators, which fail on
+ * their own missing objects, or change nothing the client reads.
  */
-export const CLIENT_NEEDS = '003_mode_changes';
+export const CLIENT_NEEDS = '008_resource_gate';

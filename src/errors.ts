@@ -111,6 +111,36 @@ export class ConnectionLostError extends RwLockError {
 }
 
 /**
+ * No connection to the database could be had, so no statement of the call was sent: nothing listens
+ * on the server's port, the connect was refused or timed out, the server is at `max_connections`,
+ * no pool connection came free in time, or a connection factory failed (e.g. while a failover has
+ * no primary). It is not a lost reply: nothing changed, so there is nothing to settle. A call that
+ * waits tries again, with pauses that grow to a second, until its `waitMs` or `signal` ends it; a
+ * try and `release()` report it at once. The driver's or the pool's error is the `cause`.
+ */
+export class DatabaseUnreachableError extends RwLockError {
+  constructor(what: string, cause: unknown, consequence = 'no statement was sent, so nothing changed') {
+    super(
+      'ERR_RWLOCK_UNREACHABLE',
+      `${what}: no connection to the database could be had (${describe(cause)}); ${consequence}`,
+      { cause },
+    );
+  }
+}
+
+/** A cause's message for another error's, never throwing (a cause can be anything a factory rejects with). */
+function describe(cause: unknown): string {
+  try {
+    const e = cause as { code?: unknown; message?: unknown } | null;
+    const code = typeof e?.code === 'string' ? `${e.code}: ` : '';
+    const message = typeof e?.message === 'string' ? e.message : String(cause);
+    return `${code}${message}`.slice(0, 300) || 'no detail';
+  } catch {
+    return 'no detail';
+  }
+}
+
+/**
  * A transaction was rolled back by a deadlock, MariaDB's snapshot-isolation check (1020) or a
  * cluster's certification conflict (Galera 1213, Group Replication 3101 or 1180) on every one of
  * its attempts. Nothing was committed.

@@ -30,6 +30,7 @@ export {
   NodeNotReadyError,
   LockInvariantError,
   ConnectionLostError,
+  DatabaseUnreachableError,
   TransactionConflictError,
   LockUpgradeError,
   PoolTooSmallError,

@@ -52,7 +52,12 @@ describe('without stored procedures', () => {
       without.knex,
       "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_%' ORDER BY 1",
     );
-    expect(tables.map((t) => t.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
+    expect(tables.map((t) => t.name)).toEqual([
+      't_lock_gate',
+      't_lock_log',
+      't_lock_release_note',
+      't_read_write_lock',
+    ]);
   });
 
   it("'auto' acquires with plain statements: readers share, a writer excludes, a fenced write commits", async () => {

@@ -1,6 +1,12 @@
 import { translate, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockInvariantError, LockLostError, LockOutcomeUnknownError } from '../errors.js';
+import {
+  DatabaseUnreachableError,
+  InvalidOptionsError,
+  LockInvariantError,
+  LockLostError,
+  LockOutcomeUnknownError,
+} from '../errors.js';
 import { integerOption, LIMITS } from '../options.js';
 import { askDatabase, withRetries } from '../sql/retry.js';
 import { extendLease } from '../sql/extend.js';
@@ -204,6 +210,21 @@ export class HeldGrant implements Grant {
 
   async #release(): Promise<boolean> {
     if (this.#done) return false;
+    try {
+      return await this.#releaseOnce();
+    } catch (err) {
+      // Nothing was sent: the grant is as it was, and this handle still holds it.
+      if (err instanceof DatabaseUnreachableError)
+        throw new DatabaseUnreachableError(
+          `release of grant ${this.id}`,
+          err.cause,
+          'nothing was sent: the grant is as it was (live, unless the reaper or an operator released it); call release() again, or leave it to the reaper',
+        );
+      throw err;
+    }
+  }
+
+  async #releaseOnce(): Promise<boolean> {
     const ref = this.ref;
     const released = await withRetries(
       this.#ctx.policy,

@@ -1,4 +1,4 @@
-import { acquire, attempt, type Target } from './acquire.js';
+import { acquire, tryOnce, type Target } from './acquire.js';
 import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import {
@@ -510,7 +510,7 @@ export class LockManager {
           `${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`,
         );
       this.#notInSection(target, what);
-      return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
+      return this.#traceAcquire(target, 0, () => tryOnce(this.#ctx, target));
     });
   }
 
