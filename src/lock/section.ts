@@ -75,8 +75,8 @@ export type SectionWork<T> = (trx: Knex.Transaction, grants: readonly Grant[]) =
  * `lockRowShared: true` makes a reading section take the lock row with a shared lock, as before
  * the gate (the mixed-mode tests: durable readers then cannot share with it); `killThroughPool:
  * true` interrupts a waiting section as before (KILL QUERY through the pool, not awaited, the
- * connection handed back: the interruption tests' control). `onKill` is told of each KILL a
- * section's interruption sent, once it was answered.
+ * connection handed back: the interruption tests' control). `onKill` is told of each KILL QUERY
+ * a section's interruption sent, once it was answered.
  */
 export const sectionTesting: {
   idleBound: boolean;
@@ -101,8 +101,8 @@ export const sectionTesting: {
  * transaction rolls back.
  *
  * Waiting: another section's lock is waited on in the take itself, ended at the deadline of
- * `waitMs` (LockTimeoutError) or by `signal` (LockAbortedError) by destroying the connection and
- * killing its server thread (see SectionWaits). A durable holder refuses the take: the transaction
+ * `waitMs` (LockTimeoutError) or by `signal` (LockAbortedError) with a KILL QUERY from a connection
+ * of its own, awaited (see SectionWaits). A durable holder refuses the take: the transaction
  * rolls back (a writer first marks its writer intent, in a commit of its own, as a durable writer
  * does) and the section tries again with the durable acquire's backoff, woken early by a release in
  * this process. No connection to be had: tried again after growing pauses until the deadline
@@ -385,9 +385,8 @@ async function attempt<T>(
 }
 
 /**
- * Runs `run` on a pool connection of a section's own. A statement of the section interrupted by its
- * deadline or signal (see `SectionWaits`) poisons the connection: it is destroyed, never handed back
- * to the pool, so no one else's query can ever run on it after the interruption was sent.
+ * Runs `run` on a pool connection of a section's own, handed back to the pool after it, unless an
+ * interruption that could not send its KILL destroyed it (see `SectionWaits`).
  */
 async function onSectionConnection<R>(
   ctx: LockContext,
@@ -400,7 +399,10 @@ async function onSectionConnection<R>(
   try {
     return await run(conn, waits);
   } finally {
-    // A destroyed connection fails the pool's check at its next checkout and is discarded there.
+    // A destroyed connection fails the pool's check at its next checkout and is discarded there. Its
+    // statement has failed by now: closing it also makes the pool's own close of it (a QUIT) fail at
+    // once instead of waiting for a reply on a dead socket, which would keep its pool slot forever.
+    if (waits.poisoned) (conn as { destroy?: () => void }).destroy?.();
     await client.releaseConnection(conn);
   }
 }
@@ -408,12 +410,15 @@ async function onSectionConnection<R>(
 /**
  * Ends a section's waits on other transactions' locks at its deadline (LockTimeoutError) or when
  * its signal aborts (LockAbortedError), whatever the server's lock wait timeout (whole seconds, kept
- * as a backstop). An interruption destroys the section's connection at once, so the caller is
- * answered at once, and the connection is never reused: the server rolls its transaction back. So
- * that the server thread does not go on waiting until its lock wait timeout, `KILL` is sent for it
- * on a connection opened for that alone (not from the pool, which may be full of waiting sections),
- * awaited in the background. It can reach nothing but this section's statements: the connection it
- * names never goes back to the pool, and server thread ids are not handed out again.
+ * as a backstop). An interruption sends `KILL QUERY` for the section's server thread on a connection
+ * opened for that alone (not from the pool, which may be full of waiting sections) and waits for its
+ * reply before the section's connection is used again or handed back to the pool. So the KILL can
+ * reach only the section's own statement: if that statement had already ended, the KILL finds the
+ * thread idle, and the servers clear a KILL QUERY at the start of the thread's next command. (The
+ * interruption before this one sent KILL QUERY through the pool without waiting for it; it ran when
+ * a pool connection came free, by which time the section's connection could be running someone
+ * else's query.) When no connection can be had for the KILL, the section's connection is destroyed
+ * instead, never to be reused, so that the caller is still answered at once.
  */
 /**
  * How long a section's statement may run, at least, before its deadline interrupts it: a statement
@@ -425,6 +430,7 @@ export const STATEMENT_GRACE_MS = 100;
 
 class SectionWaits {
   #interrupted: RwLockError | undefined;
+  #killed: Promise<void> = Promise.resolve();
   #poisoned = false;
 
   constructor(
@@ -432,7 +438,7 @@ class SectionWaits {
     readonly conn: RawConnection,
   ) {}
 
-  /** True once the connection was destroyed by an interruption. */
+  /** True once the connection was destroyed by an interruption (no KILL could be sent). */
   get poisoned(): boolean {
     return this.#poisoned;
   }
@@ -448,50 +454,60 @@ class SectionWaits {
     signal: AbortSignal | undefined,
     timeout: () => RwLockError,
   ): Promise<R> {
-    const interrupt = (err: RwLockError): void => {
-      if (this.#interrupted) return;
-      this.#interrupted = err;
-      this.#poison();
-    };
-    if (signal?.aborted) interrupt(new LockAbortedError(signal.reason));
+    if (signal?.aborted) this.#interrupt(new LockAbortedError(signal.reason));
     if (this.#interrupted) throw this.#interrupted;
     // A statement sent near the deadline still gets its own work's time: one attempt, even at waitMs 0.
-    const timer = setTimeout(() => interrupt(timeout()), Math.max(STATEMENT_GRACE_MS, deadline - performance.now()));
-    const aborted = (): void => interrupt(new LockAbortedError(signal?.reason));
+    const timer = setTimeout(
+      () => this.#interrupt(timeout()),
+      Math.max(STATEMENT_GRACE_MS, deadline - performance.now()),
+    );
+    const aborted = (): void => this.#interrupt(new LockAbortedError(signal?.reason));
     signal?.addEventListener('abort', aborted, { once: true });
+    let failure: { err: unknown } | undefined;
+    let result: R | undefined;
     try {
-      const result = await statement();
-      if (this.#interrupted) throw this.#interrupted;
-      return result;
+      result = await statement();
     } catch (err) {
-      if (this.#interrupted) throw this.#interrupted;
-      // The server's own bound (whole seconds) ended the wait first.
-      if (isLockWaitTimeout(err)) throw timeout();
-      throw err;
+      failure = { err };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', aborted);
     }
+    if (this.#interrupted) {
+      // Nothing more is sent on this connection until the KILL was answered.
+      await this.#killed;
+      throw this.#interrupted;
+    }
+    if (failure) {
+      // The server's own bound (whole seconds) ended the wait first.
+      if (isLockWaitTimeout(failure.err)) throw timeout();
+      throw failure.err;
+    }
+    return result as R;
   }
 
-  #poison(): void {
+  #interrupt(err: RwLockError): void {
+    if (this.#interrupted) return;
+    this.#interrupted = err;
+    const threadId = this.conn.threadId;
     if (sectionTesting.killThroughPool) {
       // The negative control: the interruption before this one, which reached other users' queries.
-      const id = this.conn.threadId;
-      if (id !== null) void this.ctx.knex.raw('KILL QUERY ?', [id]).catch(() => undefined);
+      if (threadId !== null) void this.ctx.knex.raw('KILL QUERY ?', [threadId]).catch(() => undefined);
       return;
     }
-    this.#poisoned = true;
-    const threadId = this.conn.threadId;
-    // The socket itself: mysql2's destroy() only half-closes it, and a statement in flight would go
-    // on waiting for its reply. Destroyed, it fails at once (PROTOCOL_CONNECTION_LOST).
-    (this.conn as { stream?: { destroy(): void } }).stream?.destroy();
-    if (threadId !== null) void killThread(this.ctx, threadId);
+    this.#killed = killQuery(this.ctx, threadId).then((answered) => {
+      if (answered) return;
+      // No KILL could be sent: the socket itself, so the statement fails now (mysql2's destroy()
+      // only half-closes it); the connection is never reused.
+      this.#poisoned = true;
+      (this.conn as { stream?: { destroy(): void } }).stream?.destroy();
+    });
   }
 }
 
-/** `KILL` of a server thread, on a connection opened for it and closed after; failures are ignored. */
-async function killThread(ctx: LockContext, threadId: number): Promise<void> {
+/** `KILL QUERY` of a server thread, on a connection opened for it and closed after: true once answered. */
+async function killQuery(ctx: LockContext, threadId: number | null): Promise<boolean> {
+  if (threadId === null) return false;
   const client = ctx.knex.client as unknown as {
     acquireRawConnection(): Promise<RawConnection>;
     destroyRawConnection(conn: RawConnection): Promise<void>;
@@ -499,13 +515,14 @@ async function killThread(ctx: LockContext, threadId: number): Promise<void> {
   let killer: RawConnection | undefined;
   try {
     killer = await client.acquireRawConnection();
-    await query(killer, 'KILL ?', [threadId]);
+    await query(killer, 'KILL QUERY ?', [threadId]);
+    sectionTesting.onKill?.(threadId);
+    return true;
   } catch {
-    // Gone already, or no connection to be had: the server ends the thread at its lock wait timeout.
+    return false;
   } finally {
     if (killer) await client.destroyRawConnection(killer).catch(() => undefined);
   }
-  sectionTesting.onKill?.(threadId);
 }
 
 /** Runs `run` with every target's grant and transaction in the manager's scopes. */
