@@ -32,6 +32,9 @@ beforeAll(async () => {
   await withProcedures.knex.raw(
     `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_read_write_lock TO '${user}'@'%'`,
   );
+  await withProcedures.knex.raw(
+    `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_lock_gate TO '${user}'@'%'`,
+  );
   const url = new URL(withProcedures.url);
   url.username = user;
   url.password = password;

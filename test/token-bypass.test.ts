@@ -31,6 +31,7 @@ const APP_GRANTS = (db: string, user: string): string[] => [
   `GRANT EXECUTE ON \`${db}\`.* TO '${user}'@'%'`,
   `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_lock_log TO '${user}'@'%'`,
   `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_read_write_lock TO '${user}'@'%'`,
+  `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_lock_gate TO '${user}'@'%'`,
 ];
 const EXECUTE_ONLY = (db: string, user: string): string[] => [`GRANT EXECUTE ON \`${db}\`.* TO '${user}'@'%'`];
 
