@@ -51,6 +51,7 @@ import type { LockMode } from '../types.js';
 import { newToken } from './token.js';
 import { acquireChannel, fenceChannel, isTraced, traced } from '../observability/tracing.js';
 import { backoffDelay, type Ticket } from './wait.js';
+import { onAbort } from '../sql/abort.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
 export interface SectionTarget {
@@ -197,8 +198,18 @@ async function waitAndRun<T>(
 
 /** Sleeps `ms`, or rejects with LockAbortedError when `signal` aborts first. */
 function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return sleep(ms, undefined, signal ? { signal } : undefined).catch(() => {
-    throw new LockAbortedError(signal?.reason);
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new LockAbortedError(signal.reason));
+    const timer = setTimeout(() => {
+      unsubscribe?.();
+      resolve();
+    }, ms);
+    const unsubscribe = signal
+      ? onAbort(signal, () => {
+          clearTimeout(timer);
+          reject(new LockAbortedError(signal.reason));
+        })
+      : undefined;
   });
 }
 
@@ -461,8 +472,9 @@ class SectionWaits {
       () => this.#interrupt(timeout()),
       Math.max(STATEMENT_GRACE_MS, deadline - performance.now()),
     );
-    const aborted = (): void => this.#interrupt(new LockAbortedError(signal?.reason));
-    signal?.addEventListener('abort', aborted, { once: true });
+    const unsubscribe = signal
+      ? onAbort(signal, () => this.#interrupt(new LockAbortedError(signal.reason)))
+      : undefined;
     let failure: { err: unknown } | undefined;
     let result: R | undefined;
     try {
@@ -471,7 +483,7 @@ class SectionWaits {
       failure = { err };
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', aborted);
+      unsubscribe?.();
     }
     if (this.#interrupted) {
       // Nothing more is sent on this connection until the KILL was answered.

@@ -10,6 +10,7 @@ import {
   SchemaOutdatedError,
   ServerReadOnlyError,
 } from '../errors.js';
+import { onAbort } from './abort.js';
 
 /**
  * A value sent with a statement. No strings: mysql2 escapes a string into the statement text, and
@@ -93,7 +94,7 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
       if (settled) return false;
       settled = true;
       if (timer !== undefined) clearTimeout(timer);
-      signal?.removeEventListener('abort', aborted);
+      unsubscribe?.();
       return true;
     };
     const aborted = (): void => {
@@ -110,7 +111,7 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
             Math.max(0, deadline - performance.now()),
           );
     if (signal?.aborted) return aborted();
-    signal?.addEventListener('abort', aborted, { once: true });
+    const unsubscribe = signal ? onAbort(signal, aborted) : undefined;
     pending.then(
       (conn) => {
         // Too late: the wait ended meanwhile. Back to the pool, unused.
