@@ -2,7 +2,8 @@
 // the lane's flavour, started with it): a durable acquire that meets a section, and a durable
 // reader's fence committed while a reading section runs, never fail with the server's raw 1205.
 // The acquire never waits on a lock (it is refused and tries again until its waitMs); a reading
-// section never locks the lock row the fence writes.
+// section never locks the lock row the fence writes. Negative control: migration 006's acquire,
+// which waited on the lock row in InnoDB's queue, fails there with 1205 after 1 s.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex, createDatabase } from '../harness/database.js';
@@ -10,6 +11,8 @@ import { chosenFlavour, findServer, type FoundServer } from '../harness/server.j
 import { migrate } from '../src/admin/index.js';
 import { createLockManager } from '../src/index.js';
 import { TEST_PROCEDURES } from './support/db.js';
+import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
+import { errnoOf } from '../src/sql/connection.js';
 
 /** Each section holds the resource this long: well past the server's 1 s lock wait timeout. */
 const SECTION_MS = 2_500;
@@ -100,5 +103,26 @@ describe('a GLOBAL innodb_lock_wait_timeout of 1 s', () => {
     expect(await fenced).toBe('committed');
     expect(reading.ended()).toBe(false);
     await reading.done;
+  });
+
+  it("negative control: migration 006's acquire meeting the same section fails with the server's 1205", async () => {
+    await knex!.raw('DROP PROCEDURE IF EXISTS rwlock_acquire_v6');
+    await knex!.raw(
+      V6.rwlock_acquire!.replace('CREATE PROCEDURE rwlock_acquire(', 'CREATE PROCEDURE rwlock_acquire_v6('),
+    );
+    const held = await section('lwt-control', 'write');
+    const err = await knex!
+      .raw('CALL rwlock_acquire_v6(?, 0, CONVERT(? USING utf8mb4), ?, 0)', [
+        Buffer.from('lwt-control'),
+        Buffer.from('control'),
+        Buffer.from('v6-lwt-control-t'),
+      ])
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(errnoOf(err)).toBe(1205);
+    expect(held.ended()).toBe(false);
+    await held.done;
   });
 });
