@@ -90,6 +90,7 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
     });
   return new Promise<RawConnection>((resolve, reject) => {
     let settled = false;
+    let unsubscribe: (() => void) | undefined;
     const end = (): boolean => {
       if (settled) return false;
       settled = true;
@@ -111,7 +112,7 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
             Math.max(0, deadline - performance.now()),
           );
     if (signal?.aborted) return aborted();
-    const unsubscribe = signal ? onAbort(signal, aborted) : undefined;
+    unsubscribe = signal ? onAbort(signal, aborted) : undefined;
     pending.then(
       (conn) => {
         // Too late: the wait ended meanwhile. Back to the pool, unused.
