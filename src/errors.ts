@@ -140,6 +140,44 @@ export class ConnectionLostError extends RwLockError {
 }
 
 /**
+ * No connection to the database could be had, so no statement of the call was sent: nothing listens
+ * on the server's port, the connect was refused or timed out, the server is at `max_connections`,
+ * no pool connection came free in time, or a connection factory failed (e.g. while a failover has
+ * no primary). It is not a lost reply: nothing changed, so there is nothing to settle. A call that
+ * waits tries again, with pauses that grow to a second, until its `waitMs` or `signal` ends it; a
+ * try and `release()` report it at once. The driver's or the pool's error is the `cause`.
+ */
+export class DatabaseUnreachableError extends RwLockError {
+  /** A grant left live because its release could not be sent (the reaper takes it once stale); null when none. */
+  readonly grantId: number | null;
+  constructor(
+    what: string,
+    cause: unknown,
+    consequence = 'no statement was sent, so nothing changed',
+    grantId: number | null = null,
+  ) {
+    super(
+      'ERR_RWLOCK_UNREACHABLE',
+      `${what}: no connection to the database could be had (${describe(cause)}); ${consequence}`,
+      { cause },
+    );
+    this.grantId = grantId;
+  }
+}
+
+/** A cause's message for another error's, never throwing (a cause can be anything a factory rejects with). */
+function describe(cause: unknown): string {
+  try {
+    const e = cause as { code?: unknown; message?: unknown } | null;
+    const code = typeof e?.code === 'string' ? `${e.code}: ` : '';
+    const message = typeof e?.message === 'string' ? e.message : String(cause);
+    return `${code}${message}`.slice(0, 300) || 'no detail';
+  } catch {
+    return 'no detail';
+  }
+}
+
+/**
  * A transaction was rolled back by a deadlock, MariaDB's snapshot-isolation check (1020) or a
  * cluster's certification conflict (Galera 1213, Group Replication 3101 or 1180) on every one of
  * its attempts. Nothing was committed.
@@ -287,27 +325,6 @@ export class PrivilegeError extends RwLockError {
     );
     this.denied = denied;
     this.role = role;
-  }
-}
-
-// --- Database unreachable (issue 31, session branch). The contract branch adds a typed error for
-// statements that were never sent; when both are merged, keep one class for the concept. ---
-
-/**
- * The library could not get a connection to send its statement on (the server refused it: too many
- * connections, or knex's pool timed out waiting for one), for `resolveTimeoutMs`: the statement was
- * never sent, so nothing it would have changed changed. `grantId` names a grant that stays live
- * because its release could not be sent (the reaper takes it once stale); null when none is left.
- */
-export class DatabaseUnreachableError extends RwLockError {
-  readonly grantId: number | null;
-  constructor(what: string, grantId: number | null, cause: unknown) {
-    super(
-      'ERR_RWLOCK_UNREACHABLE',
-      `${what}: no connection to the database could be had${grantId === null ? '' : `; grant ${grantId} stays live until it is released or reaped`}`,
-      { cause },
-    );
-    this.grantId = grantId;
   }
 }
 

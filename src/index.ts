@@ -30,11 +30,11 @@ export {
   NodeNotReadyError,
   LockInvariantError,
   ConnectionLostError,
+  DatabaseUnreachableError,
   TransactionConflictError,
   LockUpgradeError,
   PoolTooSmallError,
   ManagerClosedError,
   PrivilegeError,
-  DatabaseUnreachableError,
   UnsupportedSettingError,
 } from './errors.js';

@@ -40,8 +40,9 @@ describe('the public surface', () => {
     // database user lacks a grant, which callers must be able to tell apart (docs/api.md, Errors).
     // LockGroup: what acquireMany returns, which an application holds and passes around as it does a
     // Grant; its sets and work types stay unexported (written inline, as object literal and callback).
-    // DatabaseUnreachableError: a call that could not get a connection, which an application must tell
-    // apart from a lost reply (nothing was sent) and whose grantId names a grant its release left live.
+    // DatabaseUnreachableError: what every call rejects with when no connection can be had, which
+    // callers must tell apart from a lost reply (LockOutcomeUnknownError) and from a busy lock
+    // (docs/api.md, the contract, rule 4); its grantId names a grant whose release could not be sent.
     // UnsupportedSettingError: a server setting refused by name (sql_mode=ORACLE), which the DBA must be told.
     const overTheAim = ['PrivilegeError', 'LockGroup', 'DatabaseUnreachableError', 'UnsupportedSettingError'];
     for (const name of overTheAim) expect(names).toContain(name);

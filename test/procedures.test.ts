@@ -32,6 +32,9 @@ beforeAll(async () => {
   await withProcedures.knex.raw(
     `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_read_write_lock TO '${user}'@'%'`,
   );
+  await withProcedures.knex.raw(
+    `GRANT SELECT, INSERT, UPDATE ON \`${withProcedures.name}\`.t_lock_gate TO '${user}'@'%'`,
+  );
   const url = new URL(withProcedures.url);
   url.username = user;
   url.password = password;
@@ -52,7 +55,12 @@ describe('without stored procedures', () => {
       without.knex,
       "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 't\\_%' ORDER BY 1",
     );
-    expect(tables.map((t) => t.name)).toEqual(['t_lock_log', 't_lock_release_note', 't_read_write_lock']);
+    expect(tables.map((t) => t.name)).toEqual([
+      't_lock_gate',
+      't_lock_log',
+      't_lock_release_note',
+      't_read_write_lock',
+    ]);
   });
 
   it("'auto' acquires with plain statements: readers share, a writer excludes, a fenced write commits", async () => {

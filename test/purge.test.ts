@@ -57,8 +57,10 @@ async function withdrawn(resource: string): Promise<{ token: Buffer; id: number 
 
 /** The lost acquire's transaction reaching the server late: null when it was not granted. */
 function lateAcquire(resource: string, token: Buffer): Promise<number | null | 'duplicate token'> {
-  return withConnection(db.knex, (conn) =>
-    acquireWithStatements(conn, Buffer.from(resource), 'write', Buffer.from('late'), token, 0),
+  return withConnection(
+    db.knex,
+    async (conn) =>
+      (await acquireWithStatements(conn, Buffer.from(resource), 'write', Buffer.from('late'), token, 0)).id,
   ).catch((err: unknown) => {
     if (errnoOf(err) === ER_DUP_ENTRY) return 'duplicate token' as const;
     throw err;

@@ -95,7 +95,10 @@ describe('migrate() and the procedures it keeps current', () => {
   it("version 2's body (definer rights), a body edited by hand and another signature are each replaced", async () => {
     const variants = [
       m002.PROCEDURES.rwlock_acquire!,
-      CURRENT_PROCEDURES.rwlock_acquire!.replace('SELECT v_id AS id;', 'SELECT v_id AS id, 1 AS edited;'),
+      CURRENT_PROCEDURES.rwlock_acquire!.replace(
+        'SELECT v_id AS id, v_busy AS busy;',
+        'SELECT v_id AS id, v_busy AS busy, 1 AS edited;',
+      ),
       CURRENT_PROCEDURES.rwlock_acquire!.replace(
         'IN p_intent_ms INT UNSIGNED)',
         'IN p_intent_ms INT UNSIGNED, IN p_extra INT)',
@@ -179,7 +182,7 @@ describe('a database older than this version needs', () => {
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaOutdatedError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
       expect((err as Error).message).toMatch(
-        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times\): run migrate\(db\)/,
+        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times, 008_resource_gate\): run migrate\(db\)/,
       );
       await expect(locks.withWriteLock('behind', async () => 'ran')).rejects.toBeInstanceOf(SchemaOutdatedError);
     }

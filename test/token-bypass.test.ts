@@ -7,11 +7,12 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
 import * as m006 from '../migrations/006_invoker_routines.js';
+import * as m007 from '../migrations/007_utc_times.js';
+import * as m008 from '../migrations/008_resource_gate.js';
 import { migrate } from '../src/admin/migrate.js';
 import { createLockManager } from '../src/index.js';
 import { withConnection } from '../src/sql/connection.js';
 import { releaseGrant } from '../src/sql/release.js';
-import { callAcquire } from '../src/sql/acquire.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -32,6 +33,7 @@ const APP_GRANTS = (db: string, user: string): string[] => [
   `GRANT EXECUTE ON \`${db}\`.* TO '${user}'@'%'`,
   `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_lock_log TO '${user}'@'%'`,
   `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_read_write_lock TO '${user}'@'%'`,
+  `GRANT SELECT, INSERT, UPDATE ON \`${db}\`.t_lock_gate TO '${user}'@'%'`,
 ];
 const EXECUTE_ONLY = (db: string, user: string): string[] => [`GRANT EXECUTE ON \`${db}\`.* TO '${user}'@'%'`];
 
@@ -70,9 +72,13 @@ let executeOnly: Knex;
 let oldExecuteOnly: Knex;
 
 beforeAll(async () => {
-  // migration 005's routines: 006 undone, and its bookkeeping row with it.
+  // migration 005's routines: 008, 007 and 006 undone, and their bookkeeping rows with them.
+  await m008.down(at005.knex);
+  await m007.down(at005.knex);
   await m006.down(at005.knex);
-  await at005.knex.raw("DELETE FROM rwlock_migrations WHERE name = '006_invoker_routines'");
+  await at005.knex.raw(
+    "DELETE FROM rwlock_migrations WHERE name IN ('006_invoker_routines', '007_utc_times', '008_resource_gate')",
+  );
   app = await userWith(current, 'app', APP_GRANTS);
   executeOnly = await userWith(current, 'exec', EXECUTE_ONLY);
   oldExecuteOnly = await userWith(at005, 'oldexec', EXECUTE_ONLY);
@@ -134,20 +140,23 @@ describe('the current schema', () => {
 
 describe('negative control: the schema as of migration 005', () => {
   it('a user with EXECUTE alone releases any grant by id through rwlock_release; migrate() removes that path', async () => {
-    // A manager refuses a schema this old: the grant is taken and released with the statements alone.
-    const token = randomBytes(16);
-    const ref = { resource: Buffer.from('victim'), mode: 'write' as const, token };
-    const id = (await withConnection(at005.knex, (conn) =>
-      callAcquire(conn, ref.resource, ref.mode, Buffer.from('holder'), token, 0),
-    ))!;
-    expect(await callIdOnlyRelease(oldExecuteOnly, id, 'victim')).toBe(1);
-    expect(await status(at005.knex, id)).toBe(2);
+    // This version's client refuses a schema that old: the grant is taken as a client of its day did.
+    const [sets] = (await at005.knex.raw('CALL rwlock_acquire(?, 0, CONVERT(? USING utf8mb4), ?, 0)', [
+      Buffer.from('victim'),
+      Buffer.from('holder'),
+      randomBytes(16),
+    ])) as unknown as [Array<Array<{ id: number }>>];
+    const g = { id: Number(sets[0]![0]!.id) };
+    expect(await callIdOnlyRelease(oldExecuteOnly, g.id, 'victim')).toBe(1);
+    expect(await status(at005.knex, g.id)).toBe(2);
     // No token, and no release note saying who did it.
-    expect(await rows(at005.knex, 'SELECT * FROM t_lock_release_note WHERE grant_id = ?', [id])).toEqual([]);
-    expect(await withConnection(at005.knex, (conn) => releaseGrant(conn, { ...ref, id }, 'holder'))).toBe(false);
+    expect(await rows(at005.knex, 'SELECT * FROM t_lock_release_note WHERE grant_id = ?', [g.id])).toEqual([]);
 
+    expect(await migrate(at005.knex)).toEqual({
+      applied: ['006_invoker_routines', '007_utc_times', '008_resource_gate'],
+      repaired: [],
+    });
     const holder = createLockManager({ knex: at005.knex, owner: 'holder' });
-    expect((await migrate(at005.knex)).applied).toContain('006_invoker_routines');
     const again = (await holder.tryAcquireWrite('victim'))!;
     expect(await callIdOnlyRelease(oldExecuteOnly, again.id, 'victim')).toBe(1305);
     expect(await status(at005.knex, again.id)).toBe(0);

@@ -5,7 +5,7 @@
 import { InvalidOptionsError } from '../errors.js';
 
 /** The lock's tables. */
-export type LockTable = 't_lock_log' | 't_read_write_lock' | 't_lock_release_note';
+export type LockTable = 't_lock_log' | 't_read_write_lock' | 't_lock_release_note' | 't_lock_gate';
 
 export type TablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
 export type DatabasePrivilege =
@@ -24,7 +24,9 @@ export interface Role {
 
 /*
  * Derived from the statements each role's operations send (src/sql/, src/admin/, migrations/):
- * - acquire: the guarded UPDATE of the resource row, the first-use INSERT of it, the INSERT of the
+ * - acquire and sections: the resource's gate row taken with a locking read (FOR UPDATE, FOR SHARE,
+ *   LOCK IN SHARE MODE; MySQL wants UPDATE or DELETE beside SELECT for one) and INSERTed on first
+ *   use; the guarded UPDATE of the resource row, the first-use INSERT of it, the INSERT of the
  *   grant row (granted to the app itself, so that rwlock_acquire may run them with the caller's
  *   rights, SQL SECURITY INVOKER, and the plain-statement path needs them anyway); a lost
  *   reply is settled by INSERTing a withdrawn row under the token, then SELECTing it;
@@ -45,6 +47,7 @@ export interface Role {
 const APP_TABLES: readonly RoleGrant[] = [
   { on: 't_lock_log', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
   { on: 't_read_write_lock', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
+  { on: 't_lock_gate', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
 ];
 
 export const ROLES = Object.freeze({

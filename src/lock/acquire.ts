@@ -1,5 +1,6 @@
 import { errnoOf, ER_DUP_ENTRY, ER_SP_DOES_NOT_EXIST, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DatabaseUnreachableError,
   LockAbortedError,
@@ -9,11 +10,10 @@ import {
   TransactionConflictError,
 } from '../errors.js';
 import { HeldGrant } from './grant.js';
-import { askDatabase, withRetries } from '../sql/retry.js';
-import { acquireWithStatements, callAcquire } from '../sql/acquire.js';
+import { askDatabase, unreachablePauseMs, withRetries } from '../sql/retry.js';
+import { acquireWithStatements, callAcquire, type AcquireReply } from '../sql/acquire.js';
 import { findGrantByToken } from '../sql/lookup.js';
 import { withdrawAcquire } from '../sql/withdraw.js';
-import { isNeverSent } from '../sql/unreachable.js';
 import { newToken } from './token.js';
 import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
@@ -28,9 +28,28 @@ export interface Target {
 }
 
 /**
+ * One attempt, for `tryAcquire*`: the Grant, or null when the resource is held (by a grant or a
+ * section) or the attempt lost a deadlock or certification race on every try: contention is an
+ * answer, not an error. DatabaseUnreachableError at once when no connection could be had.
+ */
+export async function tryOnce(ctx: LockContext, t: Target): Promise<HeldGrant | null> {
+  try {
+    return await attempt(ctx, t, 0);
+  } catch (err) {
+    if (err instanceof TransactionConflictError) return null;
+    throw err;
+  }
+}
+
+/**
  * Waits for a lock: the Grant, or LockTimeoutError after `waitMs`, or LockAbortedError. Waiters
  * of this manager queue per resource (FIFO): only the head polls, and a holder that releases and
- * re-acquires in a loop cannot barge past them. Between processes the database decides.
+ * re-acquires in a loop cannot barge past them. Between processes the database decides. An
+ * attempt never waits on another transaction's row lock (see `acquireWithStatements`), so the
+ * pauses between attempts are the only waits, and `waitMs` and `signal` bound them. When no
+ * connection can be had, the attempt is made again after a growing pause (`unreachablePauseMs`)
+ * until the deadline: then DatabaseUnreachableError, or LockTimeoutError if an attempt did reach
+ * the database and found the resource held.
  */
 export async function acquire(
   ctx: LockContext,
@@ -46,12 +65,14 @@ export async function acquire(
   const intentMs = t.mode === 'write' && waitMs > 0 ? writerIntentMs : 0;
   if (signal?.aborted) throw new LockAbortedError(signal.reason);
   if (waitMs === 0) {
-    const grant = await attempt(ctx, t, intentMs);
+    const grant = await tryOnce(ctx, t);
     if (grant) return unlessAborted(grant, signal);
     throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
   }
   const ticket = ctx.queues.join(t.resource.toString('hex'), t.mode);
   let granted: LockMode | null = null;
+  let reached = false;
+  let unreachable = 0;
   try {
     if (!ticket.isHead) {
       if (!(await ticket.untilHead(deadline, signal))) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
@@ -67,13 +88,24 @@ export async function acquire(
       const seen = ticket.epoch;
       let grant: HeldGrant | null;
       try {
-        grant = await attempt(ctx, t, intentMs);
+        grant = await attempt(ctx, t, intentMs, { deadline, signal });
+        reached = true;
+        unreachable = 0;
       } catch (err) {
+        const remaining = deadline - performance.now();
+        if (err instanceof DatabaseUnreachableError) {
+          // Nothing was sent: try again after a pause that grows (never hammering a server that is
+          // down), up to the deadline.
+          if (remaining <= 0) throw reached ? new LockTimeoutError(t.resourceId, t.mode, waitMs) : err;
+          await ticket.pause(Math.min(remaining, unreachablePauseMs(unreachable++)), signal, ticket.epoch);
+          continue;
+        }
         // Every try of this attempt was rolled back by a conflict (a hot resource row written on
         // several members of a multi-primary cluster at once): nothing was granted. The caller
         // asked to wait: try again, up to the deadline. At once, backoff restarted: the tries
         // already paused between them, and a conflict says the row is moving, not that it is held.
-        if (!(err instanceof TransactionConflictError) || deadline - performance.now() <= 0) throw err;
+        if (!(err instanceof TransactionConflictError)) throw err;
+        if (remaining <= 0) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
         n = -1;
         continue;
       }
@@ -114,7 +146,7 @@ async function acquireOnce(
   t: Target,
   token: Buffer,
   intentMs: number,
-): Promise<number | null> {
+): Promise<AcquireReply> {
   if (!ctx.acquirePath.statements) {
     try {
       return await callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
@@ -133,11 +165,29 @@ async function acquireOnce(
 }
 
 /**
- * One acquire, retried after a conflict. An attempt whose reply was lost is
- * withdrawn (see `withdrawAcquire`): that tells whether it was granted without needing to see the
- * server thread that ran it, and if it was not, it never will be, so a new attempt is safe.
+ * The pauses before a reader's re-attempts of an attempt stopped at the gate (`busy`): the gate is
+ * held exclusively by a writing section for its whole work, or by a writer's acquire for its own
+ * transaction, a fraction of a millisecond, which may be refused (readers hold) and then leave the
+ * reader free to share. So a reader tries again a few times within about 31 ms in all (each pause
+ * is random between half and all of its value) before the attempt counts as refused: a try answers
+ * null, a waiting acquire goes on with its backoff. A writer stopped at the gate does not: whoever
+ * holds it (a section, a reader being granted, a writer) leaves the resource held.
  */
-export async function attempt(ctx: LockContext, t: Target, intentMs: number): Promise<HeldGrant | null> {
+export const COLLISION_PAUSES_MS: readonly number[] = [1, 2, 4, 8, 16];
+
+/**
+ * One acquire, retried after a conflict, and (a reader) re-attempted within `COLLISION_PAUSES_MS`
+ * while the gate is busy. An attempt whose reply was lost is withdrawn (see `withdrawAcquire`): that
+ * tells whether it was granted without needing to see the server thread that ran it, and if it was
+ * not, it never will be, so a new attempt is safe. `wait` bounds the wait for a pool connection.
+ */
+export async function attempt(
+  ctx: LockContext,
+  t: Target,
+  intentMs: number,
+  wait: { deadline?: number; signal?: AbortSignal | undefined } = {},
+): Promise<HeldGrant | null> {
+  const connectionWait = { what: `${t.mode} acquire of ${JSON.stringify(t.resourceId)}`, ...wait };
   await checkSchemaVersion(ctx.knex);
   await ensureReleasable(ctx);
   let token = newToken();
@@ -145,14 +195,17 @@ export async function attempt(ctx: LockContext, t: Target, intentMs: number): Pr
     ctx.policy,
     `${t.mode} acquire`,
     async () => {
-      token = newToken();
-      const id = await withConnection(ctx.knex, (conn) => acquireOnce(ctx, conn, t, token, intentMs)).catch(
-        (err: unknown) => {
-          // Never sent: nothing was granted.
-          throw isNeverSent(err) ? new DatabaseUnreachableError(`${t.mode} acquire`, null, err) : err;
-        },
-      );
-      return id === null ? null : HeldGrant.create(ctx, id, t.resourceId, t.resource, t.mode, token);
+      for (let i = 0; ; i++) {
+        token = newToken();
+        const reply = await withConnection(
+          ctx.knex,
+          (conn) => acquireOnce(ctx, conn, t, token, intentMs),
+          connectionWait,
+        );
+        if (reply.id !== null) return HeldGrant.create(ctx, reply.id, t.resourceId, t.resource, t.mode, token);
+        if (!reply.busy || t.mode === 'write' || i >= COLLISION_PAUSES_MS.length) return null;
+        await sleep(COLLISION_PAUSES_MS[i]! * (0.5 + Math.random() / 2));
+      }
     },
     async (err) => {
       const lostToken = token;

@@ -191,7 +191,7 @@ export function runFencedHold<T>(
           if (failure) throw failure.error;
           // The transaction could not start for want of a connection: nothing ran.
           if (!commitSent && isNeverSent(caught))
-            throw new DatabaseUnreachableError('the business transaction', null, caught);
+            throw new DatabaseUnreachableError('the business transaction', caught);
           throw caught;
         }
         hold.committed();

@@ -1,6 +1,7 @@
 import { translate, withConnection, type RawConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import {
+  DatabaseUnreachableError,
   GrantIdRangeError,
   InvalidOptionsError,
   LockInvariantError,
@@ -249,6 +250,22 @@ export class HeldGrant implements Grant {
 
   async #release(): Promise<boolean> {
     if (this.#done) return false;
+    try {
+      return await this.#releaseOnce();
+    } catch (err) {
+      // Nothing was sent: the grant is as it was, and this handle still holds it.
+      if (err instanceof DatabaseUnreachableError)
+        throw new DatabaseUnreachableError(
+          `release of grant ${this.id}`,
+          err.cause,
+          'nothing was sent: the grant is as it was (live, unless the reaper or an operator released it); call release() again, or leave it to the reaper',
+          this.id,
+        );
+      throw err;
+    }
+  }
+
+  async #releaseOnce(): Promise<boolean> {
     const ref = this.ref;
     const released = await withRetries(
       this.#ctx.policy,

@@ -91,7 +91,7 @@ export async function acquireGroup(
   const taken: HeldGrant[] = [];
   try {
     for (const t of order) {
-      const left = Math.max(0, Math.floor(deadline - performance.now()));
+      const left = Math.max(0, Math.ceil(deadline - performance.now()));
       try {
         taken.push(await trace(t, left, () => acquire(ctx, t, left, signal)));
         if (taken.length === 1) await acquireOrderForTests.afterFirst?.();

@@ -1,4 +1,4 @@
-import { acquire, attempt, type Target } from './acquire.js';
+import { acquire, tryOnce, type Target } from './acquire.js';
 import { withConnection } from '../sql/connection.js';
 import type { LockContext } from './context.js';
 import {
@@ -389,7 +389,7 @@ export class LockManager {
         {
           tryWrite: (id) => {
             const t = this.#target('write', id);
-            return this.#traceAcquire(t, 0, () => attempt(ctx, t, 0));
+            return this.#traceAcquire(t, 0, () => tryOnce(ctx, t));
           },
           heldBy: async (id) =>
             (await withConnection(ctx.knex, (conn) => inspectResource(conn, id, resourceKey(id), 0))).holders.find(
@@ -599,7 +599,7 @@ export class LockManager {
           `${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`,
         );
       this.#notInSection(target, what);
-      return this.#traceAcquire(target, 0, () => attempt(this.#ctx, target, 0));
+      return this.#traceAcquire(target, 0, () => tryOnce(this.#ctx, target));
     });
   }
 

@@ -4,6 +4,7 @@
 // acquirer of the resource would wait for it.
 import type { LockContext } from './context.js';
 import { privilegeError, withConnection } from '../sql/connection.js';
+import { DatabaseUnreachableError } from '../errors.js';
 import { probeReleasePrivileges } from '../sql/release-probe.js';
 
 /** Switched off only by the tests' negative controls, to show what the probe prevents. */
@@ -30,6 +31,8 @@ export async function ensureReleasable(ctx: LockContext): Promise<void> {
         (err: unknown) => {
           const denied = privilegeError(err, ctx.acquirePath.statements ? 'app-no-procedures' : 'app');
           if (denied) throw denied;
+          // No connection could be had: the acquire could not send its statements either.
+          if (err instanceof DatabaseUnreachableError) throw err;
         },
       )
       .finally(() => running.delete(ctx));

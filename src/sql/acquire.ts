@@ -1,14 +1,25 @@
-import { firstRow, query, type RawConnection } from './connection.js';
+import { errnoOf, ER_LOCK_WAIT_TIMEOUT, firstRow, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
 
+/** What one acquire attempt answers: the grant id, or null; `busy` when the gate was held by another transaction. */
+export interface AcquireReply {
+  id: number | null;
+  /**
+   * The resource's gate was held in a conflicting mode by another transaction (a section, or
+   * another acquire's own short transaction): the attempt was refused at once rather than wait. A
+   * re-attempt a moment later may be granted (see `attempt` in src/lock/acquire.ts).
+   */
+  busy: boolean;
+}
+
 /**
- * One acquire attempt: one round trip, one commit (procedure `rwlock_acquire`). The procedure
- * runs its own READ COMMITTED transaction: a conditional UPDATE of the resource row decides, the
- * row is inserted on first use, and the grant row is inserted only when the UPDATE changed a row.
- * A failed write attempt with `intentMs > 0` marks the row so new readers hold back for that long.
- * The owner travels as UTF-8 bytes and is converted on the server, whatever the connection's
- * character set and sql_mode. Returns the grant id, or null when the lock is held in a conflicting mode.
+ * One acquire attempt: one round trip, one commit (procedure `rwlock_acquire`, migration 008). The
+ * procedure runs its own READ COMMITTED transaction and decides as `acquireWithStatements` does:
+ * the gate without waiting, then the guarded UPDATE of the lock row, the row inserted on first use,
+ * the grant row inserted only when the UPDATE changed a row, and a refused writer's intent. The
+ * owner travels as UTF-8 bytes and is converted on the server, whatever the connection's character
+ * set and sql_mode.
  */
 export async function callAcquire(
   conn: RawConnection,
@@ -17,7 +28,7 @@ export async function callAcquire(
   owner: Buffer,
   token: Buffer,
   intentMs: number,
-): Promise<number | null> {
+): Promise<AcquireReply> {
   const result = await query(conn, 'CALL rwlock_acquire(?, ?, CONVERT(? USING utf8mb4), ?, ?)', [
     resource,
     LOCK_TYPE[mode],
@@ -25,8 +36,11 @@ export async function callAcquire(
     token,
     intentMs,
   ]);
-  const { id } = firstRow<{ id: number | string | null }>(result, 'rwlock_acquire');
-  return id === null ? null : Number(id);
+  const { id, busy } = firstRow<{ id: number | string | null; busy?: number | string | null }>(
+    result,
+    'rwlock_acquire',
+  );
+  return { id: id === null ? null : Number(id), busy: Number(busy ?? 0) === 1 };
 }
 
 /*
@@ -42,6 +56,32 @@ const GUARDED_UPDATE: Readonly<Record<LockMode, string>> = {
 };
 /** First use of a resource: the row is created already holding the lock. IGNORE: 0 rows when it exists. */
 const FIRST_USE = 'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
+/** First use of a resource's gate. IGNORE: 0 rows when another first user made it. */
+const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (?)';
+/** The lock row, taken without waiting: a writer stopped at the gate marks its intent only if it can have it at once. */
+const ROW_NOWAIT = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ? FOR UPDATE NOWAIT';
+
+/**
+ * The gate, taken without waiting: a writer exclusively, a reader shared (a reading section holds
+ * it shared, a writing section exclusively). MariaDB spells the shared NOWAIT form differently.
+ */
+function gateNowait(mode: LockMode, mariadb: boolean): string {
+  const lock = mode === 'write' ? 'FOR UPDATE NOWAIT' : mariadb ? 'LOCK IN SHARE MODE NOWAIT' : 'FOR SHARE NOWAIT';
+  return `SELECT 1 AS found FROM t_lock_gate WHERE resource_id = ? ${lock}`;
+}
+
+/** Whether the connection's server is MariaDB, from its handshake (or asked once when the driver keeps none). */
+const mariadbServer = new WeakMap<RawConnection, boolean>();
+async function isMariadb(conn: RawConnection): Promise<boolean> {
+  const known = mariadbServer.get(conn);
+  if (known !== undefined) return known;
+  const fromHandshake = (conn as { _handshakePacket?: { serverVersion?: string } })._handshakePacket?.serverVersion;
+  const version = fromHandshake ?? (await query<Array<{ v: string }>>(conn, 'SELECT VERSION() AS v'))[0]?.v ?? '';
+  const mariadb = /mariadb/i.test(version);
+  mariadbServer.set(conn, mariadb);
+  return mariadb;
+}
+
 /** Marks a waiting writer: new readers hold back for `intentMs` (parameters: µs, resource, µs / 2). */
 export const WRITER_INTENT = `UPDATE t_read_write_lock
    SET w_wait_until = ${DB_NOW} + INTERVAL ? MICROSECOND, version = version + 1
@@ -49,11 +89,35 @@ export const WRITER_INTENT = `UPDATE t_read_write_lock
 const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
 VALUES (?, ?, ${STATUS.live}, ${DB_NOW}, 0, CONVERT(? USING utf8mb4), ?)`;
 
+/** MySQL's answer to a NOWAIT read of a locked row; MariaDB answers it with 1205. */
+const ER_LOCK_NOWAIT = 3572;
+
+/** True when a NOWAIT locking read failed because another transaction holds the row. */
+export function isLockedNowait(err: unknown): boolean {
+  const errno = errnoOf(err);
+  return errno === ER_LOCK_NOWAIT || errno === ER_LOCK_WAIT_TIMEOUT;
+}
+
+/** A NOWAIT locking read of one row: taken, missing (no such row, nothing locked) or busy. */
+async function takeNowait(conn: RawConnection, sql: string, resource: Buffer): Promise<'taken' | 'missing' | 'busy'> {
+  try {
+    return (await query<unknown[]>(conn, sql, [resource])).length === 1 ? 'taken' : 'missing';
+  } catch (err) {
+    if (isLockedNowait(err)) return 'busy';
+    throw err;
+  }
+}
+
 /**
- * One acquire attempt as plain statements in one transaction: five round trips and one commit when
- * granted; a refused attempt also tries the first-use insert and decides again. The guarded UPDATE
- * is a locking read, so it decides on the latest committed row. Every changed row also changes
- * `version`, so the counts read the same with and without CLIENT_FOUND_ROWS.
+ * One acquire attempt as plain statements in one READ COMMITTED transaction, deciding as the
+ * procedure does. The resource's gate is taken first, without waiting (created on first use): a
+ * gate held in a conflicting mode by another transaction refuses the attempt at once (`busy`).
+ * With the gate held, the guarded UPDATE of the lock row decides (a locking read, so it decides on
+ * the latest committed row): it can wait only for transactions that hold no gate and are short
+ * (another reader's acquire, a release, a reap). The row is inserted on first use, the grant row
+ * written when granted, and a refused writer marks its intent (one stopped at the gate only if it
+ * can have the lock row at once). Every changed row also changes `version`, so the counts read the
+ * same with and without CLIENT_FOUND_ROWS.
  */
 export async function acquireWithStatements(
   conn: RawConnection,
@@ -62,22 +126,33 @@ export async function acquireWithStatements(
   owner: Buffer,
   token: Buffer,
   intentMs: number,
-): Promise<number | null> {
-  // READ COMMITTED, as in the procedure: the UPDATE of a resource not yet used would otherwise take
-  // a gap lock, and first users of neighbouring new ids would deadlock on each other's inserts.
+): Promise<AcquireReply> {
+  const gateSql = gateNowait(mode, await isMariadb(conn));
+  // READ COMMITTED, as in the procedure: a locking read or UPDATE of a resource not yet used would
+  // otherwise take a gap lock, and first users of neighbouring new ids would deadlock on each other.
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
+    let gate = await takeNowait(conn, gateSql, resource);
+    if (gate === 'missing') {
+      // First use of the gate: the new row is ours, exclusively, until the commit.
+      const created = (await query<{ affectedRows: number }>(conn, CREATE_GATE, [resource])).affectedRows === 1;
+      gate = created ? 'taken' : await takeNowait(conn, gateSql, resource);
+    }
+    const busy = gate === 'busy';
     const guarded = async (): Promise<boolean> =>
       (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode], [resource])).affectedRows === 1;
-    let granted = await guarded();
-    if (!granted) {
-      const write = mode === 'write' ? 1 : 0;
-      granted =
-        (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
-      // The row exists, and may have been committed by another first user only since the UPDATE
-      // above looked: decide on it again, as the procedure does.
-      if (!granted) granted = await guarded();
+    let granted = false;
+    if (!busy) {
+      granted = await guarded();
+      if (!granted) {
+        const write = mode === 'write' ? 1 : 0;
+        granted =
+          (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
+        // The row exists, and may have been committed by another first user only since the UPDATE
+        // above looked: decide on it again, as the procedure does.
+        if (!granted) granted = await guarded();
+      }
     }
     let id: number | null = null;
     if (granted) {
@@ -85,11 +160,15 @@ export async function acquireWithStatements(
         (await query<{ insertId: number | string }>(conn, LOG_GRANT, [resource, LOCK_TYPE[mode], owner, token]))
           .insertId,
       );
-    } else if (mode === 'write' && intentMs > 0) {
+    } else if (
+      mode === 'write' &&
+      intentMs > 0 &&
+      (!busy || (await takeNowait(conn, ROW_NOWAIT, resource)) === 'taken')
+    ) {
       await query(conn, WRITER_INTENT, [intentMs * 1000, resource, intentMs * 500]);
     }
     await query(conn, 'COMMIT');
-    return id;
+    return { id, busy };
   } catch (err) {
     // A dead connection rolls back on the server; on a live one, end the transaction before the
     // connection goes back to the pool.

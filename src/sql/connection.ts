@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import {
+  DatabaseUnreachableError,
+  LockAbortedError,
   LockInvariantError,
   NodeNotReadyError,
   PrivilegeError,
@@ -8,6 +10,7 @@ import {
   SchemaOutdatedError,
   ServerReadOnlyError,
 } from '../errors.js';
+import { onAbort } from './abort.js';
 import { inLibrarySession } from './session.js';
 
 /**
@@ -39,28 +42,91 @@ export interface DriverError extends Error {
   sqlState?: string;
 }
 
-interface PoolClient {
+export interface PoolClient {
   acquireConnection(): Promise<RawConnection>;
   releaseConnection(conn: RawConnection): Promise<void>;
+}
+
+/** How long a call waits for a pool connection: until `deadline` (on `performance.now()`) and `signal`. */
+export interface ConnectionWait {
+  /** What the call is, for the error's message. */
+  what?: string;
+  /** A waiting call's own deadline: a pool connection that comes later is too late. */
+  deadline?: number;
+  signal?: AbortSignal;
 }
 
 /**
  * Runs `work` on one connection from the knex pool, bypassing the query builder: at lock speeds
  * the builder and per-query pool round trips cost as much as the commit. knex's pool validates
  * connections on checkout and discards those that died, so a broken one is never reused.
+ *
+ * A connection that cannot be had is not a lost reply: nothing was sent. It is
+ * DatabaseUnreachableError (the pool's or driver's error its cause), or PrivilegeError for a login
+ * refused for lack of a privilege, or LockAbortedError when `wait.signal` aborts the wait for one.
  */
-export async function withConnection<T>(db: Knex, work: (conn: RawConnection) => Promise<T>): Promise<T> {
+export async function withConnection<T>(
+  db: Knex,
+  work: (conn: RawConnection) => Promise<T>,
+  wait: ConnectionWait = {},
+): Promise<T> {
   const client = db.client as unknown as PoolClient;
-  // A login or database refused for lack of a privilege fails here, before any statement.
-  const conn = await client.acquireConnection().catch((err: unknown) => {
-    throw privilegeError(err) ?? err;
-  });
+  const conn = await acquirePooled(client, wait);
   try {
     // In the session the library's statements need (autocommit, isolation), whatever the pool's is.
     return await inLibrarySession(conn, work);
   } finally {
     await client.releaseConnection(conn);
   }
+}
+
+/** A pool connection, or the typed error for none (see withConnection). */
+export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise<RawConnection> {
+  const failure = (err: unknown): RwLockError =>
+    privilegeError(err) ??
+    (err instanceof RwLockError ? err : new DatabaseUnreachableError(wait.what ?? 'the lock call', err));
+  const pending = client.acquireConnection();
+  const { deadline, signal } = wait;
+  if (deadline === undefined && signal === undefined)
+    return pending.catch((err: unknown) => {
+      throw failure(err);
+    });
+  return new Promise<RawConnection>((resolve, reject) => {
+    let settled = false;
+    let unsubscribe: (() => void) | undefined;
+    const end = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      if (timer !== undefined) clearTimeout(timer);
+      unsubscribe?.();
+      return true;
+    };
+    const aborted = (): void => {
+      if (end()) reject(new LockAbortedError(signal?.reason));
+    };
+    const timer =
+      deadline === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              if (end())
+                reject(failure(new Error('no pool connection came free before the wait ended (the pool is busy)')));
+            },
+            Math.max(0, deadline - performance.now()),
+          );
+    if (signal?.aborted) return aborted();
+    unsubscribe = signal ? onAbort(signal, aborted) : undefined;
+    pending.then(
+      (conn) => {
+        // Too late: the wait ended meanwhile. Back to the pool, unused.
+        if (!end()) void client.releaseConnection(conn).catch(() => undefined);
+        else resolve(conn);
+      },
+      (err: unknown) => {
+        if (end()) reject(failure(err));
+      },
+    );
+  });
 }
 
 export function query<T = unknown>(conn: RawConnection, sql: string, values: readonly SqlValue[] = []): Promise<T> {

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
 import {
   ConnectionLostError,
+  DatabaseUnreachableError,
   NodeNotReadyError,
   RwLockError,
   ServerReadOnlyError,
@@ -32,6 +33,21 @@ export const CONFLICT_BACKOFF_CAP_MS = 160;
  */
 export function conflictBackoffMs(attempts: number): number {
   return Math.random() * Math.min(CONFLICT_BACKOFF_CAP_MS, CONFLICT_BACKOFF_BASE_MS * 2 ** Math.min(attempts - 1, 20));
+}
+
+/** The first pause after a connection that could not be had; it doubles per failure, up to UNREACHABLE_PAUSE_MAX_MS. */
+export const UNREACHABLE_PAUSE_MIN_MS = 50;
+export const UNREACHABLE_PAUSE_MAX_MS = 1_000;
+
+/**
+ * The pause after the `failures`-th connection in a row (from 0) that could not be had: random in
+ * [d/2, d] for d = min(max, min * 2^failures). A server that is down or refusing connections is
+ * asked at most about once a second once it has been down for a few seconds, however many calls
+ * wait on it, and never more often than every 25 ms.
+ */
+export function unreachablePauseMs(failures: number): number {
+  const d = Math.min(UNREACHABLE_PAUSE_MAX_MS, UNREACHABLE_PAUSE_MIN_MS * 2 ** Math.min(failures, 20));
+  return d / 2 + Math.random() * (d / 2);
 }
 
 /**
@@ -91,17 +107,26 @@ export async function askDatabase<T>(
   probe: (conn: RawConnection) => Promise<T>,
 ): Promise<{ answer: T } | undefined> {
   const deadline = performance.now() + timeoutMs;
-  for (;;) {
+  for (let unreachable = 0; ;) {
+    let pause = PROBE_PAUSE_MS;
     try {
       return {
         answer: await withConnection(db, (conn) => withLockWaitTimeout(conn, PROBE_LOCK_WAIT_SEC, () => probe(conn))),
       };
     } catch (err) {
+      // No connection: a server restarting or failing over. Asked again after pauses that grow, not
+      // hammered while it is down.
+      if (err instanceof DatabaseUnreachableError) pause = unreachablePauseMs(unreachable++);
       // A read-only server, or a node not ready, is one a failover or rejoin has not finished with: ask again.
-      if (err instanceof RwLockError && !(err instanceof ServerReadOnlyError) && !(err instanceof NodeNotReadyError))
+      else if (
+        err instanceof RwLockError &&
+        !(err instanceof ServerReadOnlyError) &&
+        !(err instanceof NodeNotReadyError)
+      )
         throw err;
     }
-    if (performance.now() >= deadline) return undefined;
-    await sleep(PROBE_PAUSE_MS);
+    const left = deadline - performance.now();
+    if (left <= 0) return undefined;
+    await sleep(Math.min(pause, left));
   }
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { CLIENT_NEEDS, MIGRATION_TABLE, MIGRATIONS } from '../../migrations/index.js';
-import { SchemaOutdatedError } from '../errors.js';
+import { DatabaseUnreachableError, SchemaOutdatedError } from '../errors.js';
 import { errnoOf, query, withConnection } from './connection.js';
 
 const NEEDED = MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === CLIENT_NEEDS) + 1).map((m) => m.name);
@@ -27,6 +27,8 @@ export async function checkSchemaVersion(db: Knex): Promise<void> {
   ).then(
     (rows) => new Set(rows.map((r) => String(r.name))),
     (err: unknown) => {
+      // No connection could be had: nothing the acquire would send could be sent either.
+      if (err instanceof DatabaseUnreachableError) throw err;
       // query() wraps a missing table in SchemaMissingError: the server's number is its cause.
       const errno = errnoOf(err) ?? errnoOf((err as { cause?: unknown } | null)?.cause);
       return errno === ER_NO_SUCH_TABLE || errno === ER_TABLEACCESS_DENIED

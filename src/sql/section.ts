@@ -4,32 +4,67 @@ import { DB_NOW } from './clock.js';
 
 /*
  * The statements of a one-commit section (see runSection in src/lock/section.ts). A section takes
- * the lock with the business transaction's first statement on the resource row and keeps it by
- * the row's InnoDB lock until that transaction commits: the counts never change, so a section that
- * dies or is rolled back leaves nothing behind.
+ * the lock with the business transaction's first statements, on the resource's gate row and lock
+ * row, and keeps it by their InnoDB locks until that transaction commits: the counts never change,
+ * so a section that dies or is rolled back leaves nothing behind.
  */
 
 /**
- * How a section takes a resource row. `write` and `readExclusive` change the row (an exclusive row
- * lock); `readShared` reads it with a shared lock, which readers share. Each returns 1 row (changed
- * or read) when taken. The guards are the durable acquire's: a writer needs no holder at all (and,
- * like a durable writer, ignores the writer intent, which holds back readers only); a reader needs
- * no writer and no writer intent in force.
+ * The gate (`t_lock_gate`, migration 008), taken first: shared by a reading section where shared
+ * locks are certified, so reading sections (and durable readers' acquires) share it; exclusive
+ * otherwise (a writing section, a reading section at SERIALIZABLE, and a reading section on a
+ * cluster that does not certify shared locks). A durable writer's acquire takes it exclusively,
+ * without waiting: so it is refused while a reading section runs, though a reading section never
+ * locks the lock row. Each returns 1 row when taken, none when the gate row does not exist yet
+ * (`CREATE_GATE`).
  */
-export const TAKE: Readonly<Record<'write' | 'readShared' | 'readExclusive', string>> = {
+export const GATE_TAKE: Readonly<Record<'shared' | 'exclusive', string>> = {
+  shared: 'SELECT 1 AS taken FROM t_lock_gate WHERE resource_id = ? LOCK IN SHARE MODE',
+  exclusive: 'SELECT 1 AS taken FROM t_lock_gate WHERE resource_id = ? FOR UPDATE',
+};
+
+/**
+ * How a section takes a resource's lock row, after the gates: `write` and `readExclusive` change
+ * the row (an exclusive row lock); each changes 1 row when taken. The guards are the durable
+ * acquire's: a writer needs no holder at all (and, like a durable writer, ignores the writer intent,
+ * which holds back readers only); a reader needs no writer and no writer intent in force.
+ */
+export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
   write: `UPDATE t_read_write_lock SET version = version + 1
  WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
-  readShared: `SELECT 1 AS taken FROM t_read_write_lock
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) LOCK IN SHARE MODE`,
   readExclusive: `UPDATE t_read_write_lock SET version = version + 1
  WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
 };
+
+/**
+ * A reading section's decision, under its shared gate: a plain read of the lock row, which locks
+ * nothing, so a durable reader's acquire (an UPDATE of that row) is never held up by it. It must see
+ * every writer that committed before the gate was granted: under READ COMMITTED each read takes a
+ * fresh snapshot, and under REPEATABLE READ this is the transaction's first plain read (the section
+ * reads only after every gate and row is taken), which takes its snapshot. Under SERIALIZABLE InnoDB
+ * makes every read a shared-lock read, so a section asked for at that level takes the gate
+ * exclusively instead (src/lock/section.ts).
+ * `free` is 1 when no writer holds and no writer intent is in force; no row: never used.
+ */
+export const READ_DECISION = `SELECT w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) AS free
+ FROM t_read_write_lock WHERE resource_id = ?`;
+
+/**
+ * Before migration 008, and the negative control of the mixed-mode tests: a reading section that
+ * takes the lock row itself with a shared lock. A durable reader's acquire must then wait for (or,
+ * without waiting, be refused by) every reading section.
+ */
+export const READ_LOCKING_ROW = `SELECT 1 AS taken FROM t_read_write_lock
+ WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) LOCK IN SHARE MODE`;
 
 /** After a refused take: whether the row exists at all (a resource never used has none). */
 export const ROW_EXISTS = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ?';
 
 /** First use of a resource by a section: a free row. IGNORE: nothing when another first user made it. */
 export const CREATE_ROW = 'INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)';
+
+/** First use of a resource's gate by a section. IGNORE: nothing when another first user made it. */
+export const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (?)';
 
 /**
  * The section's log row: granted and released in the same commit, marked `released_by = section`

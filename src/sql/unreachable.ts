@@ -3,13 +3,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseUnreachableError } from '../errors.js';
 import { driverErrorOf } from './connection.js';
-import type { RetryPolicy } from './retry.js';
+import { unreachablePauseMs, type RetryPolicy } from './retry.js';
 
 /** The server refused the connection: max_connections (1040) or the user's max_user_connections (1203). */
 const REFUSED_AT_CONNECT = new Set([1040, 1203]);
 
 /** True when `err` is a failure to get a connection, so the statement it was for was never sent. */
 export function isNeverSent(err: unknown): boolean {
+  // withConnection's own verdict on a connection that could not be had.
+  if (err instanceof DatabaseUnreachableError) return true;
   // knex's pool gave up waiting for a free connection (acquireConnectionTimeout).
   if ((err as { name?: unknown } | null)?.name === 'KnexTimeoutError') return true;
   const errno = driverErrorOf(err)?.errno;
@@ -18,9 +20,6 @@ export function isNeverSent(err: unknown): boolean {
 
 /** Switched off only by the tests' negative control, to show what sending once leaves behind. */
 export const unreachableRetry = { enabled: true };
-
-const PAUSE_MIN_MS = 20;
-const PAUSE_MAX_MS = 500;
 
 /**
  * Runs `send` (which gets a connection and sends the library's statement on it) again while it
@@ -40,8 +39,15 @@ export async function whileUnreachable<T>(
     } catch (err) {
       if (!isNeverSent(err)) throw err;
       const left = deadline - performance.now();
-      if (left <= 0 || !unreachableRetry.enabled) throw new DatabaseUnreachableError(what, grantId, err);
-      await sleep(Math.min(left, PAUSE_MIN_MS * 2 ** Math.min(n, 5), PAUSE_MAX_MS) * (0.5 + Math.random() / 2));
+      if (left <= 0 || !unreachableRetry.enabled) {
+        const cause = err instanceof DatabaseUnreachableError ? err.cause : err;
+        const consequence =
+          grantId === null
+            ? 'no statement was sent, so nothing changed'
+            : `nothing was sent: grant ${grantId} stays live until it is released or reaped`;
+        throw new DatabaseUnreachableError(what, cause, consequence, grantId);
+      }
+      await sleep(Math.min(left, unreachablePauseMs(n)));
     }
   }
 }

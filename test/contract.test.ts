@@ -1,0 +1,327 @@
+// One contract in every mix of lock modes (docs/api.md, "The contract"), checked for every holder
+// (a durable grant, a durable group, a section, a section group; writing and reading) against every
+// caller (a try, each waiting call with waitMs, each with a signal):
+// 1. a try answers at once, and a resource held by a section counts as held;
+// 2. every wait ends by its waitMs and on its signal;
+// 3. readers share across modes, and a waiting writer's intent holds new readers back in every mix.
+// "At once" and "by its waitMs" are judged against the holder: each holder holds for HOLD_MS unless
+// the test ends it, so a call that waited for the holder answers only after the holder ended. The
+// negative controls run what the contract forbids through the same checks: the acquire procedure
+// of migration 006 (which waits in InnoDB's lock queue) and a reading section that locks the lock
+// row, as before the gate.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { createLockManager, LockAbortedError, LockTimeoutError, type LockManager } from '../src/index.js';
+import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
+import { sectionTesting } from '../src/lock/section.js';
+import { useTestDatabase } from './support/db.js';
+import { invariantViolations } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+afterEach(() => {
+  sectionTesting.lockRowShared = false;
+});
+
+/** How long a holder holds unless the test ends it: every bound below is far inside it. */
+const HOLD_MS = 4_000;
+/** The waitMs of the waiting callers. */
+const WAIT_MS = 400;
+/** When the signal of the aborted callers aborts; their waitMs is far longer. */
+const ABORT_AFTER_MS = 200;
+
+type Mode = 'write' | 'read';
+const HOLDERS = ['durable', 'durable group', 'section', 'section group'] as const;
+type HolderKind = (typeof HOLDERS)[number];
+const WAITERS = ['acquire', 'withLock', 'withGrant', 'acquireMany', 'withLocks', 'section', 'section group'] as const;
+type CallerKind = 'try' | (typeof WAITERS)[number];
+
+let seq = 0;
+function resource(label: string): string {
+  return `${label}-${++seq}`;
+}
+
+function gate(): { open: () => void; opened: Promise<void> } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+interface Held {
+  /**
+   * True once the holder began to end (its release or its section's commit is on its way): a call
+   * answered before that did not wait for it.
+   */
+  ended(): boolean;
+  end(): Promise<void>;
+}
+
+/** Takes `id` in `mode` as a holder of `kind`, held until end() or HOLD_MS. */
+async function hold(locks: LockManager, kind: HolderKind, mode: Mode, id: string): Promise<Held> {
+  let ended = false;
+  if (kind === 'durable' || kind === 'durable group') {
+    const held =
+      kind === 'durable'
+        ? await (mode === 'write' ? locks.acquireWrite(id) : locks.acquireRead(id))
+        : await locks.acquireMany({ [mode]: [id, `${id}~`] });
+    let release: Promise<void> | undefined;
+    const end = (): Promise<void> => {
+      ended = true;
+      return (release ??= held.release().then(() => undefined));
+    };
+    const timer = setTimeout(() => void end(), HOLD_MS);
+    return {
+      ended: () => ended,
+      end: () => {
+        clearTimeout(timer);
+        return end();
+      },
+    };
+  }
+  const inside = gate();
+  const finish = gate();
+  const work = async (): Promise<void> => {
+    inside.open();
+    await Promise.race([finish.opened, new Promise((r) => setTimeout(r, HOLD_MS))]);
+    ended = true; // the commit follows
+  };
+  const done =
+    kind === 'section'
+      ? mode === 'write'
+        ? locks.withWriteLock(id, work, { section: true })
+        : locks.withReadLock(id, work, { section: true })
+      : locks.withLocks({ [mode]: [id, `${id}~`] }, work, { section: true });
+  await inside.opened;
+  return {
+    ended: () => ended,
+    end: async () => {
+      finish.open();
+      await done;
+    },
+  };
+}
+
+interface Answer {
+  /** 'granted' (and released again), 'null' (a try refused), or the error. */
+  outcome: 'granted' | 'null' | Error;
+  ms: number;
+  /** Whether the holder had ended when the answer came. */
+  holderEnded: boolean;
+}
+
+/** One call of `kind` on `id` in `mode`; a grant it gets is released at once. */
+async function call(
+  locks: LockManager,
+  kind: CallerKind,
+  mode: Mode,
+  id: string,
+  held: Held,
+  options: { waitMs?: number; signal?: AbortSignal } = {},
+): Promise<Answer> {
+  const started = performance.now();
+  const other = `${id}-other`;
+  const ran = async (): Promise<'granted'> => 'granted';
+  const run = async (): Promise<'granted' | 'null'> => {
+    switch (kind) {
+      case 'try': {
+        const g = await (mode === 'write' ? locks.tryAcquireWrite(id) : locks.tryAcquireRead(id));
+        await g?.release();
+        return g ? 'granted' : 'null';
+      }
+      case 'acquire': {
+        const g = await (mode === 'write' ? locks.acquireWrite(id, options) : locks.acquireRead(id, options));
+        await g.release();
+        return 'granted';
+      }
+      case 'withLock':
+        return mode === 'write' ? locks.withWriteLock(id, ran, options) : locks.withReadLock(id, ran, options);
+      case 'withGrant':
+        await (mode === 'write' ? locks.withWriteGrant(id, ran, options) : locks.withReadGrant(id, ran, options));
+        return 'granted';
+      case 'acquireMany': {
+        const group = await locks.acquireMany({ [mode]: [id, other] }, options);
+        await group.release();
+        return 'granted';
+      }
+      case 'withLocks':
+        return locks.withLocks({ [mode]: [id, other] }, ran, options);
+      case 'section':
+        return mode === 'write'
+          ? locks.withWriteLock(id, ran, { ...options, section: true })
+          : locks.withReadLock(id, ran, { ...options, section: true });
+      case 'section group':
+        return locks.withLocks({ [mode]: [id, other] }, ran, { ...options, section: true });
+    }
+  };
+  const outcome = await run().catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+  return { outcome, ms: performance.now() - started, holderEnded: held.ended() };
+}
+
+/** Transactions waiting for a row lock in InnoDB's queue. */
+async function lockWaits(): Promise<number> {
+  const [rows] = (await db.knex.raw(
+    "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
+  )) as unknown as [Array<{ n: number }>];
+  return Number(rows[0]!.n);
+}
+
+/** One knex for the file, with room for a batch of holders and callers at once (a section holds a connection). */
+let wide: Knex | undefined;
+function wideKnex(): Knex {
+  return (wide ??= db.connect({ poolMax: 40 }));
+}
+
+/** At most this many cases run side by side (each a holder and a caller, up to 4 connections). */
+const BATCH = 7;
+
+/** Runs `cases`, BATCH at a time, each on a resource of its own, each holder ended after its answer. */
+async function runCases<T>(cases: Array<() => Promise<T>>): Promise<T[]> {
+  const results: T[] = [];
+  for (let i = 0; i < cases.length; i += BATCH)
+    results.push(...(await Promise.all(cases.slice(i, i + BATCH).map((c) => c()))));
+  return results;
+}
+
+describe('rule 1: a try answers at once, in every mix', () => {
+  for (const kind of HOLDERS)
+    for (const held of ['write', 'read'] as const)
+      it(`holder: ${kind} ${held}; caller: tryAcquireWrite and tryAcquireRead`, async () => {
+        const locks = createLockManager({ knex: wideKnex() });
+        const answers = await runCases(
+          (['write', 'read'] as const).map((mode) => async () => {
+            const id = resource(`try-${kind}-${held}-${mode}`);
+            const holder = await hold(locks, kind, held, id);
+            const answer = await call(locks, 'try', mode, id, holder);
+            await holder.end();
+            return { mode, answer };
+          }),
+        );
+        for (const { mode, answer } of answers) {
+          // Answered while the holder still held: it did not wait for it.
+          expect(answer.holderEnded, `${mode} try answered after the holder ended`).toBe(false);
+          // Readers share (rule 3); anything else is held.
+          expect(answer.outcome).toBe(held === 'read' && mode === 'read' ? 'granted' : 'null');
+        }
+      });
+});
+
+describe('rule 2: every wait ends by its waitMs and on its signal, in every mix', () => {
+  for (const kind of HOLDERS)
+    for (const held of ['write', 'read'] as const)
+      it(`holder: ${kind} ${held}; callers: every waiting call with waitMs ${WAIT_MS}, and with a signal`, async () => {
+        const locks = createLockManager({ knex: wideKnex() });
+        const modes: Mode[] = held === 'write' ? ['write', 'read'] : ['write'];
+        const cases = modes.flatMap((mode) =>
+          WAITERS.flatMap((caller) =>
+            (['waitMs', 'signal'] as const).map((bound) => async () => {
+              const id = resource(`wait-${kind}-${held}-${caller}-${mode}-${bound}`);
+              const holder = await hold(locks, kind, held, id);
+              const options =
+                bound === 'waitMs'
+                  ? { waitMs: WAIT_MS }
+                  : { waitMs: 30_000, signal: AbortSignal.timeout(ABORT_AFTER_MS) };
+              const answer = await call(locks, caller, mode, id, holder, options);
+              await holder.end();
+              return { label: `${caller} ${mode} (${bound})`, bound, answer };
+            }),
+          ),
+        );
+        for (const { label, bound, answer } of await runCases(cases)) {
+          expect(answer.holderEnded, `${label} answered only after the holder ended`).toBe(false);
+          if (bound === 'waitMs') {
+            expect(answer.outcome, label).toBeInstanceOf(LockTimeoutError);
+            expect(answer.ms, label).toBeGreaterThanOrEqual(WAIT_MS);
+          } else {
+            expect(answer.outcome, label).toBeInstanceOf(LockAbortedError);
+            expect(answer.ms, label).toBeGreaterThanOrEqual(ABORT_AFTER_MS - 1);
+          }
+        }
+        expect(await invariantViolations(db.knex)).toEqual([]);
+      });
+});
+
+describe('rule 3: readers share across modes; a waiting writer holds new readers back in every mix', () => {
+  for (const kind of HOLDERS)
+    it(`holder: ${kind} read; callers: every reading call`, async () => {
+      const locks = createLockManager({ knex: wideKnex() });
+      const answers = await runCases(
+        (['try', ...WAITERS] as const).map((caller) => async () => {
+          const id = resource(`share-${kind}-${caller}`);
+          const holder = await hold(locks, kind, 'read', id);
+          const answer = await call(locks, caller, 'read', id, holder, { waitMs: HOLD_MS * 2 });
+          await holder.end();
+          return { caller, answer };
+        }),
+      );
+      for (const { caller, answer } of answers) {
+        expect(answer.outcome, caller).toBe('granted');
+        expect(answer.holderEnded, `${caller} was granted only after the reading holder ended`).toBe(false);
+      }
+    });
+
+  for (const holderKind of ['durable', 'section'] as const)
+    for (const writer of ['acquire', 'section'] as const)
+      it(`a ${writer} writer waiting behind a ${holderKind} reader holds back a durable try and a reading section, then gets in`, async () => {
+        const locks = createLockManager({ knex: wideKnex(), writerIntentMs: HOLD_MS * 2 });
+        const id = resource(`intent-${holderKind}-${writer}`);
+        const holder = await hold(locks, holderKind, 'read', id);
+        const waiting =
+          writer === 'acquire'
+            ? locks.acquireWrite(id, { waitMs: HOLD_MS * 3 }).then((g) => g.release())
+            : locks.withWriteLock(id, async () => true, { section: true, waitMs: HOLD_MS * 3 });
+        // Waiting: a durable writer's intent is marked on the row; a writing section waits in the gate's
+        // lock queue, where InnoDB queues new readers behind it.
+        await expect
+          .poll(async () => (await locks.inspect(id)).writerWaiting || (await lockWaits()) > 0, { timeout: HOLD_MS })
+          .toBe(true);
+        expect(await locks.tryAcquireRead(id)).toBeNull();
+        await expect(
+          locks.withReadLock(id, async () => 'read', { section: true, waitMs: WAIT_MS }),
+        ).rejects.toBeInstanceOf(LockTimeoutError);
+        expect(holder.ended()).toBe(false);
+        await holder.end();
+        await waiting;
+      });
+});
+
+describe('negative controls: the same checks catch what the contract forbids', () => {
+  /** Migration 006's acquire, under another name: it waits on the lock row in InnoDB's queue. */
+  async function installV6(k: Knex): Promise<void> {
+    await k.raw('DROP PROCEDURE IF EXISTS rwlock_acquire_v6');
+    await k.raw(V6.rwlock_acquire!.replace('CREATE PROCEDURE rwlock_acquire(', 'CREATE PROCEDURE rwlock_acquire_v6('));
+  }
+
+  it("migration 006's acquire, behind a writing section, answers only when the section ended", async () => {
+    const k = wideKnex();
+    await installV6(k);
+    const locks = createLockManager({ knex: k });
+    const id = resource('control-v6');
+    const holder = await hold(locks, 'section', 'write', id);
+    const started = performance.now();
+    const [result] = (await k.raw('CALL rwlock_acquire_v6(?, 0, CONVERT(? USING utf8mb4), ?, 0)', [
+      Buffer.from(id),
+      Buffer.from('control'),
+      Buffer.from('v6-control-token'),
+    ])) as unknown as [Array<Array<{ id: number | null }>>];
+    const holderEnded = holder.ended();
+    const ms = performance.now() - started;
+    await holder.end();
+    // The check of rule 1 and rule 2 fails: the answer came after the holder ended, as a grant.
+    expect(holderEnded).toBe(true);
+    expect(result[0]![0]!.id).not.toBeNull();
+    expect(ms).toBeGreaterThan(WAIT_MS);
+    await k.raw('DELETE FROM t_lock_log WHERE token = ?', [Buffer.from('v6-control-token')]);
+    await k.raw('UPDATE t_read_write_lock SET w_count = 0 WHERE resource_id = ?', [Buffer.from(id)]);
+  });
+
+  it('a reading section that locks the lock row: a durable reader does not share with it', async () => {
+    const locks = createLockManager({ knex: wideKnex() });
+    sectionTesting.lockRowShared = true;
+    const id = resource('control-locking-read');
+    const holder = await hold(locks, 'section', 'read', id);
+    const answer = await call(locks, 'try', 'read', id, holder);
+    await holder.end();
+    // Rule 1 (and 3) fails: the try was answered only once the section had ended.
+    expect(answer.holderEnded).toBe(true);
+  });
+});

@@ -1,0 +1,171 @@
+// A database that cannot be reached (rule 4 of the contract in docs/api.md): a statement that was
+// never sent is not a lost reply. A try rejects at once with DatabaseUnreachableError; a waiting
+// call tries again with growing pauses and ends by its waitMs, or at once on its signal; the server
+// is not hammered (connection attempts are counted on a local listener, and a caller that retries
+// without pausing, the negative control, makes many more in the same time); `release()` with no
+// connection to be had reports it and leaves the grant as it is.
+import { createServer, type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import { connectKnex } from '../harness/database.js';
+import { freePort } from '../harness/server.js';
+import {
+  createLockManager,
+  DatabaseUnreachableError,
+  LockAbortedError,
+  LockOutcomeUnknownError,
+} from '../src/index.js';
+import { withConnection } from '../src/sql/connection.js';
+import { UNREACHABLE_PAUSE_MAX_MS, UNREACHABLE_PAUSE_MIN_MS } from '../src/sql/retry.js';
+import { useTestDatabase } from './support/db.js';
+import { proxyFor } from './support/proxy.js';
+import { grantRow } from './support/state.js';
+
+const db = useTestDatabase(import.meta.filename);
+
+/** Far above anything below: the old behaviour settled a never-sent acquire for this long. */
+const RESOLVE_TIMEOUT_MS = 10_000;
+
+/** A port where something accepts TCP connections and closes each at once, counting them. */
+async function closingListener(): Promise<{ port: number; attempts: () => number; close: () => Promise<void> }> {
+  let attempts = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    attempts++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : 0,
+    attempts: () => attempts,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * The most connection attempts a call waiting `waitMs` may make: one, then one after each pause,
+ * and each pause lasts at least half its nominal value (UNREACHABLE_PAUSE_MIN_MS doubling, up to
+ * UNREACHABLE_PAUSE_MAX_MS), the last one cut short by the deadline.
+ */
+function attemptBound(waitMs: number): number {
+  let pauses = 0;
+  for (let waited = 0; waited < waitMs; pauses++)
+    waited += Math.min(UNREACHABLE_PAUSE_MAX_MS, UNREACHABLE_PAUSE_MIN_MS * 2 ** pauses) / 2;
+  return 1 + pauses;
+}
+
+async function timed(p: Promise<unknown>): Promise<{ value: unknown; ms: number }> {
+  const started = performance.now();
+  const value = await p.then(
+    (v) => v,
+    (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+  );
+  return { value, ms: performance.now() - started };
+}
+
+function knexAt(port: number): Knex {
+  return connectKnex(`mysql://root@127.0.0.1:${port}/`, 'nowhere', { poolMax: 4 });
+}
+
+describe('nothing answers on the server port', () => {
+  it('a try rejects at once with DatabaseUnreachableError, not after resolveTimeoutMs with LockOutcomeUnknownError', async () => {
+    const listener = await closingListener();
+    const refused = knexAt(await freePort()); // nothing listens there: ECONNREFUSED
+    const closing = knexAt(listener.port);
+    try {
+      for (const k of [refused, closing]) {
+        const locks = createLockManager({ knex: k, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
+        for (const attempt of [() => locks.tryAcquireWrite('x'), () => locks.tryAcquireRead('x')]) {
+          const { value, ms } = await timed(attempt());
+          expect(value).toBeInstanceOf(DatabaseUnreachableError);
+          expect(value).not.toBeInstanceOf(LockOutcomeUnknownError);
+          expect((value as DatabaseUnreachableError).code).toBe('ERR_RWLOCK_UNREACHABLE');
+          expect(ms).toBeLessThan(RESOLVE_TIMEOUT_MS / 5);
+        }
+      }
+      // One connection attempt per try: no settling of a reply that never was.
+      expect(listener.attempts()).toBeLessThanOrEqual(2);
+    } finally {
+      await refused.destroy();
+      await closing.destroy();
+      await listener.close();
+    }
+  });
+
+  it('a wait ends by its waitMs, a signal at once, a section too; the attempts stay within the pauses', async () => {
+    const listener = await closingListener();
+    const k = knexAt(listener.port);
+    const locks = createLockManager({ knex: k, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
+    const waitMs = 2_000;
+    try {
+      for (const run of [
+        () => locks.acquireWrite('x', { waitMs }),
+        () => locks.withReadLock('x', async () => 'ran', { waitMs }),
+        () => locks.withWriteLock('x', async () => 'ran', { waitMs, section: true }),
+        () => locks.withLocks({ write: ['x', 'y'] }, async () => 'ran', { waitMs }),
+      ]) {
+        const before = listener.attempts();
+        const { value, ms } = await timed(run());
+        expect(value).toBeInstanceOf(DatabaseUnreachableError);
+        expect(ms).toBeGreaterThanOrEqual(waitMs - 1);
+        expect(ms).toBeLessThan(waitMs + UNREACHABLE_PAUSE_MAX_MS);
+        expect(listener.attempts() - before).toBeLessThanOrEqual(attemptBound(waitMs));
+      }
+      for (const run of [
+        (signal: AbortSignal) => locks.acquireRead('x', { waitMs: 30_000, signal }),
+        (signal: AbortSignal) => locks.withReadLock('x', async () => 'ran', { waitMs: 30_000, signal, section: true }),
+      ]) {
+        const { value, ms } = await timed(run(AbortSignal.timeout(500)));
+        expect(value).toBeInstanceOf(LockAbortedError);
+        expect(ms).toBeLessThan(500 + UNREACHABLE_PAUSE_MAX_MS);
+      }
+    } finally {
+      await k.destroy();
+      await listener.close();
+    }
+  });
+
+  it('negative control: a caller that retries without pausing makes far more attempts in the same time', async () => {
+    const listener = await closingListener();
+    const k = knexAt(listener.port);
+    const waitMs = 2_000;
+    try {
+      const until = performance.now() + waitMs;
+      while (performance.now() < until) await withConnection(k, async () => undefined).catch(() => undefined);
+      expect(listener.attempts()).toBeGreaterThan(attemptBound(waitMs));
+    } finally {
+      await k.destroy();
+      await listener.close();
+    }
+  });
+});
+
+describe('release() with no connection to be had', () => {
+  it('rejects with DatabaseUnreachableError that says the grant is as it was; the grant stays live and held', async () => {
+    const { proxy, url } = await proxyFor(db.url);
+    const k = connectKnex(url.toString(), db.name, { poolMax: 2 });
+    try {
+      const locks = createLockManager({ knex: k, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
+      const grant = await locks.acquireWrite('release-unreachable');
+      await proxy.close(); // open connections cut, new ones refused
+      // Once the pool has found its connection dead (a statement in flight when it died would be a
+      // lost reply, settled as such), no connection can be had.
+      await expect
+        .poll(() => withConnection(k, async () => 'connected').catch((e: unknown) => (e as Error).constructor.name))
+        .toBe('DatabaseUnreachableError');
+      const { value, ms } = await timed(grant.release());
+      expect(value).toBeInstanceOf(DatabaseUnreachableError);
+      expect((value as Error).message).toMatch(/release of grant \d+: no connection.*the grant is as it was/);
+      expect(ms).toBeLessThan(RESOLVE_TIMEOUT_MS / 5);
+      expect(grant.settled).toBe(false);
+      expect(await grantRow(db.knex, grant.id)).toMatchObject({ status: 0 });
+      expect(await createLockManager({ knex: db.knex }).forceRelease(grant.id)).toBe(true);
+    } finally {
+      await k.destroy();
+      await proxy.close();
+    }
+  });
+});
