@@ -48,6 +48,8 @@ import {
   PoolTooSmallError,
   ManagerClosedError,
   PrivilegeError,
+  DatabaseUnreachableError,
+  UnsupportedSettingError,
 } from 'mysql-rwlock';
 
 // The lock client.
@@ -146,8 +148,13 @@ export function describeError(err: unknown): string {
     PoolTooSmallError,
     ManagerClosedError,
     PrivilegeError,
+    DatabaseUnreachableError,
+    UnsupportedSettingError,
   ];
   if (err instanceof PrivilegeError) return `${err.code}: ${err.denied} (role ${err.role ?? 'unknown'})`;
+  if (err instanceof DatabaseUnreachableError && err.grantId !== null)
+    return `${err.code}: grant ${err.grantId} left live`;
+  if (err instanceof UnsupportedSettingError) return `${err.code}: ${err.setting}`;
   const known: RwLockError | undefined = err instanceof RwLockError ? err : undefined;
   const named = classes.find((c) => err instanceof c)?.name;
   return known ? `${known.code} ${named ?? known.name}: ${known.message}` : String(err);

@@ -65,14 +65,14 @@ const ROW_NOWAIT = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id =
  * The gate, taken without waiting: a writer exclusively, a reader shared (a reading section holds
  * it shared, a writing section exclusively). MariaDB spells the shared NOWAIT form differently.
  */
-function gateNowait(mode: LockMode, mariadb: boolean): string {
+export function gateNowait(mode: LockMode, mariadb: boolean): string {
   const lock = mode === 'write' ? 'FOR UPDATE NOWAIT' : mariadb ? 'LOCK IN SHARE MODE NOWAIT' : 'FOR SHARE NOWAIT';
   return `SELECT 1 AS found FROM t_lock_gate WHERE resource_id = ? ${lock}`;
 }
 
 /** Whether the connection's server is MariaDB, from its handshake (or asked once when the driver keeps none). */
 const mariadbServer = new WeakMap<RawConnection, boolean>();
-async function isMariadb(conn: RawConnection): Promise<boolean> {
+export async function isMariadb(conn: RawConnection): Promise<boolean> {
   const known = mariadbServer.get(conn);
   if (known !== undefined) return known;
   const fromHandshake = (conn as { _handshakePacket?: { serverVersion?: string } })._handshakePacket?.serverVersion;
@@ -99,7 +99,11 @@ export function isLockedNowait(err: unknown): boolean {
 }
 
 /** A NOWAIT locking read of one row: taken, missing (no such row, nothing locked) or busy. */
-async function takeNowait(conn: RawConnection, sql: string, resource: Buffer): Promise<'taken' | 'missing' | 'busy'> {
+export async function takeNowait(
+  conn: RawConnection,
+  sql: string,
+  resource: Buffer,
+): Promise<'taken' | 'missing' | 'busy'> {
   try {
     return (await query<unknown[]>(conn, sql, [resource])).length === 1 ? 'taken' : 'missing';
   } catch (err) {
