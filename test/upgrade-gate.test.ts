@@ -5,8 +5,7 @@
 // the same check catches turning the reader into a writer inside the section.
 import { describe, expect, it } from 'vitest';
 import { createLockManager, type Grant } from '../src/index.js';
-import { withConnection, query } from '../src/sql/connection.js';
-import { hex } from '../src/sql/connection.js';
+import { hex, query, withConnection } from '../src/sql/connection.js';
 import { DB_NOW } from '../src/sql/clock.js';
 import { LOCK_TYPE, STATUS } from '../src/types.js';
 import type { HeldGrant } from '../src/lock/grant.js';
