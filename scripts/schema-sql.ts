@@ -31,20 +31,21 @@ export function schemaSql(): string {
   // Recorded as migrate() records them: lock managers refuse a database whose record stops short
   // of what they need, and a later migrate() finds nothing left to apply.
   out.push(`${MIGRATION_TABLE_DDL};`);
+  // A migration that converts rows does so once: in one transaction with its record, each statement
+  // guarded by the record's absence (a database migrate() already converted, or a second run, changes
+  // nothing). Records go in the migrations' order, as migrate() writes them.
   const conversions = ROW_CONVERSIONS(MIGRATION_TABLE);
   for (const { name } of MIGRATIONS) {
-    if (conversions.some((c) => c.name === name)) continue;
-    out.push(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT '${name}', 1, CURRENT_TIMESTAMP FROM DUAL
-  WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = '${name}');`);
-  }
-  // Rows a migration converts, once: in one transaction with its record, each statement guarded by
-  // the record's absence (a database migrate() already converted, or a second run, changes nothing).
-  for (const { name, statements } of conversions) {
+    const record = `INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT '${name}', 1, CURRENT_TIMESTAMP FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = '${name}');`;
+    const conversion = conversions.find((c) => c.name === name);
+    if (conversion === undefined) {
+      out.push(record);
+      continue;
+    }
     out.push('START TRANSACTION;');
-    for (const sql of statements) out.push(`${sql};`);
-    out.push(`INSERT INTO ${MIGRATION_TABLE} (name, batch, migration_time) SELECT '${name}', 1, CURRENT_TIMESTAMP FROM DUAL
-  WHERE NOT EXISTS (SELECT 1 FROM ${MIGRATION_TABLE} WHERE name = '${name}');`);
-    out.push('COMMIT;');
+    for (const sql of conversion.statements) out.push(`${sql};`);
+    out.push(record, 'COMMIT;');
   }
   out.push('');
   return out.join('\n');

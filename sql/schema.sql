@@ -173,8 +173,6 @@ INSERT INTO rwlock_migrations (name, batch, migration_time) SELECT '005_history_
   WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '005_history_index');
 INSERT INTO rwlock_migrations (name, batch, migration_time) SELECT '006_invoker_routines', 1, CURRENT_TIMESTAMP FROM DUAL
   WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '006_invoker_routines');
-INSERT INTO rwlock_migrations (name, batch, migration_time) SELECT '008_resource_gate', 1, CURRENT_TIMESTAMP FROM DUAL
-  WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '008_resource_gate');
 START TRANSACTION;
 UPDATE t_lock_log SET create_time = CONVERT_TZ(create_time, @@session.time_zone, '+00:00'), lease_until = CONVERT_TZ(lease_until, @@session.time_zone, '+00:00'), released_at = CONVERT_TZ(released_at, @@session.time_zone, '+00:00'), mode_changed_at = CONVERT_TZ(mode_changed_at, @@session.time_zone, '+00:00') WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '007_utc_times') AND (create_time IS NOT NULL OR lease_until IS NOT NULL OR released_at IS NOT NULL OR mode_changed_at IS NOT NULL);
 UPDATE t_read_write_lock SET w_wait_until = CONVERT_TZ(w_wait_until, @@session.time_zone, '+00:00') WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '007_utc_times') AND (w_wait_until IS NOT NULL);
@@ -182,3 +180,5 @@ UPDATE t_lock_release_note SET released_at = CONVERT_TZ(released_at, @@session.t
 INSERT INTO rwlock_migrations (name, batch, migration_time) SELECT '007_utc_times', 1, CURRENT_TIMESTAMP FROM DUAL
   WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '007_utc_times');
 COMMIT;
+INSERT INTO rwlock_migrations (name, batch, migration_time) SELECT '008_resource_gate', 1, CURRENT_TIMESTAMP FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM rwlock_migrations WHERE name = '008_resource_gate');
