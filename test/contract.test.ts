@@ -272,7 +272,11 @@ describe('rule 3: readers share across modes; a waiting writer holds new readers
         // Waiting: a durable writer's intent is marked on the row; a writing section waits in the gate's
         // lock queue, where InnoDB queues new readers behind it.
         await expect
-          .poll(async () => (await locks.inspect(id)).writerWaiting || (await lockWaits()) > 0, { timeout: HOLD_MS })
+          .poll(async () => (await locks.inspect(id)).writerWaiting || (await lockWaits()) > 0, {
+            timeout: HOLD_MS,
+            // What INNODB_TRX shows is refreshed only when it was not read for 100 ms: poll slower.
+            interval: 150,
+          })
           .toBe(true);
         expect(await locks.tryAcquireRead(id)).toBeNull();
         await expect(

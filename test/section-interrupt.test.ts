@@ -43,6 +43,9 @@ async function holdSection(id: string): Promise<() => Promise<void>> {
   };
 }
 
+/** What INNODB_TRX shows is refreshed only when it was not read for 100 ms: a poll must pause longer. */
+const INNODB_TRX_POLL_MS = 150;
+
 async function lockWaits(): Promise<number> {
   const [rows] = (await db.knex.raw(
     "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
@@ -58,7 +61,11 @@ async function threadAlive(id: number): Promise<boolean> {
 }
 
 /** An application's queries on the shared pool, until `stop`: SLEEP answers 1 (or fails) when a KILL QUERY hits it. */
-function application(pool: Knex, stop: Promise<void>): Promise<{ queries: number; interrupted: number }> {
+function application(
+  pool: Knex,
+  stop: Promise<void>,
+  done: { queries: number },
+): Promise<{ queries: number; interrupted: number }> {
   let stopped = false;
   void stop.then(() => (stopped = true));
   return (async () => {
@@ -66,6 +73,7 @@ function application(pool: Knex, stop: Promise<void>): Promise<{ queries: number
     let interrupted = 0;
     while (!stopped) {
       queries++;
+      done.queries++;
       try {
         const [rows] = (await pool.raw('SELECT SLEEP(0.05) AS s')) as unknown as [Array<{ s: number }>];
         if (Number(rows[0]!.s) !== 0) interrupted++;
@@ -84,7 +92,8 @@ function application(pool: Knex, stop: Promise<void>): Promise<{ queries: number
 async function abortOnBusyPool(cycles: number): Promise<{ queries: number; interrupted: number; errors: unknown[] }> {
   const pool = db.connect({ poolMax: 2 });
   const stop = gate();
-  const apps = [application(pool, stop.opened), application(pool, stop.opened)];
+  const done = { queries: 0 };
+  const apps = [application(pool, stop.opened, done), application(pool, stop.opened, done)];
   const errors: unknown[] = [];
   try {
     for (let i = 0; i < cycles; i++) {
@@ -100,7 +109,11 @@ async function abortOnBusyPool(cycles: number): Promise<{ queries: number; inter
           () => undefined,
           (e: unknown) => e,
         );
-      await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
+      // InnoDB refreshes what INNODB_TRX shows only when it was not read for 100 ms: poll slower.
+      await expect.poll(lockWaits, { timeout: 10_000, interval: INNODB_TRX_POLL_MS }).toBeGreaterThan(0);
+      // The application keeps the pool busy around the abort: a few of its queries ran meanwhile.
+      const before = done.queries;
+      await expect.poll(() => done.queries, { interval: 10 }).toBeGreaterThanOrEqual(before + 4);
       controller.abort(new Error('stop'));
       await release();
       errors.push(await waiting);

@@ -13,9 +13,9 @@ declare const locks: LockManager;
 
 const options: RunCoordinatorOptions = { prefix: 'cron:', lockAtLeastFor: 30_000 };
 const coordinator = createRunCoordinator(locks, options);
-export const answer: Promise<boolean> = coordinator.shouldRun('report:2026-11-27T03:00:00.000Z', 60_000);
+export const answer: boolean | Promise<boolean> = coordinator.shouldRun('report:2026-11-27T03:00:00.000Z', 60_000);
 
-const job: ExclusiveOptions = { lockAtMostFor: 600_000, lockAtLeastFor: 30_000 };
+const job = { lockAtMostFor: 600_000, lockAtLeastFor: 30_000 } satisfies ExclusiveOptions;
 export async function nightly(): Promise<number> {
   const result: ExclusiveResult<number> = await locks.runExclusive('invoices:nightly', async () => 1, job);
   return result.ran ? result.value : 0;
