@@ -6,7 +6,9 @@ import type { LockManager } from 'mysql-rwlock';
 import {
   WithWriteLock,
   WithReadLock,
+  Exclusive,
   registerLockManager,
+  type ExclusiveDecoratorOptions,
   type LockDecorator,
   type LockDecoratorOptions,
   type LockManagerSource,
@@ -30,6 +32,18 @@ export class Loans {
     return scope?.grant.mode === 'read' ? loanId.length : 0;
   }
 }
+
+export class Reports {
+  constructor(readonly locks: LockManager) {}
+
+  // One instance runs it; the others resolve undefined at once.
+  @Exclusive('reports:nightly', { manager: (self: Reports) => self.locks, lockAtMostFor: 600_000 })
+  async nightly(): Promise<number> {
+    return 1;
+  }
+}
+
+export const nightlyOptions: ExclusiveDecoratorOptions<Reports> = { lockAtMostFor: 60_000, lockAtLeastFor: 5_000 };
 
 export function register(locks: LockManager): () => void {
   const source: LockManagerSource<Loans> = (self) => self.locks;

@@ -40,7 +40,7 @@ export function useTestDatabase(file: string, options: { migrate?: boolean; proc
     if (options.migrate !== false) await migrate(main, { procedures: options.procedures ?? TEST_PROCEDURES });
   });
   afterAll(async () => {
-    await Promise.all([main, ...extra].map((k) => k?.destroy()));
+    await Promise.all([main, ...extra].map((k) => (k ? destroyBounded(k, name) : undefined)));
     await dropDatabase(url, name);
   });
   return {
@@ -56,4 +56,27 @@ export function useTestDatabase(file: string, options: { migrate?: boolean; proc
       return k;
     },
   };
+}
+
+/**
+ * knex's destroy waits for every connection the pool lent to come back. One that never does is a
+ * leak to report, not a reason to hang the file's teardown for its whole hook timeout: after
+ * DESTROY_BOUND_MS the pool's counts are printed and the teardown goes on (the database is dropped
+ * all the same; a leaked connection holds no lock once its server thread is idle).
+ */
+const DESTROY_BOUND_MS = 15_000;
+async function destroyBounded(k: Knex, database: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bounded = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), DESTROY_BOUND_MS)));
+  const outcome = await Promise.race([k.destroy().then(() => 'destroyed' as const), bounded]);
+  clearTimeout(timer);
+  if (outcome === 'late') {
+    const pool = (
+      k.client as { pool?: { numUsed(): number; numPendingAcquires(): number; numPendingCreates(): number } }
+    ).pool;
+    console.warn(
+      `[db] ${database}: a knex pool did not close within ${DESTROY_BOUND_MS} ms: ` +
+        `${pool?.numUsed()} connections still lent, ${pool?.numPendingAcquires()} acquires and ${pool?.numPendingCreates()} creates pending`,
+    );
+  }
 }
