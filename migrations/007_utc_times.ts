@@ -124,5 +124,5 @@ export async function up(knex: Knex, options: UpOptions = { procedures: true }):
 /** Back to version 6's acquire and the local default. Rows stay in UTC: a reverse shift is the operator's call. */
 export async function down(knex: Knex): Promise<void> {
   await replaceProcedures(knex, { rwlock_acquire: V6.rwlock_acquire! });
-  await knex.raw('ALTER TABLE t_lock_log ALTER COLUMN create_time SET DEFAULT CURRENT_TIMESTAMP(6)');
+  await knex.raw('ALTER TABLE t_lock_log ALTER COLUMN create_time SET DEFAULT (CURRENT_TIMESTAMP(6))');
 }

@@ -188,7 +188,7 @@ describe('jobs/reaper.ts', () => {
     const closedPort = await freePort(); // free a moment ago: nothing listens there
     const refused = await runOnce({ MYSQL_URL: `mysql://nobody:pw@127.0.0.1:${closedPort}/app` });
     expect(refused.status).toBe(1);
-    expect(refused.lines.at(-1)).toMatchObject({ event: 'reaper.run', ok: false, code: 'ECONNREFUSED' });
+    expect(refused.lines.at(-1)).toMatchObject({ event: 'reaper.run', ok: false, code: 'ERR_RWLOCK_UNREACHABLE' });
   });
 
   it('--help prints usage with every variable, its default and the exit codes, and starts nothing', async () => {

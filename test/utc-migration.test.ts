@@ -76,7 +76,10 @@ describe('migration 007 converts times written in a session zone', () => {
     expect(await minutesFromUtcNow(converted.knex)).toEqual([-600, -540, -600, -600, -600]);
 
     // Migrated from sessions at the zone the rows were written in, as docs/operating.md says.
-    expect((await migrate(local, { procedures: TEST_PROCEDURES })).applied).toEqual(['007_utc_times']);
+    expect((await migrate(local, { procedures: TEST_PROCEDURES })).applied).toEqual([
+      '007_utc_times',
+      '008_resource_gate',
+    ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.
     const after = await minutesFromUtcNow(converted.knex);
     expect(after).toEqual([0, 60, 0, 0, 0]);
@@ -108,7 +111,10 @@ describe('migration 007 converts times written in a session zone', () => {
     await routineOnly.knex.raw('DROP PROCEDURE rwlock_acquire');
     await routineOnly.knex.raw(V6.rwlock_acquire!);
     await routineOnly.knex.raw("DELETE FROM rwlock_migrations WHERE name = '007_utc_times'");
-    expect((await migrate(routineOnly.knex, { procedures: false })).applied).toEqual(['007_utc_times']);
+    expect((await migrate(routineOnly.knex, { procedures: false })).applied).toEqual([
+      '007_utc_times',
+      '008_resource_gate',
+    ]);
     const [shown] = await rows<Record<string, string>>(routineOnly.knex, 'SHOW CREATE PROCEDURE rwlock_acquire');
     expect(shown!['Create Procedure']).toContain('UTC_TIMESTAMP(6)');
     expect(shown!['Create Procedure']).not.toMatch(/\bNOW\(/);

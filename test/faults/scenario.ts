@@ -258,8 +258,14 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const g = await retrying(
         () => locks.acquireWrite(r, { waitMs: o.staleAfterMs + o.reaperPeriodMs * 2 }),
         10_000,
-      ).catch(() => null);
-      if (!g || !(await g.release())) liveAgain = false;
+      ).catch((e: unknown) => {
+        // Said in the run's output: which resource, and what the last attempt met.
+        console.log(`[faults] liveness probe: ${r} not write-locked:`, e);
+        return null;
+      });
+      const released = g ? await g.release() : false;
+      if (g && !released) console.log(`[faults] liveness probe: ${r}'s grant ${g.id} not released by its release()`);
+      if (!released) liveAgain = false;
     }
   } finally {
     await knex.destroy();
