@@ -35,8 +35,11 @@ export interface SessionNeeds {
   readonly differs: readonly string[];
 }
 
-/** MySQL 8+ and MariaDB 11.1+ name it transaction_isolation; MariaDB before 11.1 only tx_isolation. */
-let isolationVariable: 'transaction_isolation' | 'tx_isolation' = 'transaction_isolation';
+/**
+ * MySQL 8+ and MariaDB 11.1+ name it transaction_isolation; MariaDB before 11.1 only tx_isolation.
+ * Asked of each connection, not remembered for the process: one app may use servers of both kinds.
+ */
+type IsolationVariable = 'transaction_isolation' | 'tx_isolation';
 const ER_UNKNOWN_SYSTEM_VARIABLE = 1193;
 
 /** Sessions already read, by connection: settings a connection is given when it is made are read once. */
@@ -47,6 +50,7 @@ export const sessionGuard = { enabled: true };
 
 async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
   let row: { ac: number | string; su: number | string; iso: string; mode: string } | undefined;
+  let isolationVariable: IsolationVariable = 'transaction_isolation';
   for (;;) {
     try {
       [row] = await send<Array<typeof row>>(
