@@ -14,6 +14,7 @@ import type { Knex } from 'knex';
 import { createLockManager, LockAbortedError, LockTimeoutError, type LockManager } from '../src/index.js';
 import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
 import { sectionTesting } from '../src/lock/section.js';
+import { acquirePooled, type PoolClient } from '../src/sql/connection.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -238,6 +239,44 @@ describe('rule 2: every wait ends by its waitMs and on its signal, in every mix'
         }
         expect(await invariantViolations(db.knex)).toEqual([]);
       });
+});
+
+describe('a wait that ended borrows no pool connection', () => {
+  // A reader stopped at a gate a writing section holds tries again a few times within ~31 ms; a
+  // signal that aborts during one of those pauses reaches the next try's ask for a connection
+  // already aborted. That connection, lent to a wait that had ended, was never given back.
+  it('a connection asked for with an aborted signal: LockAbortedError, and the pool lends nothing', async () => {
+    const k = db.connect({ poolMax: 2 });
+    const client = k.client as unknown as PoolClient;
+    const pool = (k.client as { pool: { numUsed(): number; numFree(): number } }).pool;
+    const aborted = AbortSignal.abort(new Error('ended'));
+    for (let i = 0; i < 3; i++)
+      await expect(
+        acquirePooled(client, { signal: aborted, deadline: performance.now() + 1_000 }),
+      ).rejects.toBeInstanceOf(LockAbortedError);
+    // Had the pool been asked, it would have lent (or be creating) a connection by now: one that
+    // works is still to be had, and none is lent.
+    const conn = await acquirePooled(client, { deadline: performance.now() + 5_000 });
+    await client.releaseConnection(conn);
+    expect(pool.numUsed()).toBe(0);
+  });
+
+  it('readers behind a writing section, aborted while they re-try at its gate, leave the pool as they found it', async () => {
+    const k = db.connect({ poolMax: 10 });
+    const locks = createLockManager({ knex: k });
+    const pool = (k.client as { pool: { numUsed(): number } }).pool;
+    const id = resource('aborted-readers');
+    const holder = await hold(locks, 'section', 'write', id);
+    // Signals spread over the readers' pauses at the gate (the first of them are taken within ms).
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        call(locks, 'acquire', 'read', id, holder, { waitMs: 30_000, signal: AbortSignal.timeout(5 + i) }),
+      ),
+    );
+    await holder.end();
+    for (const a of answers) expect(a.outcome).toBeInstanceOf(LockAbortedError);
+    await expect.poll(() => pool.numUsed(), { timeout: 5_000 }).toBe(0);
+  });
 });
 
 describe('rule 3: readers share across modes; a waiting writer holds new readers back in every mix', () => {
