@@ -327,6 +327,57 @@ describe('rule 3: readers share across modes; a waiting writer holds new readers
       });
 });
 
+describe('the bound of rule 3: writing sections in a stream that never pauses', () => {
+  // A durable acquire takes the gate without waiting; writing sections wait for it in InnoDB's queue,
+  // which hands it from one to the next at each commit. While writing sections keep that queue
+  // non-empty, the gate is never free at a durable acquire's attempt, and a writer's intent cannot be
+  // marked on a lock row the section holding the gate has locked: durable writers and readers wait out
+  // their waitMs (rule 2 holds; rule 3's "cannot starve" does not reach this mix). A writing section
+  // joins the queue and is served in it. docs/api.md states this bound.
+  it('durable acquires wait out their waitMs, and are granted once the stream pauses; a writing section is served in it', async () => {
+    const locks = createLockManager({ knex: wideKnex() });
+    const id = resource('section-stream');
+    const never: Held = { ended: () => false, end: async () => {} };
+    let streaming = true;
+    let committed = 0;
+    const STREAMS = 3;
+    const stream = async (): Promise<void> => {
+      while (streaming)
+        await locks.withWriteLock(
+          id,
+          async () => {
+            await new Promise((r) => setTimeout(r, 40));
+            committed++;
+          },
+          { section: true, waitMs: 30_000 },
+        );
+    };
+    const streams = Array.from({ length: STREAMS }, stream);
+    try {
+      await expect.poll(() => committed, { interval: 20 }).toBeGreaterThanOrEqual(STREAMS);
+      const before = committed;
+      const durable = await Promise.all(
+        (['write', 'read'] as const).map((mode) => call(locks, 'acquire', mode, id, never, { waitMs: WAIT_MS * 3 })),
+      );
+      for (const answer of durable) {
+        expect(answer.outcome).toBeInstanceOf(LockTimeoutError);
+        expect(answer.ms).toBeGreaterThanOrEqual(WAIT_MS * 3);
+      }
+      // The stream ran all along: sections committed while the durable acquires were refused.
+      expect(committed - before).toBeGreaterThan(STREAMS);
+      // A writing section joins InnoDB's queue for the gate and gets its turn within the stream.
+      const queued = await call(locks, 'section', 'write', id, never, { waitMs: HOLD_MS * 2 });
+      expect(queued.outcome).toBe('granted');
+    } finally {
+      streaming = false;
+      await Promise.all(streams);
+    }
+    // The stream paused: the next attempt is granted.
+    const after = await locks.acquireWrite(id, { waitMs: WAIT_MS });
+    await after.release();
+  });
+});
+
 describe('negative controls: the same checks catch what the contract forbids', () => {
   /** Migration 006's acquire, under another name: it waits on the lock row in InnoDB's queue. */
   async function installV6(k: Knex): Promise<void> {
