@@ -90,9 +90,9 @@ async function lentAfterUse(k: Knex): Promise<string | null> {
 
 /**
  * knex's destroy waits for every connection the pool lent to come back. One that never does is a
- * leak to report, not a reason to hang the file's teardown for its whole hook timeout: after
- * DESTROY_BOUND_MS the pool's counts are printed and the teardown goes on (the database is dropped
- * all the same; a leaked connection holds no lock once its server thread is idle).
+ * leak, which fails the file (lentAfterUse), not a reason to hang its teardown for the whole hook
+ * timeout: after DESTROY_BOUND_MS the pool's counts are printed and the teardown goes on (the
+ * database is dropped all the same; a leaked connection holds no lock once its server thread is idle).
  */
 const DESTROY_BOUND_MS = 15_000;
 async function destroyBounded(k: Knex, database: string): Promise<void> {
