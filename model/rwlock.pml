@@ -111,8 +111,9 @@ bit failed;              /* the one failover has happened */
 /*
  * InnoDB row locks held across steps, per resource: the gate row's shared holders and exclusive
  * holder (client + 1), and the lock row's exclusive holder (a write section, or a business
- * transaction whose fence ran and whose COMMIT is in flight). Durable acquires take rows NOWAIT (a
- * locked row refuses the attempt); every other statement on the lock row waits for it.
+ * transaction whose fence ran and whose COMMIT is in flight). A durable acquire takes the gate NOWAIT
+ * (a conflicting holder refuses the attempt) and then waits for the lock row (see CAN_ACQUIRE); every
+ * other statement on the lock row waits for it.
  */
 byte gs[NRES];
 byte gx[NRES];
@@ -198,12 +199,22 @@ hidden byte i, j, nw, nr, q, cw, cr;
 #define COPY_EXT(to, from, j) skip
 #endif
 
-/* A durable acquire takes its rows NOWAIT: a writer the gate and the lock row, a reader the lock row. */
+/*
+ * A durable acquire takes the resource's gate NOWAIT, a writer exclusively and a reader shared: a
+ * gate held in a conflicting mode (a section: write exclusive, read shared) refuses the attempt at
+ * once (a reader's few re-tries within COLLISION_PAUSES_MS are refused attempts tried again, which
+ * any client may do). With the gate, its guarded UPDATE of the lock row waits for a transaction that
+ * holds that row without a gate (a COMMIT in flight; READ_SECTION_TAKES_ROW: a read section's shared
+ * lock): the acquire's step runs only once the row is free (CAN_ACQUIRE). A wait given up (its
+ * deadline, its signal, the server's lock wait timeout) changed nothing: the same as never sent.
+ */
+#define GATE_BUSY(w, res) ((w) -> (gs[res] != 0 || gx[res] != 0) : (gx[res] != 0))
 #ifdef READ_SECTION_TAKES_ROW
-#define BUSY(w, res) ((w) && (gs[res] != 0 || gx[res] != 0) || rx[res] != 0 || rs[res] != 0)
+#define ROW_HELD(res) (rx[res] != 0 || rs[res] != 0)
 #else
-#define BUSY(w, res) ((w) && (gs[res] != 0 || gx[res] != 0) || rx[res] != 0)
+#define ROW_HELD(res) (rx[res] != 0)
 #endif
+#define CAN_ACQUIRE(w, res) (GATE_BUSY(w, res) || !ROW_HELD(res))
 #if NC == 3
 #define IN_WINDOW(t) (win[0] == (t) || win[1] == (t) || win[2] == (t))
 #else
@@ -285,7 +296,8 @@ inline FIND(tk, at) {
 /*
  * The acquire of resource res: procedure rwlock_acquire, or the same transaction as plain
  * statements. tk: the attempt's token; mark: a waiting writer's intent mark. id: the new grant's id,
- * or 0. Its rows are taken NOWAIT: locked by anyone (a section, a COMMIT in flight) is a refusal.
+ * or 0. Its gate is taken NOWAIT (GATE_BUSY: a refusal); the step runs only when CAN_ACQUIRE holds,
+ * so with the gate taken the lock row is free.
  */
 inline ACQUIRE(tk, w, mark, id, res) {
   id = 0;
@@ -294,8 +306,9 @@ inline ACQUIRE(tk, w, mark, id, res) {
   /* nw: granted; nr: how the lock row changes (1 first use, 2 the guarded UPDATE); j: the other row changes */
   nw = 0; nr = 0; j = 0;
   if
-  :: BUSY(w, res) -> skip
+  :: GATE_BUSY(w, res) -> skip
   :: else ->
+     assert(!ROW_HELD(res));
      if
      :: !db.ex[res] -> nr = 1
 #ifdef PRECHECK
@@ -457,9 +470,12 @@ inline SECTION_COMMIT(c, k, w, held, pass) {
 /* resources a cycle locks: 1, or 2 for a group */
 #define NTAKE(kind) (((kind) >= 2) -> 2 : 1)
 
+/* The lost acquire's transaction can run now: another epoch's (it died), or its acquire does not wait. */
+#define PENDING_CAN_RUN (pepoch != EPOCH || CAN_ACQUIRE(w, 0))
 /*
  * The lost acquire's transaction runs (on the primary it was sent to: a failover since kills it).
- * Its token is the attempt's, TOK(c, k): k moves on only once the attempt is settled.
+ * Its token is the attempt's, TOK(c, k): k moves on only once the attempt is settled. Each step that
+ * runs it begins with PENDING_CAN_RUN: a run that would wait for the lock row runs later instead.
  */
 inline RUN_PENDING() {
   if :: pepoch == EPOCH -> ACQUIRE(TOK(c, k), w, 1, id, 0); CHECK(); id = 0 :: else fi;
@@ -468,7 +484,7 @@ inline RUN_PENDING() {
 /* Still in flight after the settling: it reaches the server now, or dies with its connection. */
 inline LATE_PENDING(back) {
   if
-  :: pending -> if :: d_step { k = k - back; RUN_PENDING(); k = k + back } :: d_step { pending = 0; pepoch = 0 } fi
+  :: pending -> if :: d_step { PENDING_CAN_RUN; k = k - back; RUN_PENDING(); k = k + back } :: d_step { pending = 0; pepoch = 0 } fi
   :: else
   fi;
   SET_WIN(c, 0)
@@ -534,6 +550,7 @@ attempt: skip;
      /* an acquire that waits: refused, it tries again or times out; a refused writer marks its intent */
      if
      :: d_step {
+          CAN_ACQUIRE(w, 0);
           ACQUIRE(TOK(c, k), w, 1, g, 0); CHECK();
 #ifdef WITNESS_SHARE
           /* fails exactly when a durable reader is granted while a read section holds: readers share */
@@ -547,7 +564,7 @@ attempt: skip;
      :: lost < NLOST && LOSE_ACQUIRE ->
         /* the acquire is sent and its reply lost: its transaction may have run, may run later or never */
         d_step { lost++; pending = 1; pepoch = EPOCH; SET_WIN(c, TOK(c, k)) };
-        if :: d_step { RUN_PENDING() } :: skip fi;
+        if :: d_step { PENDING_CAN_RUN; RUN_PENDING() } :: skip fi;
         if
         :: skip
         :: d_step { NOT_WAITING(c) }; LATE_PENDING(0); goto crashed   /* the client dies too */
@@ -836,7 +853,7 @@ ssettle: skip;
       * one fence for all; all or nothing when a take times out.
       */
 gtake:
-     atomic { rr = ORDR(c, si); ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
+     atomic { CAN_ACQUIRE(1, ORDR(c, si)); rr = ORDR(c, si); ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
      if
      :: id != 0 -> if :: si == 0 -> g = id :: else -> g2 = id fi; id = 0; k++; si++;
         if :: si < 2 -> goto gtake :: else fi

@@ -14,6 +14,7 @@ import type { Knex } from 'knex';
 import { createLockManager, LockAbortedError, LockTimeoutError, type LockManager } from '../src/index.js';
 import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
 import { sectionTesting } from '../src/lock/section.js';
+import { acquirePooled, type PoolClient } from '../src/sql/connection.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -240,6 +241,44 @@ describe('rule 2: every wait ends by its waitMs and on its signal, in every mix'
       });
 });
 
+describe('a wait that ended borrows no pool connection', () => {
+  // A reader stopped at a gate a writing section holds tries again a few times within ~31 ms; a
+  // signal that aborts during one of those pauses reaches the next try's ask for a connection
+  // already aborted. That connection, lent to a wait that had ended, was never given back.
+  it('a connection asked for with an aborted signal: LockAbortedError, and the pool lends nothing', async () => {
+    const k = db.connect({ poolMax: 2 });
+    const client = k.client as unknown as PoolClient;
+    const pool = (k.client as { pool: { numUsed(): number; numFree(): number } }).pool;
+    const aborted = AbortSignal.abort(new Error('ended'));
+    for (let i = 0; i < 3; i++)
+      await expect(
+        acquirePooled(client, { signal: aborted, deadline: performance.now() + 1_000 }),
+      ).rejects.toBeInstanceOf(LockAbortedError);
+    // Had the pool been asked, it would have lent (or be creating) a connection by now: one that
+    // works is still to be had, and none is lent.
+    const conn = await acquirePooled(client, { deadline: performance.now() + 5_000 });
+    await client.releaseConnection(conn);
+    expect(pool.numUsed()).toBe(0);
+  });
+
+  it('readers behind a writing section, aborted while they re-try at its gate, leave the pool as they found it', async () => {
+    const k = db.connect({ poolMax: 10 });
+    const locks = createLockManager({ knex: k });
+    const pool = (k.client as { pool: { numUsed(): number } }).pool;
+    const id = resource('aborted-readers');
+    const holder = await hold(locks, 'section', 'write', id);
+    // Signals spread over the readers' pauses at the gate (the first of them are taken within ms).
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        call(locks, 'acquire', 'read', id, holder, { waitMs: 30_000, signal: AbortSignal.timeout(5 + i) }),
+      ),
+    );
+    await holder.end();
+    for (const a of answers) expect(a.outcome).toBeInstanceOf(LockAbortedError);
+    await expect.poll(() => pool.numUsed(), { timeout: 5_000 }).toBe(0);
+  });
+});
+
 describe('rule 3: readers share across modes; a waiting writer holds new readers back in every mix', () => {
   for (const kind of HOLDERS)
     it(`holder: ${kind} read; callers: every reading call`, async () => {
@@ -286,6 +325,57 @@ describe('rule 3: readers share across modes; a waiting writer holds new readers
         await holder.end();
         await waiting;
       });
+});
+
+describe('the bound of rule 3: writing sections in a stream that never pauses', () => {
+  // A durable acquire takes the gate without waiting; writing sections wait for it in InnoDB's queue,
+  // which hands it from one to the next at each commit. While writing sections keep that queue
+  // non-empty, the gate is never free at a durable acquire's attempt, and a writer's intent cannot be
+  // marked on a lock row the section holding the gate has locked: durable writers and readers wait out
+  // their waitMs (rule 2 holds; rule 3's "cannot starve" does not reach this mix). A writing section
+  // joins the queue and is served in it. docs/api.md states this bound.
+  it('durable acquires wait out their waitMs, and are granted once the stream pauses; a writing section is served in it', async () => {
+    const locks = createLockManager({ knex: wideKnex() });
+    const id = resource('section-stream');
+    const never: Held = { ended: () => false, end: async () => {} };
+    let streaming = true;
+    let committed = 0;
+    const STREAMS = 3;
+    const stream = async (): Promise<void> => {
+      while (streaming)
+        await locks.withWriteLock(
+          id,
+          async () => {
+            await new Promise((r) => setTimeout(r, 40));
+            committed++;
+          },
+          { section: true, waitMs: 30_000 },
+        );
+    };
+    const streams = Array.from({ length: STREAMS }, stream);
+    try {
+      await expect.poll(() => committed, { interval: 20 }).toBeGreaterThanOrEqual(STREAMS);
+      const before = committed;
+      const durable = await Promise.all(
+        (['write', 'read'] as const).map((mode) => call(locks, 'acquire', mode, id, never, { waitMs: WAIT_MS * 3 })),
+      );
+      for (const answer of durable) {
+        expect(answer.outcome).toBeInstanceOf(LockTimeoutError);
+        expect(answer.ms).toBeGreaterThanOrEqual(WAIT_MS * 3);
+      }
+      // The stream ran all along: sections committed while the durable acquires were refused.
+      expect(committed - before).toBeGreaterThan(STREAMS);
+      // A writing section joins InnoDB's queue for the gate and gets its turn within the stream.
+      const queued = await call(locks, 'section', 'write', id, never, { waitMs: HOLD_MS * 2 });
+      expect(queued.outcome).toBe('granted');
+    } finally {
+      streaming = false;
+      await Promise.all(streams);
+    }
+    // The stream paused: the next attempt is granted.
+    const after = await locks.acquireWrite(id, { waitMs: WAIT_MS });
+    await after.release();
+  });
 });
 
 describe('negative controls: the same checks catch what the contract forbids', () => {

@@ -468,10 +468,17 @@ class SectionWaits {
     if (signal?.aborted) this.#interrupt(new LockAbortedError(signal.reason));
     if (this.#interrupted) throw this.#interrupted;
     // A statement sent near the deadline still gets its own work's time: one attempt, even at waitMs 0.
-    const timer = setTimeout(
-      () => this.#interrupt(timeout()),
-      Math.max(STATEMENT_GRACE_MS, deadline - performance.now()),
-    );
+    const due = performance.now() + Math.max(STATEMENT_GRACE_MS, deadline - performance.now());
+    let timer: NodeJS.Timeout | undefined;
+    // Node's timers count whole milliseconds of the event loop's clock: one may fire up to a
+    // millisecond before performance.now() reaches its time (6.2 ms for a 7 ms timer, seen): armed
+    // again until due, so a wait never ends before its deadline.
+    const arm = (): void => {
+      const left = due - performance.now();
+      if (left > 0) timer = setTimeout(arm, left);
+      else this.#interrupt(timeout());
+    };
+    arm();
     const unsubscribe = signal
       ? onAbort(signal, () => this.#interrupt(new LockAbortedError(signal.reason)))
       : undefined;

@@ -85,8 +85,11 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
   const failure = (err: unknown): RwLockError =>
     privilegeError(err) ??
     (err instanceof RwLockError ? err : new DatabaseUnreachableError(wait.what ?? 'the lock call', err));
-  const pending = client.acquireConnection();
   const { deadline, signal } = wait;
+  // Before asking the pool: a connection asked for by a wait that has already ended would be lent
+  // to nobody, and never come back.
+  if (signal?.aborted) return Promise.reject(new LockAbortedError(signal.reason));
+  const pending = client.acquireConnection();
   if (deadline === undefined && signal === undefined)
     return pending.catch((err: unknown) => {
       throw failure(err);
@@ -114,8 +117,8 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
             },
             Math.max(0, deadline - performance.now()),
           );
-    if (signal?.aborted) return aborted();
     unsubscribe = signal ? onAbort(signal, aborted) : undefined;
+    // Whatever ended the wait, a connection the pool lends afterwards goes straight back to it.
     pending.then(
       (conn) => {
         // Too late: the wait ended meanwhile. Back to the pool, unused.

@@ -40,8 +40,13 @@ export function useTestDatabase(file: string, options: { migrate?: boolean; proc
     if (options.migrate !== false) await migrate(main, { procedures: options.procedures ?? TEST_PROCEDURES });
   });
   afterAll(async () => {
-    await Promise.all([main, ...extra].map((k) => (k ? destroyBounded(k, name) : undefined)));
+    const pools = [main, ...extra].filter((k): k is Knex => k !== undefined);
+    const leaks = (await Promise.all(pools.map((k) => lentAfterUse(k)))).filter((l) => l !== null);
+    await Promise.all(pools.map((k) => destroyBounded(k, name)));
     await dropDatabase(url, name);
+    // A connection still lent once every test of the file has ended was taken by a call that never
+    // gave it back: a leak, which in an application exhausts the pool. Fail the file.
+    if (leaks.length > 0) throw new Error(`[db] ${name}: connection leak: ${leaks.join('; ')}`);
   });
   return {
     url,
@@ -58,11 +63,36 @@ export function useTestDatabase(file: string, options: { migrate?: boolean; proc
   };
 }
 
+interface PoolCounts {
+  numUsed(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+}
+
+function poolOf(k: Knex): PoolCounts | undefined {
+  return (k.client as { pool?: PoolCounts }).pool;
+}
+
+/**
+ * Null once no connection of `k`'s pool is lent, else what is still lent after LENT_BOUND_MS. The
+ * file's tests have all ended: what a call hands back in its own finally is back within a few
+ * event-loop turns, and a test's timers (a holder released after its hold) within a few seconds.
+ */
+const LENT_BOUND_MS = 10_000;
+async function lentAfterUse(k: Knex): Promise<string | null> {
+  const pool = poolOf(k);
+  if (!pool) return null;
+  const until = performance.now() + LENT_BOUND_MS;
+  while (pool.numUsed() > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+  const used = pool.numUsed();
+  return used === 0 ? null : `${used} pool connection(s) still lent ${LENT_BOUND_MS} ms after the file's last test`;
+}
+
 /**
  * knex's destroy waits for every connection the pool lent to come back. One that never does is a
- * leak to report, not a reason to hang the file's teardown for its whole hook timeout: after
- * DESTROY_BOUND_MS the pool's counts are printed and the teardown goes on (the database is dropped
- * all the same; a leaked connection holds no lock once its server thread is idle).
+ * leak, which fails the file (lentAfterUse), not a reason to hang its teardown for the whole hook
+ * timeout: after DESTROY_BOUND_MS the pool's counts are printed and the teardown goes on (the
+ * database is dropped all the same; a leaked connection holds no lock once its server thread is idle).
  */
 const DESTROY_BOUND_MS = 15_000;
 async function destroyBounded(k: Knex, database: string): Promise<void> {
@@ -71,9 +101,7 @@ async function destroyBounded(k: Knex, database: string): Promise<void> {
   const outcome = await Promise.race([k.destroy().then(() => 'destroyed' as const), bounded]);
   clearTimeout(timer);
   if (outcome === 'late') {
-    const pool = (
-      k.client as { pool?: { numUsed(): number; numPendingAcquires(): number; numPendingCreates(): number } }
-    ).pool;
+    const pool = poolOf(k);
     console.warn(
       `[db] ${database}: a knex pool did not close within ${DESTROY_BOUND_MS} ms: ` +
         `${pool?.numUsed()} connections still lent, ${pool?.numPendingAcquires()} acquires and ${pool?.numPendingCreates()} creates pending`,
