@@ -102,6 +102,10 @@ export default defineConfig({
     // it in: wait up to half a test's time, so a busy machine cannot fail it (the default is 1 s).
     expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
+    // Most of a file's time is spent waiting on the server (lock waits, leases, cutoffs), not on the
+    // CPU: three files at a time, whatever the core count (vitest's default on 2 cores is one). Each
+    // file has its own database, and what a test reads of the server's lock views is of that database.
+    maxWorkers: 3,
     // The JSON report lets .ci/run print a plain "N passed, N failed" line, one report per server
     // flavour and acquire path.
     reporters: ['default', 'json'],

@@ -59,7 +59,8 @@ describe('Grant.extend', () => {
         .poll(
           async () => {
             const [[r]] = (await db.knex.raw(
-              "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE '%FOR UPDATE%' AND INFO NOT LIKE '%PROCESSLIST%' AND TIME >= 1",
+              "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE '%FOR UPDATE%' AND INFO NOT LIKE '%PROCESSLIST%' AND TIME >= 1",
+              [db.name],
             )) as unknown as [[{ n: number }]];
             return Number(r.n);
           },

@@ -47,8 +47,12 @@ async function holdSection(id: string): Promise<() => Promise<void>> {
 const INNODB_TRX_POLL_MS = 150;
 
 async function lockWaits(): Promise<number> {
+  // This file's database only: other test files may run beside it on the same server.
   const [rows] = (await db.knex.raw(
-    "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'",
+    `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t
+       JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
+    [db.name],
   )) as unknown as [Array<{ n: number }>];
   return Number(rows[0]!.n);
 }

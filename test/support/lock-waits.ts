@@ -18,9 +18,15 @@ export async function lockWaitCount(db: Knex): Promise<number> {
     const idle = performance.now() - lastMariaDbRead;
     if (idle <= MARIADB_CACHE_IDLE_MS) await sleep(MARIADB_CACHE_IDLE_MS + 10 - idle);
   }
+  // Waits on this connection's database only: other test files may run beside it on the same server.
   const sql = mariadb
-    ? 'SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS'
-    : 'SELECT COUNT(*) AS n FROM performance_schema.data_lock_waits';
+    ? `SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
+         JOIN information_schema.INNODB_TRX t ON t.trx_id = w.requesting_trx_id
+         JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+        WHERE p.DB = DATABASE()`
+    : `SELECT COUNT(*) AS n FROM performance_schema.data_lock_waits w
+         JOIN performance_schema.data_locks l ON l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID
+        WHERE l.OBJECT_SCHEMA = DATABASE()`;
   try {
     const [rows] = (await db.raw(sql)) as unknown as [Array<{ n: number }>];
     return Number(rows[0]!.n);
