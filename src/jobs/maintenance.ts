@@ -6,14 +6,15 @@ import { LIMITS, MAINTENANCE_RESOURCE } from '../options.js';
 
 /**
  * Test-only: `during` is awaited inside each sweep, under its grant (to hold a sweep open);
- * `noGate` runs sweeps without the grant, to show that the tests catch two sweeps at once. Not
- * exported from any package entry.
+ * `refused` is called when a sweep's attempt at the grant is refused; `noGate` runs sweeps without
+ * the grant, to show that the tests catch two sweeps at once. Not exported from any package entry.
  * @internal
  */
 export const maintenanceForTests: {
   during: (() => Promise<void>) | undefined;
+  refused: (() => void) | undefined;
   noGate: boolean;
-} = { during: undefined, noGate: false };
+} = { during: undefined, refused: undefined, noGate: false };
 
 /** What a sweep needs of its manager: one attempt at a write grant. */
 export interface MaintenanceSteps {
@@ -71,7 +72,10 @@ export class MaintenanceLoop {
     const s = this.#steps;
     try {
       const gate = maintenanceForTests.noGate ? undefined : await s.tryWrite(MAINTENANCE_RESOURCE);
-      if (gate === null) return;
+      if (gate === null) {
+        maintenanceForTests.refused?.();
+        return;
+      }
       const keepAlive = gate === undefined ? undefined : keepLeaseAhead(gate, Math.max(LIMITS.minLeaseMs, Math.min(SWEEP_LEASE_MS, s.staleAfterMs)));
       try {
         await keepAlive?.first;
