@@ -96,7 +96,7 @@ export async function healStale(
     );
   } catch (err) {
     if (err instanceof LockAbortedError) throw err;
-    const denied = privilegeError(err);
+    const denied = privilegeError(err, ctx.acquirePath.statements ? 'app-no-procedures' : 'app');
     if (denied) {
       s.off = true;
       warn(`self-healing is off for manager ${ctx.options.owner}: ${denied.message}`);
