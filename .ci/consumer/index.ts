@@ -14,7 +14,9 @@ import {
   type LockGroup,
   DEFAULTS,
   LIMITS,
+  MAINTENANCE_RESOURCE,
   type LockManagerOptions,
+  type MaintenanceOptions,
   type AcquireOptions,
   type WithLockOptions,
   type IsolationLevel,
@@ -63,7 +65,10 @@ export async function lockClient(db: Knex): Promise<number> {
     staleAfterMs: DEFAULTS.staleAfterMs,
     procedures,
     onLockLost,
+    selfHeal: DEFAULTS.selfHeal,
   };
+  const maintenance: MaintenanceOptions = { intervalMs: DEFAULTS.maintenance.intervalMs, retentionMs: 0 };
+  console.log(MAINTENANCE_RESOURCE, maintenance);
   const locks: LockManager = createLockManager(options);
   const acquire: AcquireOptions = { waitMs: DEFAULTS.waitMs, signal: AbortSignal.timeout(LIMITS.maxTimerMs) };
   const isolationLevel: IsolationLevel = 'read committed';
