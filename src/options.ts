@@ -100,7 +100,11 @@ export interface LockManagerOptions {
   knex: Knex;
   /** Recorded in `t_lock_log.owner` for every grant. @defaultValue `host/pid/random` */
   owner?: string;
-  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue `DEFAULTS.staleAfterMs` */
+  /**
+   * Age after which a grant not under a lease is stale: this manager's self-healing acquires and its
+   * `maintenance` sweep release it then, and `inspect()`, `list()` and `stats()` call it stale. Keep
+   * it equal to the reaper's. @defaultValue `DEFAULTS.staleAfterMs`
+   */
   staleAfterMs?: number;
   /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue `DEFAULTS.backoffMinMs` */
   backoffMinMs?: number;
@@ -121,7 +125,8 @@ export interface LockManagerOptions {
    */
   procedures?: ProceduresMode;
   /**
-   * Called once per grant this process learns it lost: released by the reaper or an operator while
+   * Called once per grant this process learns it lost: released by the reaper (or a self-healing
+   * acquire) or an operator while
    * it still held it (the fence refused its commit, a lease extension or a release found it gone).
    * Errors it throws (or a promise it rejects) are reported as a process warning, never to the lock.
    * @defaultValue none
@@ -141,7 +146,7 @@ export interface LockManagerOptions {
    * (the reaper's test with this manager's `staleAfterMs`, on the database clock; guarded,
    * versioned, recorded as `reaper` with a note naming this manager) and tries again in the same
    * call, so that a lock frees itself once its crashed holder's grant is stale, with no reaper
-   * running. `false` leaves every stale grant to the reaper. See docs/operating.md, "Stale grants".
+   * running. `false` leaves every stale grant to the reaper. See docs/api.md, "Locks that heal".
    * @defaultValue `DEFAULTS.selfHeal`
    */
   selfHeal?: boolean;

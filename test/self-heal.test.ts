@@ -141,7 +141,9 @@ describe('a live holder is never healed away', () => {
   it('a stale grant whose row another transaction holds is left alone, and the try still answers at once', async () => {
     // Without NOWAIT the heal would wait the server's lock wait timeout (checked here to exceed this
     // test's own timeout), as the reaper does before it skips a busy grant.
-    const [[{ t }]] = (await db.knex.raw('SELECT @@GLOBAL.innodb_lock_wait_timeout AS t')) as unknown as [[{ t: number }]];
+    const [[{ t }]] = (await db.knex.raw('SELECT @@GLOBAL.innodb_lock_wait_timeout AS t')) as unknown as [
+      [{ t: number }],
+    ];
     expect(Number(t)).toBeGreaterThan(20);
     const dead = await crashedHolder('busy', 'write');
     const trx = await db.knex.transaction();

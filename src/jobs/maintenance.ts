@@ -76,7 +76,10 @@ export class MaintenanceLoop {
         maintenanceForTests.refused?.();
         return;
       }
-      const keepAlive = gate === undefined ? undefined : keepLeaseAhead(gate, Math.max(LIMITS.minLeaseMs, Math.min(SWEEP_LEASE_MS, s.staleAfterMs)));
+      const keepAlive =
+        gate === undefined
+          ? undefined
+          : keepLeaseAhead(gate, Math.max(LIMITS.minLeaseMs, Math.min(SWEEP_LEASE_MS, s.staleAfterMs)));
       try {
         await keepAlive?.first;
         await maintenanceForTests.during?.();

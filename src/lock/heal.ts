@@ -61,11 +61,7 @@ function stateOf(ctx: LockContext): HealState {
  * privilege (the note's INSERT, which earlier grants of the role `app` lacked) turns healing off
  * for the manager with one process warning; any other unexpected error is warned about.
  */
-export async function healStale(
-  ctx: LockContext,
-  resource: Buffer,
-  wait: ConnectionWait,
-): Promise<boolean> {
+export async function healStale(ctx: LockContext, resource: Buffer, wait: ConnectionWait): Promise<boolean> {
   if (!ctx.options.selfHeal) return false;
   const s = stateOf(ctx);
   const key = resource.toString('hex');

@@ -12,7 +12,14 @@ export const TWO_CLIENTS_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-
 export const TWO_CLIENTS_FAILOVER = [...TWO, '-DNLOST=0', '-DHEAL'];
 /** Self-healing acquires and no reaper: stale grants go only by heals (and the operator). */
 export const HEAL_NO_REAPER_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DHEAL', '-DNO_REAPER'];
-export const HEAL_NO_REAPER_THREE_CLIENTS = ['-DNC=3', '-DNACQ=1', '-DNLOST=0', '-DNOFAILOVER', '-DHEAL', '-DNO_REAPER'];
+export const HEAL_NO_REAPER_THREE_CLIENTS = [
+  '-DNC=3',
+  '-DNACQ=1',
+  '-DNLOST=0',
+  '-DNOFAILOVER',
+  '-DHEAL',
+  '-DNO_REAPER',
+];
 export const HEAL_NO_REAPER_SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DHEAL', '-DNO_REAPER'];
 export const THREE_CLIENTS = ['-DNC=3', '-DNACQ=1', '-DNLOST=0', '-DNOFAILOVER'];
 export const SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER'];
