@@ -126,9 +126,9 @@ export interface LockManagerOptions {
   procedures?: ProceduresMode;
   /**
    * Called once per grant this process learns it lost: released by the reaper (or a self-healing
-   * acquire) or an operator while
-   * it still held it (the fence refused its commit, a lease extension or a release found it gone).
-   * Errors it throws (or a promise it rejects) are reported as a process warning, never to the lock.
+   * acquire) or an operator while it still held it (the fence refused its commit, a lease extension
+   * or a release found it gone). Errors it throws (or a promise it rejects) are reported as a
+   * process warning, never to the lock.
    * @defaultValue none
    */
   onLockLost?: LockLostHandler;

@@ -232,6 +232,10 @@ describe('reliability under faults', () => {
       expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(required);
     expect(r.freeAfterMs, 'free after the last holder exited').not.toBeNull();
     expect(r.freeAfterMs!).toBeLessThanOrEqual(r.livenessBoundMs);
+    // Every grant a killed or paused holder left was released as the reaper would, with no reaper running.
+    expect(r.reaped).toBeGreaterThanOrEqual(
+      (r.faults['sigkill-during']?.proven ?? 0) + (r.faults['sigstop-past-cutoff']?.proven ?? 0),
+    );
   });
 
   const controls: Array<{ name: string; defect: string; tweak: Partial<ScenarioOptions>; expect: CheckName[] }> = [

@@ -103,6 +103,8 @@ export interface ScenarioResult {
   liveAgain: boolean;
   /** What failed or unknown operations ended with, by error code or name. */
   errors: Record<string, number>;
+  /** Grants released as `reaper`: by reaper processes or by self-healing acquires (with no reaper, all of them). */
+  reaped: number;
 }
 
 const PROBE_OWNER = 'liveness-probe';
@@ -308,6 +310,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   notes.push(
     `reaper rounds: ${runs.length} (${reaperErrors} failed, e.g. while the server was down), skipped rows: ${runs.reduce((n, r) => n + r.skipped, 0)}`,
   );
+  const reaped = state.grants.filter((g) => g.releasedBy === RELEASED_BY.reaper).length;
+  const healed = state.grants.filter(
+    (g) => g.releasedBy === RELEASED_BY.reaper && !runs.some((r) => r.reaped.includes(g.id)),
+  ).length;
+  notes.push(`grants released as reaper: ${reaped}, of which by self-healing acquires (no reaper run): ${healed}`);
   const byDetail = (kind: FaultKind): string => {
     const m = new Map<string, number>();
     for (const f of faults) if (f.kind === kind && f.proven) m.set(f.detail ?? '', (m.get(f.detail ?? '') ?? 0) + 1);
@@ -348,6 +355,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     livenessBoundMs,
     liveAgain,
     errors,
+    reaped,
   };
 }
 
