@@ -98,6 +98,17 @@ describe('a crashed holder’s resource is acquired again, with no reaper runnin
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
+  it('sections: a one-commit section on a crashed holder’s resource heals it and runs', async () => {
+    const w = await crashedHolder('section-w', 'write');
+    const r = await crashedHolder('section-r', 'write');
+    const locks = healer('sections');
+    expect(await locks.withWriteLock('section-w', async () => 'wrote', { section: true, waitMs: 5_000 })).toBe('wrote');
+    expect(await locks.withReadLock('section-r', async () => 'read', { section: true, waitMs: 5_000 })).toBe('read');
+    await expectHealedBy('section-w', w.id, 'sections');
+    await expectHealedBy('section-r', r.id, 'sections');
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
   it('a paused holder that comes back after the heal has lost its grant: its release changes nothing', async () => {
     const paused = await crashedHolder('paused', 'write');
     const locks = healer('takes-over');
