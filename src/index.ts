@@ -6,9 +6,7 @@ export type { Grant, FenceExecutor, LockedWork, LockGroup } from './lock/api.js'
 export {
   DEFAULTS,
   LIMITS,
-  MAINTENANCE_RESOURCE,
   type LockManagerOptions,
-  type MaintenanceOptions,
   type AcquireOptions,
   type WithLockOptions,
   type IsolationLevel,

@@ -154,22 +154,14 @@ export interface LockManagerOptions {
    * Runs the reaper's sweep in this process (`reapStaleGrants` with this manager's `staleAfterMs`,
    * then `purgeReleasedGrants`), every `intervalMs`, one process at a time across every manager
    * with maintenance on: a sweep runs only under a write grant of the resource
-   * `MAINTENANCE_RESOURCE`, taken with one attempt. Stopped by `close()`. A failed sweep is a
-   * process warning. See {@link MaintenanceOptions}. @defaultValue false
+   * `'mysql-rwlock:maintenance'`, taken with one attempt. Stopped by `close()`. A failed sweep is a
+   * process warning. `true`, or `{ intervalMs, retentionMs }`: `intervalMs` from the end of one
+   * sweep to the next attempt (`DEFAULTS.maintenance.intervalMs`, at least
+   * `LIMITS.minMaintenanceIntervalMs`); `retentionMs`: released grants older than this are purged
+   * at each sweep, never one released less than `LIMITS.purgeFloorMs` ago (`DEFAULTS.purge.retentionMs`;
+   * 0 purges nothing, so the manager's user needs no DELETE grant). @defaultValue false
    */
-  maintenance?: boolean | MaintenanceOptions;
-}
-
-/** The options of `maintenance`: how often the in-process sweep runs, and what it purges. */
-export interface MaintenanceOptions {
-  /** From the end of one sweep to the next attempt. @defaultValue `DEFAULTS.maintenance.intervalMs`, at least `LIMITS.minMaintenanceIntervalMs` */
-  intervalMs?: number;
-  /**
-   * Released grants older than this are purged at each sweep (never one released less than
-   * `LIMITS.purgeFloorMs` ago); 0 purges nothing, so the manager's user needs no DELETE grant.
-   * @defaultValue `DEFAULTS.purge.retentionMs`
-   */
-  retentionMs?: number;
+  maintenance?: boolean | { intervalMs?: number; retentionMs?: number };
 }
 
 /** The resource whose write grant a maintenance sweep runs under (one sweep at a time, across processes). */

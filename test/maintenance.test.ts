@@ -3,7 +3,8 @@
 // sweep holds the write grant of MAINTENANCE_RESOURCE), and close() stops it. Control: sweeps run
 // without that grant overlap.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLockManager, InvalidOptionsError, MAINTENANCE_RESOURCE, type LockManager } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
+import { MAINTENANCE_RESOURCE } from '../src/options.js';
 import { maintenanceForTests } from '../src/jobs/maintenance.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';

@@ -14,9 +14,7 @@ import {
   type LockGroup,
   DEFAULTS,
   LIMITS,
-  MAINTENANCE_RESOURCE,
   type LockManagerOptions,
-  type MaintenanceOptions,
   type AcquireOptions,
   type WithLockOptions,
   type IsolationLevel,
@@ -66,9 +64,8 @@ export async function lockClient(db: Knex): Promise<number> {
     procedures,
     onLockLost,
     selfHeal: DEFAULTS.selfHeal,
+    maintenance: { intervalMs: DEFAULTS.maintenance.intervalMs, retentionMs: 0 },
   };
-  const maintenance: MaintenanceOptions = { intervalMs: DEFAULTS.maintenance.intervalMs, retentionMs: 0 };
-  console.log(MAINTENANCE_RESOURCE, maintenance);
   const locks: LockManager = createLockManager(options);
   const acquire: AcquireOptions = { waitMs: DEFAULTS.waitMs, signal: AbortSignal.timeout(LIMITS.maxTimerMs) };
   const isolationLevel: IsolationLevel = 'read committed';
