@@ -92,6 +92,23 @@ describe('maintenance: true', () => {
     await expect.poll(() => watch.most(), { timeout: 30_000 }).toBe(2);
   });
 
+  it('a sweeper that died holding the sweep’s grant does not stop the sweeps, even with selfHeal: false', async () => {
+    const dead = createLockManager({ knex: db.knex, owner: 'dead-sweeper' });
+    const gate = (await dead.tryAcquireWrite(MAINTENANCE_RESOURCE))!;
+    await backdate(db.knex, gate.id, 11 * 60_000);
+    const watch = watchSweeps();
+    const m = createLockManager({
+      knex: db.knex,
+      owner: 'no-heal-sweeper',
+      staleAfterMs: CUTOFF_MS,
+      selfHeal: false,
+      maintenance: { intervalMs: 100, retentionMs: 0 },
+    });
+    managers.push(m);
+    await expect.poll(() => watch.sweeps(), { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    expect(await grantRow(db.knex, gate.id)).toMatchObject({ status: 2, released_by: 2 });
+  });
+
   it('uses the manager’s cutoff: a grant younger than it is left for a later sweep', async () => {
     const id = await abandoned('young-for-an-hour');
     const watch = watchSweeps();

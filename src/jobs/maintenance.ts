@@ -24,6 +24,11 @@ export interface MaintenanceSteps {
   intervalMs: number;
   retentionMs: number;
   tryWrite(resourceId: string): Promise<HeldGrant | null>;
+  /**
+   * Releases the resource's stale grants as a self-healing acquire does, even with `selfHeal:
+   * false`: a sweeper that died holding the sweep's grant must not stop every sweep after it.
+   */
+  heal(resourceId: string): Promise<boolean>;
 }
 
 /** How long the sweep's grant is kept ahead while it runs: a live sweeper is never healed away. */
@@ -35,8 +40,9 @@ const SWEEP_LEASE_MS = 60_000;
  * process sweeps now and this one waits for its next turn; granted, `reapStaleGrants` with the
  * manager's `staleAfterMs`, then `purgeReleasedGrants` (unless `retentionMs` is 0), the grant's
  * lease kept ahead meanwhile, then the grant released. A sweeper that dies leaves its grant, which
- * goes stale after the cutoff and is healed by the next process's attempt. A failed sweep is a
- * process warning, once per distinct message in a row. Its timers do not keep the process alive.
+ * goes stale after the cutoff and is healed by the next process's attempt (even with `selfHeal:
+ * false`). A failed sweep is a process warning, once per distinct message in a row. Its timers do
+ * not keep the process alive.
  */
 export class MaintenanceLoop {
   readonly #steps: MaintenanceSteps;
@@ -71,7 +77,8 @@ export class MaintenanceLoop {
   async #sweep(): Promise<void> {
     const s = this.#steps;
     try {
-      const gate = maintenanceForTests.noGate ? undefined : await s.tryWrite(MAINTENANCE_RESOURCE);
+      let gate = maintenanceForTests.noGate ? undefined : await s.tryWrite(MAINTENANCE_RESOURCE);
+      if (gate === null && (await s.heal(MAINTENANCE_RESOURCE))) gate = await s.tryWrite(MAINTENANCE_RESOURCE);
       if (gate === null) {
         maintenanceForTests.refused?.();
         return;

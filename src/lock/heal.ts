@@ -55,14 +55,20 @@ function stateOf(ctx: LockContext): HealState {
  * back, one transaction), so that the caller's next attempt, in the same call, can be granted.
  * True when it released one. Every row is taken NOWAIT: a row another transaction holds (a
  * committing fence, another heal or reap) ends the heal at once with nothing released, so a try
- * still answers at once. Off with the manager's `selfHeal: false`.
+ * still answers at once. Off with the manager's `selfHeal: false`, unless `always` (the
+ * maintenance sweep's own grant, which no reaper may be left to free).
  *
  * A failure is not the caller's: the attempt was refused, and that is its answer. A missing
  * privilege (the note's INSERT, which earlier grants of the role `app` lacked) turns healing off
  * for the manager with one process warning; any other unexpected error is warned about.
  */
-export async function healStale(ctx: LockContext, resource: Buffer, wait: ConnectionWait): Promise<boolean> {
-  if (!ctx.options.selfHeal) return false;
+export async function healStale(
+  ctx: LockContext,
+  resource: Buffer,
+  wait: ConnectionWait,
+  always = false,
+): Promise<boolean> {
+  if (!ctx.options.selfHeal && !always) return false;
   const s = stateOf(ctx);
   const key = resource.toString('hex');
   const notBefore = s.notBefore.get(key);

@@ -55,6 +55,7 @@ import { WaitQueues } from './wait.js';
 import { runSection, SectionGrant } from './section.js';
 import { checkJobName, runExclusiveJob, type ExclusiveResult } from '../jobs/exclusive.js';
 import { MaintenanceLoop } from '../jobs/maintenance.js';
+import { healStale } from './heal.js';
 
 /**
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
@@ -92,6 +93,7 @@ export class LockManager {
             staleAfterMs: o.staleAfterMs,
             ...o.maintenance,
             tryWrite: (id) => tryOnce(ctx, this.#target('write', id)),
+            heal: (id) => healStale(ctx, resourceKey(id), {}, true),
           });
   }
 
