@@ -33,6 +33,8 @@ interface HealState {
   notBefore: Map<string, number>;
   /** Turned off for the manager when its user lacks a privilege the heal needs (warned once). */
   off: boolean;
+  /** The last warning given: the same failure again (a resource whose counts disagree) is not repeated. */
+  warned: string | undefined;
 }
 
 const states = new WeakMap<LockContext, HealState>();
@@ -42,7 +44,7 @@ const MAX_REMEMBERED = 10_000;
 function stateOf(ctx: LockContext): HealState {
   let s = states.get(ctx);
   if (s === undefined) {
-    s = { notBefore: new Map(), off: false };
+    s = { notBefore: new Map(), off: false, warned: undefined };
     states.set(ctx, s);
   }
   return s;
@@ -59,8 +61,9 @@ function stateOf(ctx: LockContext): HealState {
  * maintenance sweep's own grant, which no reaper may be left to free).
  *
  * A failure is not the caller's: the attempt was refused, and that is its answer. A missing
- * privilege (the note's INSERT, which earlier grants of the role `app` lacked) turns healing off
- * for the manager with one process warning; any other unexpected error is warned about.
+ * privilege (the note's INSERT, which a user given an older version's `app` grants lacks) turns
+ * healing off for the manager with one process warning; any other unexpected error is a process
+ * warning too (not repeated while it stays the same).
  */
 export async function healStale(
   ctx: LockContext,
@@ -101,14 +104,16 @@ export async function healStale(
     const denied = privilegeError(err, ctx.acquirePath.statements ? 'app-no-procedures' : 'app');
     if (denied) {
       s.off = true;
-      warn(`self-healing is off for manager ${ctx.options.owner}: ${denied.message}`);
+      warn(s, `self-healing is off for manager ${ctx.options.owner}: ${denied.message}`);
     } else if (!(err instanceof DatabaseUnreachableError || isConnectionLost(err) || isConflict(err))) {
-      warn(`a self-healing acquire failed, nothing was released: ${(err as Error).message ?? String(err)}`);
+      warn(s, `a self-healing acquire failed, nothing was released: ${(err as Error).message ?? String(err)}`);
     }
     return false;
   }
 }
 
-function warn(message: string): void {
+function warn(s: HealState, message: string): void {
+  if (message === s.warned) return;
+  s.warned = message;
   process.emitWarning(`mysql-rwlock: ${message}`, { type: 'MysqlRwlockWarning' });
 }
