@@ -23,6 +23,9 @@
  *   SECTION_GROUPS_ONLY  every cycle is a section group (the progress run of groups)
  *   ONLY_LOST_ACQUIRE, ONLY_LOST_COMMIT  only that reply may be lost (for a control aimed at its settle)
  *   NO_LOST_GRANT_REPLY  no lost reply of a durable acquire, commit or release (runs aimed elsewhere)
+ *   HEAL      a refused durable acquire (single or a group's take) may heal its resource: the
+ *             reaper's select and guarded, versioned release, NOWAIT, inside the acquire's call
+ *   NO_REAPER  no reaper process: stale grants are released only by heals (and the operator)
  *   LIVENESS  compile the ltl formulas (progress runs)
  * Negative controls, each a defect of the reference design, of an earlier version, or one the design
  * avoids:
@@ -44,7 +47,16 @@
  *   LOOKUP_COMMIT_SETTLE  a lost COMMIT is settled by a non-locking look-up, its COMMIT still in flight
  *   REPAIR_COUNT_FIRST repairLockCounts counts the live grants before it locks the lock row
  *   GROUP_KEEPS        a group that times out keeps the grants it took (not all or nothing)
+ *   HEAL_NO_GUARD      the heal releases the grant it read as stale without checking it again
+ *                      (still stale, same version) under the row lock
+ *   HEAL_AGE_ONLY      the heal judges a grant by its age alone, ignoring an extended lease
+ *   NO_HEAL            no self-healing (selfHeal: false) where HEAL is asked for: with NO_REAPER,
+ *                      nothing frees a crashed holder's resource (progress)
  */
+
+#ifdef NO_HEAL
+#undef HEAL
+#endif
 
 #ifndef NC
 #define NC 2
@@ -87,6 +99,9 @@ typedef Row {
   bit stale;             /* STALE_SQL on the database clock: older than the cutoff, not under a lease */
 #ifdef LEASE_FOREVER
   bit ext;               /* lease_until IS NOT NULL */
+#endif
+#ifdef HEAL_AGE_ONLY
+  bit old;               /* older than the cutoff, whatever its lease */
 #endif
   unsigned by : 3;       /* released_by */
   unsigned gb : 2        /* ghost: how many times this grant's count was given back */
@@ -191,6 +206,15 @@ hidden byte i, j, nw, nr, q, cw, cr;
 #define REAPER_STALE(id) (db.g[id].stale)
 #endif
 #define STALE(id) (db.g[id].st == LIVE && db.g[id].stale)
+#ifdef HEAL_AGE_ONLY
+#define HEAL_STALE(id) (db.g[id].old)
+#define SET_OLD(id) db.g[id].old = 1
+#define COPY_OLD(to, from, j) to.g[j].old = from.g[j].old
+#else
+#define HEAL_STALE(id) REAPER_STALE(id)
+#define SET_OLD(id) skip
+#define COPY_OLD(to, from, j) skip
+#endif
 #ifdef LEASE_FOREVER
 #define SET_EXT(id) db.g[id].ext = 1
 #define COPY_EXT(to, from, j) to.g[j].ext = from.g[j].ext
@@ -280,6 +304,9 @@ inline NEW_ROW(tk, status, w, rs_, who) {
   assert(db.next < NG);
   db.g[db.next].tok = tk; db.g[db.next].st = status; db.g[db.next].wr = w; db.g[db.next].res = rs_;
   db.g[db.next].ver = 0; db.g[db.next].stale = 0; db.g[db.next].by = who; db.g[db.next].gb = 0;
+#ifdef HEAL_AGE_ONLY
+  db.g[db.next].old = 0;
+#endif
   db.next++
 }
 
@@ -490,6 +517,44 @@ inline LATE_PENDING(back) {
   SET_WIN(c, 0)
 }
 
+#ifdef HEAL
+/*
+ * The self-healing acquire's look-up (resourceStaleness): the first live grant of resource hres that
+ * is stale, read without locks, with the version it has now; 0 when there is none.
+ */
+inline HEAL_PICK(hres, hid, hver) {
+  hid = 1;
+  do
+  :: hid < NG && !(db.g[hid].st == LIVE && db.g[hid].res == hres && HEAL_STALE(hid)) -> hid++
+  :: hid < NG && db.g[hid].st == LIVE && db.g[hid].res == hres && HEAL_STALE(hid) -> hver = db.g[hid].ver; break
+  :: hid == NG -> hid = 0; break
+  od
+}
+/*
+ * Its reap (reapCandidates, NOWAIT): a lock row held by another transaction ends it with nothing
+ * released (it never waits); else the reaper's guarded, versioned release of the grant read.
+ */
+inline HEAL_REAP(hid, hver) {
+  if
+  :: ROW_FREE(hid) ->
+     if
+#ifdef HEAL_NO_GUARD
+     :: db.g[hid].st == LIVE ->
+#else
+     :: db.g[hid].st == LIVE && HEAL_STALE(hid) && db.g[hid].ver == hver ->
+#endif
+        /* a heal, as the reaper, releases only grants stale on the database clock */
+        assert(db.g[hid].stale);
+        nw = 1; GIVE_BACK(hid, nw); nw = 0;
+        db.g[hid].st = RELEASED; db.g[hid].by = REAPER; FORGET(hid)
+     :: else
+     fi
+  :: else
+  fi;
+  hid = 0; hver = 0
+}
+#endif
+
 proctype client(byte c) {
   byte k;            /* token counter: the current attempt's token is TOK(c, k) */
   byte cyc;          /* lock cycles begun */
@@ -507,6 +572,9 @@ proctype client(byte c) {
   byte id;
   bit pending;       /* a lost acquire's transaction that has not reached the server yet */
   bit pepoch;        /* the failover epoch it was sent in */
+#ifdef HEAL
+  byte hid, hver;    /* the stale grant a heal read, and its version */
+#endif
 
 next:
   do
@@ -559,7 +627,18 @@ attempt: skip;
         } ->
         if
         :: g != 0 -> k++; goto hold
-        :: else -> if :: goto attempt :: END_CYCLE fi
+        :: else ->
+#ifdef HEAL
+           /* refused: the same call may heal the resource (then it attempts again, or a try answers) */
+           if
+#ifndef LIVENESS
+           :: skip   /* no heal: selfHeal off, or not yet due (the look-up's hint) */
+#endif
+           :: atomic { HEAL_PICK(0, hid, hver) };
+              if :: hid != 0 -> d_step { HEAL_REAP(hid, hver); CHECK() } :: else fi
+           fi;
+#endif
+           if :: goto attempt :: END_CYCLE fi
         fi
      :: lost < NLOST && LOSE_ACQUIRE ->
         /* the acquire is sent and its reply lost: its transaction may have run, may run later or never */
@@ -860,6 +939,11 @@ gtake:
      :: else ->
         if
         :: goto gtake
+#ifdef HEAL
+        :: atomic { HEAL_PICK(rr, hid, hver) };
+           if :: hid != 0 -> d_step { HEAL_REAP(hid, hver); CHECK() } :: else fi;
+           goto gtake
+#endif
         :: /* timed out or aborted: the grants taken are released before the error reaches the caller */
 #ifndef GROUP_KEEPS
            if :: g != 0 -> d_step { ROW_FREE(g); RELEASE(g, TOK(c, k - 1), 1, HOLDER, ok); CHECK() } :: else fi;
@@ -909,6 +993,7 @@ crashed:
  * The reaper: a stale SELECT without locks, then the versioned release in its own transaction, one
  * grant at a time (a batch is its grants' single reaps run back to back in one transaction).
  */
+#ifndef NO_REAPER
 active proctype reaper() {
   byte id, cver;
   do
@@ -946,6 +1031,7 @@ active proctype reaper() {
      fi
   od
 }
+#endif
 
 /*
  * An operator's forceRelease of a grant it names by id: findGrantRef reads the grant's mode and token,
@@ -1035,7 +1121,7 @@ active proctype clock() {
   byte id;
   do
   /* a live grant passes the cutoff with no lease running (its lease, if any, has run out) */
-  :: atomic { select(id : 1 .. NG - 1); if :: db.g[id].st == LIVE -> db.g[id].stale = 1 :: else fi; id = 0 }
+  :: atomic { select(id : 1 .. NG - 1); if :: db.g[id].st == LIVE -> db.g[id].stale = 1; SET_OLD(id) :: else fi; id = 0 }
   od
 }
 
@@ -1058,7 +1144,7 @@ inline COPY(to, from) {
   do
   :: j < NG ->
      to.g[j].tok = from.g[j].tok; to.g[j].st = from.g[j].st; to.g[j].wr = from.g[j].wr; to.g[j].res = from.g[j].res;
-     to.g[j].ver = from.g[j].ver; to.g[j].stale = from.g[j].stale; COPY_EXT(to, from, j);
+     to.g[j].ver = from.g[j].ver; to.g[j].stale = from.g[j].stale; COPY_EXT(to, from, j); COPY_OLD(to, from, j);
      to.g[j].by = from.g[j].by; to.g[j].gb = from.g[j].gb;
      j++
   :: else -> break
@@ -1129,4 +1215,6 @@ ltl stale_released { [] <> !ANY_STALE }
 ltl free_granted { [] <> !FREE_WITH_WAITER }
 /* a section group never waits for ever on a gate while it holds another */
 ltl group_progress { [] <> (gwait == 0) }
+/* no client waits for ever behind a stale grant (with NO_REAPER: healed by the waiter's own acquire) */
+ltl waiter_heals { [] <> !(waiting != 0 && ANY_STALE) }
 #endif

@@ -19,6 +19,9 @@ export const DEFAULTS = deepFreeze({
   resolveTimeoutMs: 30_000,
   procedures: 'auto' as ProceduresMode,
   sectionIdleTimeoutMs: 10_000,
+  selfHeal: true,
+  /** `maintenance: true` (its purge's `retentionMs` is `purge.retentionMs`) */
+  maintenance: { intervalMs: 60_000 },
   /** `locks.list()` */
   list: { limit: 100 },
   /** `locks.history()` */
@@ -88,6 +91,8 @@ export const LIMITS = Object.freeze({
   maxGroupResources: 64,
   /** A section's idle bound is whole seconds in a session variable: one day is far beyond "short work". */
   maxSectionIdleTimeoutMs: 86_400_000,
+  /** Sweeps closer than this would be mostly look-ups of nothing. */
+  minMaintenanceIntervalMs: 100,
 });
 
 export interface LockManagerOptions {
@@ -95,7 +100,11 @@ export interface LockManagerOptions {
   knex: Knex;
   /** Recorded in `t_lock_log.owner` for every grant. @defaultValue `host/pid/random` */
   owner?: string;
-  /** Age after which the reaper releases a grant; used here by `inspect()` to flag stale holders. @defaultValue `DEFAULTS.staleAfterMs` */
+  /**
+   * Age after which a grant not under a lease is stale: this manager's self-healing acquires and its
+   * `maintenance` sweep release it then, and `inspect()`, `list()` and `stats()` call it stale. Keep
+   * it equal to the reaper's. @defaultValue `DEFAULTS.staleAfterMs`
+   */
   staleAfterMs?: number;
   /** First retry delay of a waiting acquire (full jitter, doubling). @defaultValue `DEFAULTS.backoffMinMs` */
   backoffMinMs?: number;
@@ -116,9 +125,10 @@ export interface LockManagerOptions {
    */
   procedures?: ProceduresMode;
   /**
-   * Called once per grant this process learns it lost: released by the reaper or an operator while
-   * it still held it (the fence refused its commit, a lease extension or a release found it gone).
-   * Errors it throws (or a promise it rejects) are reported as a process warning, never to the lock.
+   * Called once per grant this process learns it lost: released by the reaper (or a self-healing
+   * acquire) or an operator while it still held it (the fence refused its commit, a lease extension
+   * or a release found it gone). Errors it throws (or a promise it rejects) are reported as a
+   * process warning, never to the lock.
    * @defaultValue none
    */
   onLockLost?: LockLostHandler;
@@ -131,7 +141,31 @@ export interface LockManagerOptions {
    * a section's work. @defaultValue `DEFAULTS.sectionIdleTimeoutMs`
    */
   sectionIdleTimeoutMs?: number;
+  /**
+   * Whether an acquire that is refused releases the resource's stale grants as the reaper would
+   * (the reaper's test with this manager's `staleAfterMs`, on the database clock; guarded,
+   * versioned, recorded as `reaper` with a note naming this manager) and tries again in the same
+   * call, so that a lock frees itself once its crashed holder's grant is stale, with no reaper
+   * running. `false` leaves every stale grant to the reaper. See docs/api.md, "Locks that heal".
+   * @defaultValue `DEFAULTS.selfHeal`
+   */
+  selfHeal?: boolean;
+  /**
+   * Runs the reaper's sweep in this process (`reapStaleGrants` with this manager's `staleAfterMs`,
+   * then `purgeReleasedGrants`), every `intervalMs`, one process at a time across every manager
+   * with maintenance on: a sweep runs only under a write grant of the resource
+   * `'mysql-rwlock:maintenance'`, taken with one attempt. Stopped by `close()`. A failed sweep is a
+   * process warning. `true`, or `{ intervalMs, retentionMs }`: `intervalMs` from the end of one
+   * sweep to the next attempt (`DEFAULTS.maintenance.intervalMs`, at least
+   * `LIMITS.minMaintenanceIntervalMs`); `retentionMs`: released grants older than this are purged
+   * at each sweep, never one released less than `LIMITS.purgeFloorMs` ago (`DEFAULTS.purge.retentionMs`;
+   * 0 purges nothing, so the manager's user needs no DELETE grant). @defaultValue false
+   */
+  maintenance?: boolean | { intervalMs?: number; retentionMs?: number };
 }
+
+/** The resource whose write grant a maintenance sweep runs under (one sweep at a time, across processes). */
+export const MAINTENANCE_RESOURCE = 'mysql-rwlock:maintenance';
 
 export interface ResolvedManagerOptions {
   knex: Knex;
@@ -145,6 +179,9 @@ export interface ResolvedManagerOptions {
   procedures: ProceduresMode;
   onLockLost: LockLostHandler | undefined;
   sectionIdleTimeoutMs: number;
+  selfHeal: boolean;
+  /** null: no maintenance in this process. */
+  maintenance: { intervalMs: number; retentionMs: number } | null;
 }
 
 export interface AcquireOptions {
@@ -278,6 +315,8 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     'procedures',
     'onLockLost',
     'sectionIdleTimeoutMs',
+    'selfHeal',
+    'maintenance',
   ]);
   if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
     throw new InvalidOptionsError(
@@ -316,6 +355,8 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
       1,
       LIMITS.maxSectionIdleTimeoutMs,
     ),
+    selfHeal: booleanOption('selfHeal', o.selfHeal, DEFAULTS.selfHeal),
+    maintenance: maintenanceOption(o.maintenance),
   };
   if (resolved.backoffMinMs > resolved.backoffMaxMs) {
     throw new InvalidOptionsError(
@@ -323,6 +364,25 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     );
   }
   return resolved;
+}
+
+function maintenanceOption(value: unknown): ResolvedManagerOptions['maintenance'] {
+  if (value === undefined || value === false) return null;
+  const o = value === true ? {} : optionsObject('maintenance', value, ['intervalMs', 'retentionMs']);
+  return {
+    intervalMs: integerOption(
+      'maintenance.intervalMs',
+      o.intervalMs ?? DEFAULTS.maintenance.intervalMs,
+      LIMITS.minMaintenanceIntervalMs,
+      LIMITS.maxTimerMs,
+    ),
+    retentionMs: integerOption(
+      'maintenance.retentionMs',
+      o.retentionMs ?? DEFAULTS.purge.retentionMs,
+      0,
+      LIMITS.maxRetentionMs,
+    ),
+  };
 }
 
 export function proceduresOption(value: unknown): ProceduresMode {

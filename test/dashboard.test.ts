@@ -142,7 +142,8 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')(
       await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
       const other = (await reader.tryAcquireRead('loan:0017'))!;
       await shift(db.knex, other.id, 95_000, null);
-      const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311' });
+      // It waits behind the stale reader rather than heal it: the page shows a stale grant with its waiter.
+      const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311', selfHeal: false });
       const stop = new AbortController();
       const waiting = writerLocks
         .acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal })

@@ -133,6 +133,13 @@ async function appOperations(knex: Knex, procedures: boolean, prefix: string): P
   const ended = await grantsOfOwner(owner);
   expect(ended).toHaveLength(5);
   expect(ended.every((g) => g.status === 2)).toBe(true);
+  // Self-healing: a grant past the cutoff is reaped by the next acquire, its note written.
+  const crashed = (await locks.tryAcquireWrite(`${prefix}:crashed`))!;
+  await backdate(db.knex, crashed.id, 120_000);
+  const healed = await locks.tryAcquireWrite(`${prefix}:crashed`);
+  expect(healed).not.toBeNull();
+  expect(await grantRow(db.knex, crashed.id)).toMatchObject({ status: 2, released_by: 2 });
+  expect(await healed!.release()).toBe(true);
 }
 
 describe('the roles, each as a user with exactly its rendered grants', () => {
@@ -426,6 +433,25 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
         await dropDatabase(db.url, other);
       }
     });
+  });
+
+  it('negative control, app: without INSERT on t_lock_release_note an acquire cannot heal; it warns once and answers as before', async () => {
+    const { knex } = await userFor('app', { revoke: 'INSERT ON t_lock_release_note' });
+    const locks = createLockManager({ knex, owner: 'app-no-note', staleAfterMs: 60_000 });
+    const crashed = (await locks.tryAcquireWrite('app-no-note'))!;
+    await backdate(db.knex, crashed.id, 120_000);
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      expect(await locks.tryAcquireWrite('app-no-note')).toBeNull();
+      expect(await locks.tryAcquireWrite('app-no-note')).toBeNull();
+      await expect.poll(() => warnings.filter((m) => /self-healing is off/.test(m))).toHaveLength(1);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(await grantRow(db.knex, crashed.id)).toMatchObject({ status: 0 });
+    expect(await crashed.release()).toBe(true);
   });
 
   it('every role is covered above', () => {

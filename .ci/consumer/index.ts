@@ -63,6 +63,8 @@ export async function lockClient(db: Knex): Promise<number> {
     staleAfterMs: DEFAULTS.staleAfterMs,
     procedures,
     onLockLost,
+    selfHeal: DEFAULTS.selfHeal,
+    maintenance: { intervalMs: DEFAULTS.maintenance.intervalMs, retentionMs: 0 },
   };
   const locks: LockManager = createLockManager(options);
   const acquire: AcquireOptions = { waitMs: DEFAULTS.waitMs, signal: AbortSignal.timeout(LIMITS.maxTimerMs) };

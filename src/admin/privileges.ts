@@ -30,6 +30,8 @@ export interface Role {
  *   grant row (granted to the app itself, so that rwlock_acquire may run them with the caller's
  *   rights, SQL SECURITY INVOKER, and the plain-statement path needs them anyway); a lost
  *   reply is settled by INSERTing a withdrawn row under the token, then SELECTing it;
+ * - a self-healing acquire: the reaper's locking read and UPDATE of the stale grant rows and the
+ *   resource row, and the INSERT ... SELECT of their release notes;
  * - release, the fence, downgrade and upgrade: a multi-table UPDATE of the grant row and the
  *   resource row; extend: an UPDATE of the grant row; inspect and isLive: SELECTs;
  * - the reaper: SELECT ... FOR UPDATE and UPDATE of stale grant rows (MySQL wants UPDATE or DELETE
@@ -48,6 +50,7 @@ const APP_TABLES: readonly RoleGrant[] = [
   { on: 't_lock_log', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
   { on: 't_read_write_lock', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
   { on: 't_lock_gate', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
+  { on: 't_lock_release_note', privileges: ['INSERT'] },
 ];
 
 export const ROLES = Object.freeze({

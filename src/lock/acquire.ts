@@ -19,6 +19,7 @@ import { RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { backoffDelay } from './wait.js';
 import { checkSchemaVersion } from '../sql/schema-version.js';
 import { ensureReleasable } from './privilege-probe.js';
+import { healStale } from './heal.js';
 
 /** A resource to lock: the id as given, and its bytes as stored. */
 export interface Target {
@@ -191,6 +192,7 @@ export async function attempt(
   await checkSchemaVersion(ctx.knex);
   await ensureReleasable(ctx);
   let token = newToken();
+  let healed = false;
   const grant = await withRetries(
     ctx.policy,
     `${t.mode} acquire`,
@@ -203,8 +205,15 @@ export async function attempt(
           connectionWait,
         );
         if (reply.id !== null) return HeldGrant.create(ctx, reply.id, t.resourceId, t.resource, t.mode, token);
-        if (!reply.busy || t.mode === 'write' || i >= COLLISION_PAUSES_MS.length) return null;
-        await sleep(COLLISION_PAUSES_MS[i]! * (0.5 + Math.random() / 2));
+        if (reply.busy && t.mode === 'read' && i < COLLISION_PAUSES_MS.length) {
+          await sleep(COLLISION_PAUSES_MS[i]! * (0.5 + Math.random() / 2));
+          continue;
+        }
+        // Refused: a resource held only by stale grants (a crashed holder's) frees itself here,
+        // and one more attempt of this call may then be granted.
+        if (healed || !(await healStale(ctx, t.resource, connectionWait))) return null;
+        healed = true;
+        i = -1;
       }
     },
     async (err) => {

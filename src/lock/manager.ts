@@ -54,6 +54,8 @@ import { inHoldScope } from '../observability/hold-scope.js';
 import { WaitQueues } from './wait.js';
 import { runSection, SectionGrant } from './section.js';
 import { checkJobName, runExclusiveJob, type ExclusiveResult } from '../jobs/exclusive.js';
+import { MaintenanceLoop } from '../jobs/maintenance.js';
+import { healStale } from './heal.js';
 
 /**
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
@@ -65,6 +67,8 @@ export class LockManager {
   #inFlight = 0;
   #closed: Promise<void> | undefined;
   #drained: (() => void) | undefined;
+  /** `maintenance: true`: the in-process sweep, stopped by `close()`. */
+  readonly #maintenance: MaintenanceLoop | undefined;
 
   /** Use createLockManager: the class is exported as a type only. */
   constructor(options: LockManagerOptions) {
@@ -79,6 +83,18 @@ export class LockManager {
       acquirePath: { statements: o.procedures === false },
       sections: {},
     };
+    const ctx = this.#ctx;
+    this.#maintenance =
+      o.maintenance === null
+        ? undefined
+        : new MaintenanceLoop({
+            knex: o.knex,
+            owner: o.owner,
+            staleAfterMs: o.staleAfterMs,
+            ...o.maintenance,
+            tryWrite: (id) => tryOnce(ctx, this.#target('write', id)),
+            heal: (id) => healStale(ctx, resourceKey(id), {}, true),
+          });
   }
 
   /** The owner string recorded with this manager's grants. */
@@ -532,7 +548,8 @@ export class LockManager {
    * scoped `with*Lock` work (committed or rolled back, its grant released, its lease keep-alive
    * stopped), reads and operator releases. Calls the work in progress makes on this manager are
    * still served, so it can finish. Grants already handed out stay valid until released: their
-   * methods (`release()`, `fence()`, `extend()`...) keep working. It does not destroy the knex
+   * methods (`release()`, `fence()`, `extend()`...) keep working. With `maintenance`, no sweep starts
+   * any more and the one running is waited for. It does not destroy the knex
    * instance, which is the caller's. Idempotent: every call returns the same promise.
    *
    * @example
@@ -549,12 +566,14 @@ export class LockManager {
    * ```
    */
   close(): Promise<void> {
-    this.#closed ??=
+    this.#closed ??= Promise.all([
+      this.#maintenance?.stop(),
       this.#inFlight === 0
-        ? Promise.resolve()
+        ? undefined
         : new Promise<void>((resolve) => {
             this.#drained = resolve;
-          });
+          }),
+    ]).then(() => undefined);
     return this.#closed;
   }
 

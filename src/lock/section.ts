@@ -51,6 +51,7 @@ import type { LockMode } from '../types.js';
 import { newToken } from './token.js';
 import { acquireChannel, fenceChannel, isTraced, traced } from '../observability/tracing.js';
 import { backoffDelay, type Ticket } from './wait.js';
+import { healStale } from './heal.js';
 import { onAbort } from '../sql/abort.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
@@ -178,6 +179,8 @@ async function waitAndRun<T>(
       // The missing rows were created: decide again at once.
       if ('created' in outcome) continue;
       const t = outcome.refused;
+      // Held by a crashed holder's stale grant: it frees itself here, and the section decides again.
+      if (await healStale(ctx, t.resource, { what: 'a section', deadline, signal })) continue;
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw new LockTimeoutError(t.resourceId, t.mode, waitMs);
       ticket ??= ctx.queues.join(t.resource.toString('hex'), t.mode);

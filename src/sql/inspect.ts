@@ -6,7 +6,10 @@ import { DB_NOW, epochUs, utcDate } from './clock.js';
 export interface Holder extends GrantSummary {
   /** Set by Grant.extend(): the reaper leaves the grant alone until then. */
   leaseUntil: Date | null;
-  /** Older than the manager's staleAfterMs and not under an extended lease: the reaper will release it. */
+  /**
+   * Older than the manager's staleAfterMs and not under an extended lease: the reaper, or the next
+   * acquire of the resource, will release it.
+   */
   stale: boolean;
 }
 

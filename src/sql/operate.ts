@@ -154,9 +154,9 @@ export interface GrantHistoryEntry {
   /** From grant to release, or to now while live (database clock). */
   heldMs: number;
   modeChangedAt: Date | null;
-  /** Who released it, for an operator release: the releasing manager's owner. */
+  /** Who released it, for an operator release or a self-healing acquire: the releasing manager's owner. */
   releaser: string | null;
-  /** An operator's reason. */
+  /** An operator's reason, or a self-healing acquire's. */
   reason: string | null;
 }
 

@@ -4,6 +4,7 @@ import { LIMITS } from '../options.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
 import { DB_NOW, epochUs, utcDate } from './clock.js';
+import { isLockedNowait } from './acquire.js';
 
 /** A stale grant as first read. The id is exact (a bigint): an id past 2^53 is not a JS number. */
 export interface Candidate {
@@ -26,8 +27,13 @@ const BEYOND_ANY_LEASE_US = LIMITS.maxTimerMs * 1000;
  * BEYOND_ANY_LEASE_US) counts as stale and as no lease: such a row would otherwise block its
  * resource for as long as its date says.
  */
-export const STALE_SQL = `((create_time < ${DB_NOW} - INTERVAL ? MICROSECOND OR create_time > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND)
+export const STALE_SQL = `(${agedSql()}
    AND (lease_until IS NULL OR lease_until < ${DB_NOW} OR lease_until > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND))`;
+
+/** The first half of STALE_SQL: granted more than the cutoff (the one parameter, µs) ago, or dated beyond any lease. */
+export function agedSql(): string {
+  return `(create_time < ${DB_NOW} - INTERVAL ? MICROSECOND OR create_time > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND)`;
+}
 
 /**
  * Stale live grants, read without locking through the (status, create_time) index. A grant whose
@@ -61,17 +67,48 @@ interface LockedRow {
 }
 
 /**
+ * How a reap runs. The reaper waits for busy rows (up to its lock wait timeout) and notes its
+ * releases with no releaser. A self-healing acquire (src/lock/heal.ts) takes every row NOWAIT, so
+ * that it never waits on another transaction, and notes who healed and why.
+ */
+export interface ReapHow {
+  /** A row another transaction holds ends the reap at once, nothing released: `busy`. */
+  nowait?: boolean;
+  /** The note's releaser (UTF-8) and reason (UTF-8). */
+  note?: { releaser: Buffer; reason: Buffer };
+  /** @internal The staleness test in place of STALE_SQL (one parameter, the cutoff): tests' negative controls only. */
+  staleSql?: string;
+}
+
+/** What a reap taken NOWAIT answers when a row was held by another transaction: nothing was released. */
+export const BUSY = 'busy';
+
+/**
  * Reaps candidates in one READ COMMITTED transaction: locks their log rows in id order, keeps those
  * still live, stale and at the version the candidate read saw (optimistic check), moves them to
  * released and gives each resource its counts back in one statement. A row locked by a business
- * transaction that is committing makes this fail with 1205 after the session's lock wait timeout.
+ * transaction that is committing makes this fail with 1205 after the session's lock wait timeout,
+ * or, taken NOWAIT, answer BUSY at once.
  */
 export async function reapCandidates(
   conn: RawConnection,
   candidates: Candidate[],
   staleUs: number,
-): Promise<ReapedGrant[]> {
+): Promise<ReapedGrant[]>;
+export async function reapCandidates(
+  conn: RawConnection,
+  candidates: Candidate[],
+  staleUs: number,
+  how: ReapHow,
+): Promise<ReapedGrant[] | typeof BUSY>;
+export async function reapCandidates(
+  conn: RawConnection,
+  candidates: Candidate[],
+  staleUs: number,
+  how: ReapHow = {},
+): Promise<ReapedGrant[] | typeof BUSY> {
   const expected = new Map(candidates.map((c) => [c.id, c.version]));
+  const nowait = how.nowait === true ? ' NOWAIT' : '';
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
@@ -80,8 +117,8 @@ export async function reapCandidates(
       `SELECT CAST(id AS CHAR) AS id, resource_id, lock_type, version, owner, ${epochUs('create_time')} AS create_us,
               TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us
          FROM t_lock_log
-        WHERE id IN (?) AND status = ${STATUS.live} AND ${STALE_SQL}
-        ORDER BY id FOR UPDATE`,
+        WHERE id IN (?) AND status = ${STATUS.live} AND ${how.staleSql ?? STALE_SQL}
+        ORDER BY id FOR UPDATE${nowait}`,
       [[...expected.keys()], staleUs],
     );
     const live = rows.filter((r) => expected.get(BigInt(r.id)) === Number(r.version));
@@ -97,7 +134,13 @@ export async function reapCandidates(
       await noteReleases(
         conn,
         live.map((r) => BigInt(r.id)),
+        how.note,
       );
+      if (nowait !== '')
+        // The lock rows too, before the counts' UPDATE would wait for them.
+        await query(conn, `SELECT 1 FROM t_read_write_lock WHERE resource_id IN (?) FOR UPDATE NOWAIT`, [
+          [...new Map(live.map((r) => [r.resource_id.toString('hex'), r.resource_id])).values()],
+        ]);
       await giveCountsBack(conn, live);
     }
     await query(conn, 'COMMIT');
@@ -113,6 +156,7 @@ export async function reapCandidates(
     }));
   } catch (err) {
     await query(conn, 'ROLLBACK').catch(() => undefined);
+    if (nowait !== '' && isLockedNowait(err)) return BUSY;
     throw err;
   }
 }

@@ -4,14 +4,20 @@ import { RELEASE_SQL, RELEASED_ROWS, releaseParams, type GrantRef } from './rele
 
 /**
  * Records, in the transaction that just released them, that the reaper released these grants
- * (`t_lock_release_note`, one row per grant, copied from the log rows it marked).
+ * (`t_lock_release_note`, one row per grant, copied from the log rows it marked), and, for a
+ * self-healing acquire, who healed them (`releaser`, UTF-8) and why (`reason`, UTF-8).
  */
-export async function noteReleases(conn: RawConnection, ids: readonly bigint[]): Promise<void> {
+export async function noteReleases(
+  conn: RawConnection,
+  ids: readonly bigint[],
+  note?: { releaser: Buffer; reason: Buffer },
+): Promise<void> {
   await query(
     conn,
-    `INSERT INTO t_lock_release_note (grant_id, released_at, released_by)
-     SELECT id, released_at, released_by FROM t_lock_log WHERE id IN (?) AND released_by = ${RELEASED_BY.reaper}`,
-    [ids],
+    `INSERT INTO t_lock_release_note (grant_id, released_at, released_by, releaser, reason)
+     SELECT id, released_at, released_by, CONVERT(? USING utf8mb4), CONVERT(? USING utf8mb4)
+       FROM t_lock_log WHERE id IN (?) AND released_by = ${RELEASED_BY.reaper}`,
+    [note?.releaser ?? Buffer.alloc(0), note?.reason ?? null, ids],
   );
 }
 

@@ -206,6 +206,38 @@ describe('reliability under faults', () => {
     for (const k of expected) expect(kinds[k] ?? 0, `${k} proven`).toBeGreaterThanOrEqual(MIN_PER_KIND);
   });
 
+  // No reaper process at all: crashed and paused holders' grants go only by the workers' own
+  // self-healing acquires, and once the faults stop every resource is write-locked again, and free,
+  // within the cutoff. Run alone: npx vitest run -c vitest.faults.config.ts test/faults/reliability.test.ts -t "no reaper".
+  it('single node, no reaper process: no violations; crashed holders’ resources reacquired within the cutoff', async () => {
+    const t: Target = { serverUrl, adminUrl: serverUrl };
+    const o = { ...base('no-reaper', t), reapers: 0 };
+    await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
+    const required = Math.min(TARGET, 10);
+    const r = await runScenario({
+      ...o,
+      processFaults: ['sigkill-before', 'sigkill-during', 'sigkill-after', 'sigstop-past-cutoff'],
+      required: {
+        'sigkill-during': required,
+        'sigkill-after': required,
+        'sigstop-past-cutoff': required,
+      },
+      minDurationMs: 30_000,
+      maxDurationMs: 180_000,
+    });
+    runs.push(r);
+    expect(r.check.violations).toEqual([]);
+    expect(r.liveAgain).toBe(true);
+    for (const k of ['sigkill-during', 'sigkill-after', 'sigstop-past-cutoff'])
+      expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(required);
+    expect(r.freeAfterMs, 'free after the last holder exited').not.toBeNull();
+    expect(r.freeAfterMs!).toBeLessThanOrEqual(r.livenessBoundMs);
+    // Every grant a killed or paused holder left was released as the reaper would, with no reaper running.
+    expect(r.reaped).toBeGreaterThanOrEqual(
+      (r.faults['sigkill-during']?.proven ?? 0) + (r.faults['sigstop-past-cutoff']?.proven ?? 0),
+    );
+  });
+
   const controls: Array<{ name: string; defect: string; tweak: Partial<ScenarioOptions>; expect: CheckName[] }> = [
     {
       name: 'fence-off',

@@ -103,6 +103,8 @@ export interface ScenarioResult {
   liveAgain: boolean;
   /** What failed or unknown operations ended with, by error code or name. */
   errors: Record<string, number>;
+  /** Grants released as `reaper`: by reaper processes or by self-healing acquires (with no reaper, all of them). */
+  reaped: number;
 }
 
 const PROBE_OWNER = 'liveness-probe';
@@ -246,9 +248,13 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   // Workers finish the operation in hand when told to stop, so grants are still made after the
   // faults stop; from here on no holder is left, and the reaper's promise applies to what remains.
   const holdersGoneAt = now();
-  const livenessBoundMs = o.staleAfterMs + o.reaperPeriodMs + o.livenessSlackMs;
+  // With no reaper process, a crashed holder's grant goes when its resource is asked for again (the
+  // acquire heals it): the probe below asks for every resource, then they must all be free, within
+  // the cutoff. With reapers, they free every resource on their own within the cutoff and a period.
+  const noReaper = o.reapers === 0;
+  const livenessBoundMs = o.staleAfterMs + (noReaper ? 0 : o.reaperPeriodMs) + o.livenessSlackMs;
   const settled = o.settle ? await retrying(o.settle, 60_000) : o.main;
-  const freeAt = await waitFree(q, settled, holdersGoneAt + livenessBoundMs + 30_000);
+  let freeAt = noReaper ? null : await waitFree(q, settled, holdersGoneAt + livenessBoundMs + 30_000);
   // The lock is live again: every resource can be write-locked.
   const knex = connectKnex(settled.adminUrl, o.database, { poolMax: 2 });
   let liveAgain = true;
@@ -286,6 +292,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   } finally {
     await knex.destroy();
   }
+  if (noReaper) freeAt = await waitFree(q, settled, now() + 30_000);
   await stopReapers(reapers);
   await sampler.stop();
 
@@ -321,6 +328,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   notes.push(
     `reaper rounds: ${runs.length} (${reaperErrors} failed, e.g. while the server was down), skipped rows: ${runs.reduce((n, r) => n + r.skipped, 0)}`,
   );
+  const reaped = state.grants.filter((g) => g.releasedBy === RELEASED_BY.reaper).length;
+  const healed = state.grants.filter(
+    (g) => g.releasedBy === RELEASED_BY.reaper && !runs.some((r) => r.reaped.includes(g.id)),
+  ).length;
+  notes.push(`grants released as reaper: ${reaped}, of which by self-healing acquires (no reaper run): ${healed}`);
   const byDetail = (kind: FaultKind): string => {
     const m = new Map<string, number>();
     for (const f of faults) if (f.kind === kind && f.proven) m.set(f.detail ?? '', (m.get(f.detail ?? '') ?? 0) + 1);
@@ -361,6 +373,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     livenessBoundMs,
     liveAgain,
     errors,
+    reaped,
   };
 }
 

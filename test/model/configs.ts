@@ -4,9 +4,23 @@
  * and jobs take part.
  */
 const TWO = ['-DNC=2', '-DNACQ=1'];
-/** Durable grants: one lost reply (an acquire, a commit that may still be in flight, or a release). */
-export const TWO_CLIENTS_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER'];
-export const TWO_CLIENTS_FAILOVER = [...TWO, '-DNLOST=0'];
+/**
+ * Durable grants: one lost reply (an acquire, a commit that may still be in flight, or a release).
+ * A refused acquire may heal its resource or not (HEAL keeps every behaviour without it).
+ */
+export const TWO_CLIENTS_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DHEAL'];
+export const TWO_CLIENTS_FAILOVER = [...TWO, '-DNLOST=0', '-DHEAL'];
+/** Self-healing acquires and no reaper: stale grants go only by heals (and the operator). */
+export const HEAL_NO_REAPER_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DHEAL', '-DNO_REAPER'];
+export const HEAL_NO_REAPER_THREE_CLIENTS = [
+  '-DNC=3',
+  '-DNACQ=1',
+  '-DNLOST=0',
+  '-DNOFAILOVER',
+  '-DHEAL',
+  '-DNO_REAPER',
+];
+export const HEAL_NO_REAPER_SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DHEAL', '-DNO_REAPER'];
 export const THREE_CLIENTS = ['-DNC=3', '-DNACQ=1', '-DNLOST=0', '-DNOFAILOVER'];
 export const SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER'];
 /** Durable grants: a mode change whose reply is lost, and withWriteGrant's settling. */
@@ -24,7 +38,7 @@ export const SECTIONS_LOST_COMMIT = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DSEC
 export const SECTIONS_REPAIR = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DSECTIONS', '-DREPAIR'];
 export const SECTIONS_SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DSECTIONS'];
 /** Groups of both resources, durable and section, against each other. */
-export const GROUPS = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DGROUPS', '-DGROUPS_ONLY'];
+export const GROUPS = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DGROUPS', '-DGROUPS_ONLY', '-DHEAL'];
 /** Every cycle a section group: the progress run of the ordered take. */
 export const SECTION_GROUPS = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DGROUPS', '-DSECTION_GROUPS_ONLY'];
 /** Durable grants with one lost reply and the purge (for its control: with the floor it deletes nothing a step reads). */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { summary, verify } from './spin.js';
 import {
   GROUPS,
+  HEAL_NO_REAPER_SMALL,
   PURGE_LOST_REPLIES,
   SECTION_GROUPS,
   SECTIONS_REPAIR,
@@ -103,6 +104,25 @@ const controls: Control[] = [
     define: 'LOOKUP_COMMIT_SETTLE',
     defines: TWO_CLIENTS_LOST_REPLIES,
     breaks: 'said==',
+  },
+  {
+    defect: 'a heal that releases the grant it read without checking it again under the lock',
+    define: 'HEAL_NO_GUARD',
+    defines: HEAL_NO_REAPER_SMALL,
+    breaks: 'db.g[hid].stale',
+  },
+  {
+    defect: 'a heal that judges a grant by its age alone, ignoring its lease',
+    define: 'HEAL_AGE_ONLY',
+    defines: HEAL_NO_REAPER_SMALL,
+    breaks: 'db.g[hid].stale',
+  },
+  {
+    defect: 'no self-healing and no reaper: a waiter waits for ever behind a stale grant',
+    define: 'NO_HEAL',
+    defines: HEAL_NO_REAPER_SMALL,
+    breaks: 'acceptance cycle',
+    ltl: 'waiter_heals',
   },
   {
     defect: 'repairLockCounts counting before it locks the lock row',

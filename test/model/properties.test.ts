@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { summary, verify } from './spin.js';
 import {
   GROUPS,
+  HEAL_NO_REAPER_LOST_REPLIES,
+  HEAL_NO_REAPER_SMALL,
+  HEAL_NO_REAPER_THREE_CLIENTS,
   MODE_CHANGES_AND_GRANT_FORM,
   SECTION_GROUPS,
   SECTIONS_LOST_COMMIT,
@@ -16,19 +19,28 @@ import {
 // Every run is exhaustive: Spin explores every interleaving of the bounded model. The safety runs
 // check, at every commit, mutual exclusion (over live grants and sections holding), counts = live
 // grants, the fence (single and group), no count given back twice, lost acquires settled right, lost
-// commits reported right, reaping only of stale grants, and a group that failed holding nothing.
+// commits reported right, reaping (by the reaper or a self-healing acquire) only of stale grants, and
+// a group that failed holding nothing.
 describe.concurrent('the lock protocol model, checked by Spin', () => {
   const safety: Array<[string, string[]]> = [
     [
-      'safety, 2 clients, a lost reply (acquire, commit in flight, or release), crashes, reaper, operator',
+      'safety, 2 clients, a lost reply (acquire, commit in flight, or release), crashes, self-healing acquires, reaper, operator',
       TWO_CLIENTS_LOST_REPLIES,
     ],
-    ['safety, 2 clients, an asynchronous failover, crashes, reaper, operator', TWO_CLIENTS_FAILOVER],
+    [
+      'safety, 2 clients, an asynchronous failover, crashes, self-healing acquires, reaper, operator',
+      TWO_CLIENTS_FAILOVER,
+    ],
+    [
+      'safety, 2 clients, a lost reply, crashes, self-healing acquires and no reaper, operator',
+      HEAL_NO_REAPER_LOST_REPLIES,
+    ],
+    ['safety, 3 clients, crashes, self-healing acquires and no reaper, operator', HEAL_NO_REAPER_THREE_CLIENTS],
     ['safety, 3 clients, crashes, reaper, operator', THREE_CLIENTS],
     ["safety, 2 clients, a lost mode change's reply, withWriteGrant's settling", MODE_CHANGES_AND_GRANT_FORM],
     ["safety, 2 clients, sections and durable grants, a section's lost COMMIT", SECTIONS_LOST_COMMIT],
     ['safety, 2 clients, sections and durable grants, repairLockCounts', SECTIONS_REPAIR],
-    ['safety, 2 clients, durable and section groups of two resources', GROUPS],
+    ['safety, 2 clients, durable and section groups of two resources, self-healing takes', GROUPS],
   ];
   for (const [name, defines] of safety) {
     it(name, async () => {
@@ -45,6 +57,11 @@ describe.concurrent('the lock protocol model, checked by Spin', () => {
       'progress under weak fairness: a section group never waits for ever holding a gate',
       'group_progress',
       SECTION_GROUPS,
+    ],
+    [
+      'progress under weak fairness, no reaper: no client waits for ever behind a stale grant (it heals it)',
+      'waiter_heals',
+      HEAL_NO_REAPER_SMALL,
     ],
   ];
   for (const [name, ltl, defines] of progress) {
