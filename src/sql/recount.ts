@@ -7,7 +7,7 @@ export interface CountDisagreement {
   /** The counts in the resource row; 0 when the row is missing. */
   wCount: number;
   rCount: number;
-  /** Live grants of the resource in the grant log, by mode. */
+  /** Live grants of the resource in the grant log, by mode; `liveReads` counts a permit grant's permits. */
   liveWrites: number;
   liveReads: number;
   /** No resource row although grants are live: a first acquire would insert one and be granted beside them. */
@@ -17,7 +17,7 @@ export interface CountDisagreement {
 /** Live grants by resource, read from the (status, create_time) index: the cost follows the live grants only. */
 const liveByResource = (
   range: string,
-): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
+): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(IF(lock_type = ${LOCK_TYPE.read}, COALESCE(permits, 1), 0)) AS r
        FROM t_lock_log WHERE status = ${STATUS.live}${range} GROUP BY resource_id`;
 
 /** Resource rows read per statement: each statement is one short consistent read, never one of the whole table. */
@@ -96,7 +96,7 @@ export async function findDisagreements(
 /** The resource row, locked: every change to the resource's live grants writes it too, so holding it holds them still. */
 export const LOCK_RESOURCE_ROW = 'SELECT w_count, r_count FROM t_read_write_lock WHERE resource_id = ? FOR UPDATE';
 /** The live grants of one resource, by mode (a non-locking read: see `recountResource`). */
-export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r
+export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(IF(lock_type = ${LOCK_TYPE.read}, COALESCE(permits, 1), 0)), 0) AS r
    FROM t_lock_log WHERE resource_id = ? AND status = ${STATUS.live}`;
 export const SET_COUNTS =
   'UPDATE t_read_write_lock SET w_count = ?, r_count = ?, version = version + 1 WHERE resource_id = ?';
