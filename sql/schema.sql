@@ -214,7 +214,7 @@ BEGIN
   IF v_busy = 0 THEN
     UPDATE t_read_write_lock
        SET r_count = r_count + p_count, permit_limit = p_limit, version = version + 1
-     WHERE resource_id = p_resource AND w_count = 0
+     WHERE resource_id = p_resource AND w_count = 0 AND p_count <= p_limit
        AND (r_count = 0 OR (permit_limit = p_limit AND r_count + p_count <= p_limit));
     SET v_granted = ROW_COUNT();
     IF v_granted = 0 THEN
@@ -222,14 +222,14 @@ BEGIN
         BEGIN
           DECLARE CONTINUE HANDLER FOR 1062 SET v_duplicate = 1;
           INSERT INTO t_read_write_lock (resource_id, w_count, r_count, permit_limit, version)
-          VALUES (p_resource, 0, p_count, p_limit, 1);
-          IF v_duplicate = 0 THEN SET v_granted = 1; END IF;
+          SELECT p_resource, 0, p_count, p_limit, 1 FROM DUAL WHERE p_count <= p_limit;
+          IF v_duplicate = 0 AND ROW_COUNT() = 1 THEN SET v_granted = 1; END IF;
         END;
       END IF;
       IF v_granted = 0 THEN
         UPDATE t_read_write_lock
        SET r_count = r_count + p_count, permit_limit = p_limit, version = version + 1
-     WHERE resource_id = p_resource AND w_count = 0
+     WHERE resource_id = p_resource AND w_count = 0 AND p_count <= p_limit
        AND (r_count = 0 OR (permit_limit = p_limit AND r_count + p_count <= p_limit));
     SET v_granted = ROW_COUNT();
       END IF;

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
 import type { LockLostHandler } from './lock/api.js';
+import type { LockMode } from './types.js';
 
 /**
  * The default of every option of the library, in one place. At the top: `createLockManager`'s
@@ -459,7 +460,7 @@ export function resolveExclusiveOptions(what: string, input: unknown): ResolvedE
 
 export interface ListOptions {
   /** Only grants of this mode. */
-  mode?: 'write' | 'read';
+  mode?: LockMode;
   /** Only grants whose owner is exactly this. */
   owner?: string;
   /** Only grants the reaper would release now. @defaultValue false */

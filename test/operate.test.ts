@@ -404,7 +404,11 @@ describe('forceRelease(grantId, { reason })', () => {
     const bad: Array<[() => Promise<unknown>, RegExp, typeof InvalidOptionsError | typeof InvalidResourceIdError]> = [
       [() => locks.list({ limit: 0 }), /^limit must be an integer from 1 to 10000/, InvalidOptionsError],
       [() => locks.list({ limit: 10_001 }), /^limit/, InvalidOptionsError],
-      [() => locks.list({ mode: 'exclusive' as 'write' }), /^mode must be 'write' or 'read'/, InvalidOptionsError],
+      [
+        () => locks.list({ mode: 'exclusive' as 'write' }),
+        /^mode must be 'write', 'read' or 'permit'/,
+        InvalidOptionsError,
+      ],
       [() => locks.list({ after: -1 }), /^after must be an integer/, InvalidOptionsError],
       [() => locks.list({ after: 999_999_999 }), /^after: there is no grant 999999999/, InvalidOptionsError],
       [

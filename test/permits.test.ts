@@ -5,6 +5,8 @@
 // the contract (a try answers at once, waitMs and signal end a wait); the fence, the reaper and the
 // count check on permit grants.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
 import {
@@ -24,6 +26,8 @@ import { useTestDatabase, type TestDatabase } from './support/db.js';
 import { backdate, invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
+const bare = useTestDatabase(`${import.meta.filename}-example`, { migrate: false });
+const REPO = join(import.meta.dirname, '..');
 
 let seq = 0;
 const fresh = (label: string): string => `${label}-${++seq}`;
@@ -267,6 +271,26 @@ describe('permit grants like the others', () => {
     await locks.close();
   });
 
+  it('a section on an id that permits hold waits as behind any holder; list() filters permit grants', async () => {
+    const locks = manager();
+    const id = fresh('section');
+    const g = await locks.acquirePermit(id, { permits: 3 });
+    for (const run of [
+      () => locks.withReadLock(id, async () => 'ran', { section: true, waitMs: 300 }),
+      () => locks.withWriteLock(id, async () => 'ran', { section: true, waitMs: 300 }),
+    ])
+      await expect(run()).rejects.toBeInstanceOf(LockTimeoutError);
+    const reader = await locks.acquireRead(fresh('section-other'));
+    const listed = (await locks.list({ mode: 'permit' })).grants;
+    expect(listed.map((l) => [l.id, l.mode])).toEqual([[g.id, 'permit']]);
+    expect((await locks.list({ mode: 'read' })).grants.map((l) => l.id)).toEqual([reader.id]);
+    await g.release();
+    await reader.release();
+    // Idle again: a reading section runs.
+    expect(await locks.withReadLock(id, async () => 'ran', { section: true, waitMs: 5_000 })).toBe('ran');
+    await locks.close();
+  });
+
   it('a permit grant cannot change mode', async () => {
     const locks = manager();
     const g = await locks.acquirePermit(fresh('mode'), { permits: 1 });
@@ -332,4 +356,31 @@ describe('never more than N holders across processes', () => {
     const { maxSeen } = await semaphoreRun(true);
     expect(maxSeen).toBeGreaterThan(3);
   }, 240_000);
+});
+
+describe('docs/api.md, Semaphores', () => {
+  it('carries examples/semaphore.ts verbatim, which runs: 8 exports committed, never more than 3 at once', async () => {
+    const example = readFileSync(join(REPO, 'examples/semaphore.ts'), 'utf8');
+    expect(readFileSync(join(REPO, 'docs/api.md'), 'utf8')).toContain(`\`\`\`ts\n${example}\`\`\``);
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const proc = spawn(process.execPath, ['--import', 'tsx', 'examples/semaphore.ts'], {
+        cwd: REPO,
+        env: { ...process.env, MYSQL_URL: databaseUrl(bare.url, bare.name) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      proc.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const most = /^8 exports committed, at most (\d+) at once\n$/.exec(run.stdout);
+    expect(most).not.toBeNull();
+    expect(Number(most![1])).toBeGreaterThanOrEqual(1);
+    expect(Number(most![1])).toBeLessThanOrEqual(3);
+    expect(await bare.knex('exports').count({ n: '*' })).toEqual([{ n: 8 }]);
+    expect(await invariantViolations(bare.knex)).toEqual([]);
+  }, 60_000);
 });

@@ -555,8 +555,10 @@ export class LockManager {
   list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
     return this.#track('list', async () => {
       const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
-      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read')
-        throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
+      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read' && o.mode !== 'permit')
+        throw new InvalidOptionsError(
+          `mode must be 'write', 'read' or 'permit', got ${JSON.stringify(o.mode) ?? typeof o.mode}`,
+        );
       const filter: ListFilter = {
         mode: o.mode as LockMode | undefined,
         owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
