@@ -69,6 +69,10 @@ export interface ScenarioOptions {
   sectionFraction: number;
   /** Of all operations, the share on two resources (half of them as sections). */
   multiFraction: number;
+  /** Semaphores of `permitLimit` permits, and the share of operations run as `withPermit` on one of them. */
+  semaphores?: string[];
+  permitLimit?: number;
+  permitFraction?: number;
   processFaults: ProcessFault[];
   /** Fault loops of process faults running side by side. */
   faultLoops: number;
@@ -137,6 +141,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         transitionFraction: o.transitionFraction,
         sectionFraction: o.sectionFraction,
         multiFraction: o.multiFraction,
+        ...(o.semaphores
+          ? { semaphores: o.semaphores, permitLimit: o.permitLimit, permitFraction: o.permitFraction }
+          : {}),
         staleAfterMs: o.staleAfterMs,
         reaperPeriodMs: o.reaperPeriodMs,
         resolveTimeoutMs: 15_000,
