@@ -24,6 +24,11 @@
  *   ONLY_LOST_ACQUIRE, ONLY_LOST_COMMIT  only that reply may be lost (for a control aimed at its settle)
  *   NO_LOST_GRANT_REPLY  no lost reply of a durable acquire, commit or release (runs aimed elsewhere)
  *   LIVENESS  compile the ltl formulas (progress runs)
+ *   PERMITS   every cycle is a durable permit of a semaphore of LIMIT (default 2) on resource 0: the
+ *             read grant whose guarded UPDATE also needs r_count < LIMIT (migration 010); no mode
+ *             change, no sections or groups. CHECK asserts no more than LIMIT live permits.
+ *   WITNESS_PERMITS  (with PERMITS) assert that fewer than LIMIT permits are ever held: its
+ *                  counterexample is the witness that LIMIT holders do hold at once
  * Negative controls, each a defect of the reference design, of an earlier version, or one the design
  * avoids:
  *   NO_RESOURCE_ID     the acquire UPDATE lacks resource_id = ?: any row that passes the guard grants
@@ -44,7 +49,15 @@
  *   LOOKUP_COMMIT_SETTLE  a lost COMMIT is settled by a non-locking look-up, its COMMIT still in flight
  *   REPAIR_COUNT_FIRST repairLockCounts counts the live grants before it locks the lock row
  *   GROUP_KEEPS        a group that times out keeps the grants it took (not all or nothing)
+ *   PERMIT_PRECHECK    (with PERMITS) the limit is checked by a SELECT of the count before the acquire,
+ *                      whose UPDATE then adds to the count without the limit in its guard
  */
+
+#ifdef PERMITS
+#ifndef LIMIT
+#define LIMIT 2
+#endif
+#endif
 
 #ifndef NC
 #define NC 2
@@ -239,6 +252,14 @@ inline CHECK() {
      assert(nw <= 1 && (nw == 0 || nr == 0));
      /* the counts equal the live grants */
      assert(db.wc[q] == cw && db.rc[q] == cr);
+#ifdef PERMITS
+     /* never more than LIMIT holders of the semaphore */
+     assert(cr <= LIMIT);
+#ifdef WITNESS_PERMITS
+     /* fails exactly when LIMIT permits are held at once: the semaphore admits up to its limit */
+     assert(cr < LIMIT);
+#endif
+#endif
      q++
   :: else -> break
   od;
@@ -301,6 +322,12 @@ inline ACQUIRE(tk, w, mark, id, res) {
 #ifdef PRECHECK
      /* the SELECT before decided (see the client); the UPDATE is not guarded */
      :: db.ex[res] -> nr = 2
+#elif defined(PERMIT_PRECHECK)
+     /* the client's SELECT of the count decided; the UPDATE adds a permit with no limit in its guard */
+     :: db.ex[res] && !w && db.wc[res] == 0 -> nr = 2
+#elif defined(PERMITS)
+     /* rwlock_acquire_permit's guard: no writer, and room for one more under the limit */
+     :: db.ex[res] && !w && db.wc[res] == 0 && db.rc[res] < LIMIT -> nr = 2
 #else
      :: db.ex[res] && w && db.wc[res] == 0 && db.rc[res] == 0 -> nr = 2
      :: db.ex[res] && !w && db.wc[res] == 0 && !db.intent[res] -> nr = 2
@@ -502,6 +529,8 @@ next:
 #elif defined(GROUPS_ONLY)
        :: kind = 2; w = 1
        :: kind = 3; w = 1
+#elif defined(PERMITS)
+       :: kind = 0; w = 0
 #else
        :: kind = 0; if :: w = 1 :: w = 0 fi
 #ifdef SECTIONS
@@ -521,6 +550,16 @@ next:
        fi
      };
 attempt: skip;
+#ifdef PERMIT_PRECHECK
+     /* the broken limit check: SELECT the count, go on only if a permit looks free */
+     if
+     :: d_step { ok = (!db.ex[0] || (db.wc[0] == 0 && db.rc[0] < LIMIT)) }
+     fi;
+     if
+     :: !ok -> if :: goto attempt :: END_CYCLE fi
+     :: else -> ok = 0
+     fi;
+#endif
 #ifdef PRECHECK
      /* the reference's pre-check: SELECT the row, go on only if it looks free */
      if
@@ -614,6 +653,7 @@ hold: skip;
           fi;
           CHECK()
         }
+#ifndef PERMITS
      :: !w ->
         d_step {
           ROW_FREE(g);
@@ -630,6 +670,7 @@ hold: skip;
           fi;
           CHECK()
         }
+#endif
 #ifdef MODE_LOST
      :: lost < NLOST ->
         /*
