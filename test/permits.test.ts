@@ -21,7 +21,7 @@ import {
   ResourceKindError,
   type LockManager,
 } from '../src/index.js';
-import { checkLockCounts, reapStaleGrants } from '../src/admin/index.js';
+import { checkLockCounts, reapStaleGrants, repairLockCounts } from '../src/admin/index.js';
 import { useTestDatabase, type TestDatabase } from './support/db.js';
 import { backdate, invariantViolations } from './support/state.js';
 
@@ -190,7 +190,12 @@ describe('the contract on a full semaphore', () => {
 
 describe('permit grants like the others', () => {
   it('withPermit is fenced: reaped before its commit, nothing commits (LockLostError); the next holder proceeds', async () => {
-    const locks = manager();
+    const lost: Array<[number, string]> = [];
+    const locks = createLockManager({
+      knex: db.knex,
+      owner: 'permits-test',
+      onLockLost: (g, info) => void lost.push([g.id, `${g.mode} ${info.releasedBy} ${info.detectedBy}`]),
+    });
     const id = fresh('fence');
     await db.knex.raw('CREATE TABLE IF NOT EXISTS permit_effects (id INT AUTO_INCREMENT PRIMARY KEY, grant_id BIGINT)');
     const err = await locks
@@ -206,6 +211,7 @@ describe('permit grants like the others', () => {
       )
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockLostError);
+    await expect.poll(() => lost).toEqual([[(err as LockLostError).grantId, 'permit reaper fence']]);
     expect(await db.knex('permit_effects').count({ n: '*' })).toEqual([{ n: 0 }]);
     // The reaper gave both permits back.
     expect((await locks.inspect(id)).live.read).toBe(0);
@@ -288,6 +294,35 @@ describe('permit grants like the others', () => {
     await reader.release();
     // Idle again: a reading section runs.
     expect(await locks.withReadLock(id, async () => 'ran', { section: true, waitMs: 5_000 })).toBe('ran');
+    await locks.close();
+  });
+
+  it('repairLockCounts puts back a deleted semaphore row holding its permits, limited to them: no reader joins', async () => {
+    const locks = manager();
+    const id = fresh('repair');
+    const g = await locks.acquirePermit(id, { permits: 4, count: 2 });
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [id]);
+    const repaired = await repairLockCounts(db.knex);
+    expect(repaired.repaired).toEqual([expect.objectContaining({ resourceId: id, rowMissing: true, liveReads: 2 })]);
+    expect((await locks.inspect(id)).permitLimit).toBe(2);
+    await expect(locks.tryAcquireRead(id)).rejects.toBeInstanceOf(ResourceKindError);
+    expect(await locks.tryAcquirePermit(id, { permits: 2 })).toBeNull();
+    await g.release();
+    // Idle: the next holder's limit.
+    const again = await locks.acquirePermit(id, { permits: 4 });
+    expect((await locks.inspect(id)).permitLimit).toBe(4);
+    await again.release();
+    expect(await invariantViolations(db.knex)).toEqual([]);
+    await locks.close();
+  });
+
+  it('leaseMs keeps a permit grant from the reaper until it is released', async () => {
+    const locks = manager();
+    const id = fresh('lease');
+    const g = await locks.acquirePermit(id, { permits: 2, leaseMs: 60_000 });
+    await backdate(db.knex, g.id, 3_600_000);
+    expect((await reapStaleGrants(db.knex, { staleAfterMs: 30_000 })).grants.map((r) => r.id)).not.toContain(g.id);
+    expect(await g.release()).toBe(true);
     await locks.close();
   });
 

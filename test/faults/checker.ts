@@ -109,6 +109,12 @@ export interface CheckInput {
   db: DbState;
   samples?: Sample[];
   liveness?: Liveness;
+  /**
+   * Each semaphore's limit, as the workload used it. The row's `permit_limit` at the end is not
+   * evidence of it: once idle, a resource takes the kind and limit of its next holder (a liveness
+   * probe's, say). Without it the rows' limits are used.
+   */
+  permitLimits?: Record<string, number>;
 }
 
 export interface CheckResult {
@@ -137,7 +143,7 @@ export function check(input: CheckInput): CheckResult {
   // ... nor a one-commit section's span overlapping a grant or another section in a conflicting mode
   for (const v of sectionViolations(db)) add(v);
   // ... nor more permits held of a semaphore than its limit, nor a permit beside a read or write grant
-  for (const v of permitViolations(db.grants, db.locks)) add(v);
+  for (const v of permitViolations(db.grants, db.locks, input.permitLimits)) add(v);
   // (3) effect chains without lost updates; readers saw a stable value
   for (const v of chainViolations(db.effects, db.counters)) add(v);
   for (const r of db.reads) {
@@ -213,15 +219,23 @@ export function invariantViolations(locks: LockRow[], live: Sample['live'], wher
 }
 
 /**
- * Never more than N holders: on each semaphore (a resource whose row has a `permit_limit`, one limit
- * per semaphore in the workload), the permits of permit grants live at once on the database clock,
+ * Never more than N holders: on each semaphore (with the limit the workload used, else its row's
+ * `permit_limit`), the permits of permit grants live at once on the database clock,
  * from each grant's creation to its release, never exceed the limit; and no read or write grant is
  * live beside a permit grant. A grant created when another was released is not beside it (the
  * acquire waited for that release's commit, so it is dated after).
  */
-export function permitViolations(grants: GrantRow[], locks: LockRow[]): Violation[] {
+export function permitViolations(
+  grants: GrantRow[],
+  locks: LockRow[],
+  permitLimits?: Record<string, number>,
+): Violation[] {
   const out: Violation[] = [];
-  const limits = new Map(locks.filter((l) => l.limit != null).map((l) => [l.resource, l.limit!]));
+  const limits = new Map(
+    permitLimits
+      ? Object.entries(permitLimits)
+      : locks.filter((l) => l.limit != null).map((l) => [l.resource, l.limit!] as const),
+  );
   const byResource = new Map<string, GrantRow[]>();
   for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), g]);
   for (const [resource, list] of byResource) {

@@ -289,6 +289,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     db: state,
     samples: sampler.samples,
     liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs },
+    ...(o.semaphores ? { permitLimits: Object.fromEntries(o.semaphores.map((s) => [s, o.permitLimit ?? 2])) } : {}),
   });
   const result = o.judge ? o.judge(checked, events, state, notes) : checked;
   if (!liveAgain)

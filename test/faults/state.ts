@@ -133,7 +133,7 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
     );
     return {
       grants: grants.filter((g) => g.owner !== probeOwner),
-      locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
+      locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r), limit: l.limit })),
       effects: effects.map((e) => ({
         op: e.op,
         resource: e.resource,
