@@ -303,7 +303,11 @@ export class LockManager {
    * }, { permits: 5, waitMs: 10_000 });
    * ```
    */
-  withPermit<T>(resourceId: string, work: LockedWork<T>, options: PermitOptions & WithLockOptions): Promise<T> {
+  withPermit<T>(
+    resourceId: string,
+    work: LockedWork<T>,
+    options: PermitOptions & Omit<WithLockOptions, 'section'>,
+  ): Promise<T> {
     const what = 'withPermit';
     return this.#track(what, async () => {
       const target = this.#permitTarget(what, resourceId, options, []);
