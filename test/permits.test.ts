@@ -188,6 +188,61 @@ describe('the contract on a full semaphore', () => {
   });
 });
 
+describe('the contract behind a section', () => {
+  it('a writing section holds the id: a try answers null, waitMs and signal end the waits, all before it commits (negative control: the guard sent without the gate waits for the commit)', async () => {
+    const locks = manager();
+    const id = fresh('behind-section');
+    await (await locks.acquirePermit(id, { permits: 3 })).release(); // the row exists: the section locks it
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    let taken!: () => void;
+    const inSection = new Promise<void>((resolve) => (taken = resolve));
+    /** Set when the test lets the section go on to its commit: nothing answered before then waited for it. */
+    let opening = false;
+    const section = locks
+      .withWriteLock(
+        id,
+        async () => {
+          taken();
+          await opened;
+        },
+        { section: true },
+      )
+      .then(() => undefined);
+    await inSection;
+    // Negative control: the permit guard's UPDATE sent without taking the gate first, as a try that does
+    // not go through the gate would, waits on the section's row lock and answers only once it committed.
+    const ungated = db.knex
+      .raw(
+        'UPDATE t_read_write_lock SET r_count = r_count + 1, permit_limit = 3 WHERE resource_id = ? AND w_count = 0 AND r_count < 3',
+        [id],
+      )
+      .then(() => opening);
+    const settle = (p: Promise<unknown>): Promise<{ e: unknown; committed: boolean }> =>
+      p.then(
+        (v) => ({ e: v, committed: opening }),
+        (e: unknown) => ({ e, committed: opening }),
+      );
+    const tried = await settle(locks.tryAcquirePermit(id, { permits: 3 }));
+    const [timedOut, aborted] = await Promise.all([
+      settle(locks.acquirePermit(id, { permits: 3, waitMs: 300 })),
+      settle(locks.withPermit(id, async () => 'ran', { permits: 3, waitMs: 60_000, signal: AbortSignal.timeout(200) })),
+    ]);
+    opening = true;
+    open();
+    await section;
+    expect(await ungated).toBe(true);
+    await db.knex.raw('UPDATE t_read_write_lock SET r_count = r_count - 1 WHERE resource_id = ?', [id]);
+    expect(tried).toEqual({ e: null, committed: false });
+    expect(timedOut.e).toBeInstanceOf(LockTimeoutError);
+    expect(timedOut.committed).toBe(false);
+    expect(aborted.e).toBeInstanceOf(LockAbortedError);
+    expect(aborted.committed).toBe(false);
+    expect(await locks.withPermit(id, async () => 'ran', { permits: 3, waitMs: 5_000 })).toBe('ran');
+    await locks.close();
+  });
+});
+
 describe('permit grants like the others', () => {
   it('withPermit is fenced: reaped before its commit, nothing commits (LockLostError); the next holder proceeds', async () => {
     const lost: Array<[number, string]> = [];
