@@ -24,6 +24,9 @@ import { replaceProcedures } from './procedures.js';
  *   (`permit_limit IS NULL OR r_count = 0`) and clears the limit of an idle semaphore; the result
  *   set gains `mixed`, 1 when a refused read or write attempt met permit holders, which earlier
  *   clients do not read.
+ *
+ * Lock managers need this version (CLIENT_NEEDS): a client's plain-statement reader that does not
+ * check the limit would join a semaphore's holders.
  */
 export const ADDS_LIMIT: AddedInPlace = { kind: 'column', table: 't_read_write_lock', name: 'permit_limit' };
 export const ADDS_PERMITS: AddedInPlace = { kind: 'column', table: 't_lock_log', name: 'permits' };

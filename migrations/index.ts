@@ -76,8 +76,7 @@ export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m00
  * refused most first users of a resource), version 3's column (downgrade, upgrade), version 7's UTC
  * times (a client writing UTC beside an acquire routine or rows in local time would misjudge every
  * grant's age by the zone's offset) and version 8's gate (sections and writers take it; an acquire
- * that does not would let a writer in beside a reading section) and version 10's permit columns (a
- * reader that does not check the limit would join a semaphore's holders). Lock managers refuse a database
+ * that does not would let a writer in beside a reading section). Lock managers refuse a database
  * whose migrations stop short of it (see src/sql/schema-version.ts). The other migrations serve the
  * reaper and operators, which fail on their own missing objects, or change nothing the client reads.
  */
