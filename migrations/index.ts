@@ -8,6 +8,7 @@ import * as m005 from './005_history_index.js';
 import * as m006 from './006_invoker_routines.js';
 import * as m007 from './007_utc_times.js';
 import * as m008 from './008_resource_gate.js';
+import * as m010 from './010_permits.js';
 
 /** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
 export const MIGRATION_TABLE = 'rwlock_migrations';
@@ -42,21 +43,31 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '006_invoker_routines', up: m006.up, down: m006.down },
   { name: '007_utc_times', up: m007.up, down: m007.down },
   { name: '008_resource_gate', up: m008.up, down: m008.down },
+  { name: '010_permits', up: m010.up, down: m010.down },
 ];
 
 /** The procedures the current schema has, by name: each from the newest migration that defines it. */
-export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = { ...m007.PROCEDURES, ...m008.PROCEDURES };
+export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = {
+  ...m007.PROCEDURES,
+  ...m008.PROCEDURES,
+  ...m010.PROCEDURES,
+};
 /** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */
 export const RETIRED_PROCEDURES: readonly string[] = m006.RETIRED_PROCEDURES;
 /** The tables the current schema has: created by the first, fourth and eighth migrations, then altered in place by these statements. */
 export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES, ...m008.TABLES];
-export const TABLE_CHANGES: readonly string[] = [...m003.STATEMENTS, ...m005.STATEMENTS, ...m007.STATEMENTS];
+export const TABLE_CHANGES: readonly string[] = [
+  ...m003.STATEMENTS,
+  ...m005.STATEMENTS,
+  ...m007.STATEMENTS,
+  ...m010.STATEMENTS,
+];
 /** Rows converted once, guarded by the record of their migration in `table` (sql/schema.sql carries them). */
 export const ROW_CONVERSIONS = (table: string): readonly { name: string; statements: readonly string[] }[] => [
   { name: '007_utc_times', statements: m007.conversion(table) },
 ];
 /** What those statements add to the tables, so that `migrate` can tell when one was dropped. */
-export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS];
+export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS, m010.ADDS_LIMIT, m010.ADDS_PERMITS];
 /** The indexes the tables were created with, and how to build each again in place. */
 export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m004.INDEXES];
 
@@ -69,4 +80,4 @@ export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m00
  * whose migrations stop short of it (see src/sql/schema-version.ts). The other migrations serve the
  * reaper and operators, which fail on their own missing objects, or change nothing the client reads.
  */
-export const CLIENT_NEEDS = '008_resource_gate';
+export const CLIENT_NEEDS = '010_permits';

@@ -27,6 +27,11 @@
  *             reaper's select and guarded, versioned release, NOWAIT, inside the acquire's call
  *   NO_REAPER  no reaper process: stale grants are released only by heals (and the operator)
  *   LIVENESS  compile the ltl formulas (progress runs)
+ *   PERMITS   every cycle is a durable permit of a semaphore of LIMIT (default 2) on resource 0: the
+ *             read grant whose guarded UPDATE also needs r_count < LIMIT (migration 010); no mode
+ *             change, no sections or groups. CHECK asserts no more than LIMIT live permits.
+ *   WITNESS_PERMITS  (with PERMITS) assert that fewer than LIMIT permits are ever held: its
+ *                  counterexample is the witness that LIMIT holders do hold at once
  * Negative controls, each a defect of the reference design, of an earlier version, or one the design
  * avoids:
  *   NO_RESOURCE_ID     the acquire UPDATE lacks resource_id = ?: any row that passes the guard grants
@@ -52,10 +57,18 @@
  *   HEAL_AGE_ONLY      the heal judges a grant by its age alone, ignoring an extended lease
  *   NO_HEAL            no self-healing (selfHeal: false) where HEAL is asked for: with NO_REAPER,
  *                      nothing frees a crashed holder's resource (progress)
+ *   PERMIT_PRECHECK    (with PERMITS) the limit is checked by a SELECT of the count before the acquire,
+ *                      whose UPDATE then adds to the count without the limit in its guard
  */
 
 #ifdef NO_HEAL
 #undef HEAL
+#endif
+
+#ifdef PERMITS
+#ifndef LIMIT
+#define LIMIT 2
+#endif
 #endif
 
 #ifndef NC
@@ -274,6 +287,14 @@ inline CHECK() {
      assert(nw <= 1 && (nw == 0 || nr == 0));
      /* the counts equal the live grants */
      assert(db.wc[q] == cw && db.rc[q] == cr);
+#ifdef PERMITS
+     /* never more than LIMIT holders of the semaphore */
+     assert(cr <= LIMIT);
+#ifdef WITNESS_PERMITS
+     /* fails exactly when LIMIT permits are held at once: the semaphore admits up to its limit */
+     assert(cr < LIMIT);
+#endif
+#endif
      q++
   :: else -> break
   od;
@@ -341,6 +362,12 @@ inline ACQUIRE(tk, w, mark, id, res) {
 #ifdef PRECHECK
      /* the SELECT before decided (see the client); the UPDATE is not guarded */
      :: db.ex[res] -> nr = 2
+#elif defined(PERMIT_PRECHECK)
+     /* the client's SELECT of the count decided; the UPDATE adds a permit with no limit in its guard */
+     :: db.ex[res] && !w && db.wc[res] == 0 -> nr = 2
+#elif defined(PERMITS)
+     /* rwlock_acquire_permit's guard: no writer, and room for one more under the limit */
+     :: db.ex[res] && !w && db.wc[res] == 0 && db.rc[res] < LIMIT -> nr = 2
 #else
      :: db.ex[res] && w && db.wc[res] == 0 && db.rc[res] == 0 -> nr = 2
      :: db.ex[res] && !w && db.wc[res] == 0 && !db.intent[res] -> nr = 2
@@ -586,6 +613,8 @@ next:
 #elif defined(GROUPS_ONLY)
        :: kind = 2; w = 1
        :: kind = 3; w = 1
+#elif defined(PERMITS)
+       :: kind = 0; w = 0
 #else
        :: kind = 0; if :: w = 1 :: w = 0 fi
 #ifdef SECTIONS
@@ -605,6 +634,16 @@ next:
        fi
      };
 attempt: skip;
+#ifdef PERMIT_PRECHECK
+     /* the broken limit check: SELECT the count, go on only if a permit looks free */
+     if
+     :: d_step { ok = (!db.ex[0] || (db.wc[0] == 0 && db.rc[0] < LIMIT)) }
+     fi;
+     if
+     :: !ok -> if :: goto attempt :: END_CYCLE fi
+     :: else -> ok = 0
+     fi;
+#endif
 #ifdef PRECHECK
      /* the reference's pre-check: SELECT the row, go on only if it looks free */
      if
@@ -710,6 +749,7 @@ hold: skip;
           fi;
           CHECK()
         }
+#ifndef PERMITS
      :: !w ->
         d_step {
           ROW_FREE(g);
@@ -726,6 +766,7 @@ hold: skip;
           fi;
           CHECK()
         }
+#endif
 #ifdef MODE_LOST
      :: lost < NLOST ->
         /*

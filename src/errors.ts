@@ -340,3 +340,47 @@ export class UnsupportedSettingError extends RwLockError {
     this.setting = setting;
   }
 }
+
+/**
+ * A resource is held in another kind than the call asks for: a read or write lock asked where a
+ * semaphore's permits hold it, or permits asked where readers or a writer hold it. Refused at once
+ * (nothing written, no wait): the same id serves one kind at a time, and code that mixes them is
+ * wrong whichever kind is granted first. An idle resource has no kind: its next holder gives it one.
+ */
+export class ResourceKindError extends RwLockError {
+  readonly resourceId: string;
+  /** What the call asked for. */
+  readonly asked: 'read-write' | 'permit';
+  constructor(resourceId: string, asked: 'read-write' | 'permit') {
+    super(
+      'ERR_RWLOCK_RESOURCE_KIND',
+      asked === 'permit'
+        ? `permits on ${JSON.stringify(resourceId)} refused: readers or a writer hold it (one id is a read-write lock or a semaphore, not both)`
+        : `lock on ${JSON.stringify(resourceId)} refused: a semaphore's permits hold it (one id is a read-write lock or a semaphore, not both)`,
+    );
+    this.resourceId = resourceId;
+    this.asked = asked;
+  }
+}
+
+/**
+ * Permits asked of a semaphore whose holders hold it under another limit (`permits`). Refused at
+ * once, nothing written: one semaphore has one limit while it has holders, and a caller that
+ * counted on its own would be wrong about how many run beside it. The limit is stored with the
+ * semaphore's row; an idle semaphore takes the limit of its next holder.
+ */
+export class PermitLimitError extends RwLockError {
+  readonly resourceId: string;
+  readonly asked: number;
+  /** The limit the current holders hold it under. */
+  readonly heldLimit: number;
+  constructor(resourceId: string, asked: number, heldLimit: number) {
+    super(
+      'ERR_RWLOCK_PERMIT_LIMIT',
+      `permits on ${JSON.stringify(resourceId)} refused: asked with permits ${asked}, held under permits ${heldLimit}`,
+    );
+    this.resourceId = resourceId;
+    this.asked = asked;
+    this.heldLimit = heldLimit;
+  }
+}

@@ -37,4 +37,6 @@ export {
   ManagerClosedError,
   PrivilegeError,
   UnsupportedSettingError,
+  ResourceKindError,
+  PermitLimitError,
 } from './errors.js';

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from './errors.js';
 import type { LockLostHandler } from './lock/api.js';
+import type { LockMode } from './types.js';
 
 /**
  * The default of every option of the library, in one place. At the top: `createLockManager`'s
@@ -89,6 +90,11 @@ export const LIMITS = Object.freeze({
   maxRetries: 1_000,
   /** Resources one `withLocks` or `acquireMany` call locks: its fence is one statement with a term per grant. */
   maxGroupResources: 64,
+  /**
+   * A semaphore's limit (`permits`): holders are counted in `t_read_write_lock.r_count`, and a
+   * million holders of one resource is far past any pool of connections that could hold them.
+   */
+  maxPermits: 1_000_000,
   /** A section's idle bound is whole seconds in a session variable: one day is far beyond "short work". */
   maxSectionIdleTimeoutMs: 86_400_000,
   /** Sweeps closer than this would be mostly look-ups of nothing. */
@@ -226,6 +232,32 @@ export interface WithLockOptions extends WithGrantOptions {
 
 /** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
 export type WithGrantOptions = AcquireOptions;
+
+/**
+ * The options of `acquirePermit`, `tryAcquirePermit` and `withPermit`: the semaphore's limit and how
+ * many permits the call takes, beside the options of the matching read-write call.
+ */
+export interface PermitOptions {
+  /**
+   * The semaphore's limit: at most this many permits are held at once. Required, an integer from 1
+   * to `LIMITS.maxPermits`. Stored with the resource's row while it has holders: a call with another
+   * limit meanwhile is refused with PermitLimitError (see docs/api.md, Semaphores).
+   */
+  permits: number;
+  /** How many permits this call takes, all or none. @defaultValue 1, at most `permits` */
+  count?: number;
+}
+
+/** A semaphore's limit and a call's count, validated: typed errors before anything is written. */
+export function permitOptions(what: string, input: unknown): { limit: number; count: number } {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidOptionsError(`${what} needs options with permits (the semaphore's limit), e.g. { permits: 5 }`);
+  const o = input as Record<string, unknown>;
+  if (o.permits === undefined) throw new InvalidOptionsError(`permits: ${what} needs the semaphore's limit`);
+  const limit = integerOption('permits', o.permits, 1, LIMITS.maxPermits);
+  const count = integerOption('count', o.count ?? 1, 1, limit);
+  return { limit, count };
+}
 
 /** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
 const CALL_OPTION_KEYS = {
@@ -488,7 +520,7 @@ export function resolveExclusiveOptions(what: string, input: unknown): ResolvedE
 
 export interface ListOptions {
   /** Only grants of this mode. */
-  mode?: 'write' | 'read';
+  mode?: LockMode;
   /** Only grants whose owner is exactly this. */
   owner?: string;
   /** Only grants the reaper would release now. @defaultValue false */

@@ -1,4 +1,8 @@
-export type LockMode = 'write' | 'read';
+/**
+ * A grant's mode: `write` (exclusive), `read` (shared with readers), or `permit` (one of at most a
+ * semaphore's limit of holders, `acquirePermit`/`withPermit`).
+ */
+export type LockMode = 'write' | 'read' | 'permit';
 
 /** What every report of a grant says about it (inspect's holders, list, the reaper's result). */
 export interface GrantSummary {
@@ -11,8 +15,12 @@ export interface GrantSummary {
   ageMs: number;
 }
 
-/** `t_lock_log.lock_type` */
-export const LOCK_TYPE = Object.freeze({ write: 0, read: 1 } as const);
+/**
+ * `t_lock_log.lock_type`. A permit grant is a reader of its resource row (`r_count`) that also
+ * records how many permits it holds in `t_lock_log.permits` (migration 010), which is NULL for
+ * read and write grants: the log's CHECK on `lock_type` stays as version 1 wrote it.
+ */
+export const LOCK_TYPE = Object.freeze({ write: 0, read: 1, permit: 1 } as const);
 
 /**
  * `t_lock_log.status`. A grant is live (0) until it is released (2). Status 1 is reserved by the
@@ -84,6 +92,8 @@ export interface ReapResult {
   durationMs: number;
 }
 
-export function modeOf(lockType: number): LockMode {
-  return lockType === LOCK_TYPE.write ? 'write' : 'read';
+/** A grant's mode from its log row: `permits` is `t_lock_log.permits` (NULL but for a permit grant). */
+export function modeOf(lockType: number, permits: number | string | null | undefined = null): LockMode {
+  if (lockType === LOCK_TYPE.write) return 'write';
+  return permits === null || permits === undefined ? 'read' : 'permit';
 }

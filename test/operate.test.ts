@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import * as m004 from '../migrations/004_release_notes.js';
 import * as m008 from '../migrations/008_resource_gate.js';
+import * as m010 from '../migrations/010_permits.js';
 import * as m005 from '../migrations/005_history_index.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import {
@@ -348,7 +349,7 @@ describe('stats()', () => {
     expect(after.lastHour.reaped - before.lastHour.reaped).toBe(1);
     // releaseAll() in earlier tests released as an operator too: count the difference.
     expect(after.lastHour.operator - before.lastHour.operator).toBe(1);
-    expect(after.live).toEqual({ write: 0, read: 1 });
+    expect(after.live).toEqual({ write: 0, read: 1, permit: 0 });
     await releaseAll();
   });
 });
@@ -403,7 +404,11 @@ describe('forceRelease(grantId, { reason })', () => {
     const bad: Array<[() => Promise<unknown>, RegExp, typeof InvalidOptionsError | typeof InvalidResourceIdError]> = [
       [() => locks.list({ limit: 0 }), /^limit must be an integer from 1 to 10000/, InvalidOptionsError],
       [() => locks.list({ limit: 10_001 }), /^limit/, InvalidOptionsError],
-      [() => locks.list({ mode: 'exclusive' as 'write' }), /^mode must be 'write' or 'read'/, InvalidOptionsError],
+      [
+        () => locks.list({ mode: 'exclusive' as 'write' }),
+        /^mode must be 'write', 'read' or 'permit'/,
+        InvalidOptionsError,
+      ],
       [() => locks.list({ after: -1 }), /^after must be an integer/, InvalidOptionsError],
       [() => locks.list({ after: 999_999_999 }), /^after: there is no grant 999999999/, InvalidOptionsError],
       [
@@ -563,9 +568,12 @@ describe('migrations 004 and 005', () => {
     // Granted before the rollback: this release's clients refuse a schema short of CLIENT_NEEDS.
     const app = createLockManager({ knex: at003.knex });
     const held = (await app.tryAcquireWrite('upgrade-me'))!;
+    await m010.down(at003.knex);
     await m008.down(at003.knex);
     await m004.down(at003.knex);
-    await at003.knex.raw("DELETE FROM rwlock_migrations WHERE name IN ('004_release_notes', '008_resource_gate')");
+    await at003.knex.raw(
+      "DELETE FROM rwlock_migrations WHERE name IN ('004_release_notes', '008_resource_gate', '010_permits')",
+    );
     const tables = async (k: Knex, name: string): Promise<string[]> =>
       (
         await rows<{ t: string }>(
@@ -577,7 +585,10 @@ describe('migrations 004 and 005', () => {
     expect(await tables(at003.knex, at003.name)).toEqual(['t_lock_log', 't_read_write_lock']);
     expect(await tables(at003.knex, at003.name)).toEqual(await tables(direct003.knex, direct003.name));
 
-    expect(await migrate(at003.knex)).toEqual({ applied: ['004_release_notes', '008_resource_gate'], repaired: [] });
+    expect(await migrate(at003.knex)).toEqual({
+      applied: ['004_release_notes', '008_resource_gate', '010_permits'],
+      repaired: [],
+    });
     expect(await tables(at003.knex, at003.name)).toEqual([
       't_lock_gate',
       't_lock_log',

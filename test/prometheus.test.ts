@@ -105,6 +105,25 @@ describe('registerLockMetrics', () => {
     expect(after.value(METRICS.liveGrants, { mode: 'write' })).toBeUndefined();
   });
 
+  it('counts permit grants under mode="permit": acquire waits, hold times, fence refusals and the live gauge', async () => {
+    const registry = new Registry();
+    registered = registerLockMetrics({ registry, knex: db.knex, staleAfterMs: 60_000 });
+    const locks = createLockManager({ knex: db.knex });
+    expect((await scrape(registry)).value(METRICS.fenceRefusals, { mode: 'permit' })).toBe(0);
+    const held = await locks.acquirePermit('metric-permit', { permits: 2, count: 2 });
+    expect(await locks.tryAcquirePermit('metric-permit', { permits: 2 })).toBeNull();
+    const s = await scrape(registry);
+    expect(s.value(METRICS.liveGrants, { mode: 'permit' })).toBe(1);
+    expect(s.value(METRICS.liveGrants, { mode: 'read' })).toBe(0);
+    expect(s.value(`${METRICS.acquireWait}_count`, { mode: 'permit', outcome: 'granted', section: 'false' })).toBe(1);
+    expect(s.value(`${METRICS.acquireWait}_count`, { mode: 'permit', outcome: 'busy', section: 'false' })).toBe(1);
+    await held.release();
+    const done = await scrape(registry);
+    expect(done.value(`${METRICS.hold}_count`, { mode: 'permit', section: 'false' })).toBe(1);
+    expect(done.value(METRICS.liveGrants, { mode: 'permit' })).toBe(0);
+    await locks.close();
+  });
+
   it('reads live, stale and waiting-writer gauges from the database at scrape time', async () => {
     const registry = new Registry();
     registered = registerLockMetrics({ registry, knex: db.knex, staleAfterMs: 60_000 });

@@ -96,8 +96,8 @@ describe('migrate() and the procedures it keeps current', () => {
     const variants = [
       m002.PROCEDURES.rwlock_acquire!,
       CURRENT_PROCEDURES.rwlock_acquire!.replace(
-        'SELECT v_id AS id, v_busy AS busy;',
-        'SELECT v_id AS id, v_busy AS busy, 1 AS edited;',
+        'SELECT v_id AS id, v_busy AS busy, v_mixed AS mixed;',
+        'SELECT v_id AS id, v_busy AS busy, v_mixed AS mixed, 1 AS edited;',
       ),
       CURRENT_PROCEDURES.rwlock_acquire!.replace(
         'IN p_intent_ms INT UNSIGNED)',
@@ -119,9 +119,9 @@ describe('migrate() and the procedures it keeps current', () => {
     expect(await migrate(procs.knex)).toEqual({ applied: [], repaired: ['rwlock_release'] });
     const left = await rows<{ n: string }>(
       procs.knex,
-      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()',
+      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire']);
+    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit']);
   });
 });
 
@@ -149,9 +149,10 @@ describe('replacing procedures: one home', () => {
     expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m006.PROCEDURES.rwlock_acquire!));
     const left = await rows<{ n: string }>(
       procs.knex,
-      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()',
+      'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire']);
+    // The permit routine is migration 010's, from this database's first migrate(), untouched.
+    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit']);
     // 006's down puts back version 5's routines; its up, again, the current ones.
     await m006.down(procs.knex);
     expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m002.PROCEDURES.rwlock_acquire!));
@@ -182,7 +183,7 @@ describe('a database older than this version needs', () => {
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaOutdatedError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
       expect((err as Error).message).toMatch(
-        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times, 008_resource_gate\): run migrate\(db\)/,
+        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times, 008_resource_gate, 010_permits\): run migrate\(db\)/,
       );
       await expect(locks.withWriteLock('behind', async () => 'ran')).rejects.toBeInstanceOf(SchemaOutdatedError);
     }

@@ -9,6 +9,7 @@ import { connectKnex } from '../harness/database.js';
 import * as m006 from '../migrations/006_invoker_routines.js';
 import * as m007 from '../migrations/007_utc_times.js';
 import * as m008 from '../migrations/008_resource_gate.js';
+import * as m010 from '../migrations/010_permits.js';
 import { migrate } from '../src/admin/migrate.js';
 import { createLockManager } from '../src/index.js';
 import { withConnection } from '../src/sql/connection.js';
@@ -72,12 +73,13 @@ let executeOnly: Knex;
 let oldExecuteOnly: Knex;
 
 beforeAll(async () => {
-  // migration 005's routines: 008, 007 and 006 undone, and their bookkeeping rows with them.
+  // migration 005's routines: 010, 008, 007 and 006 undone, and their bookkeeping rows with them.
+  await m010.down(at005.knex);
   await m008.down(at005.knex);
   await m007.down(at005.knex);
   await m006.down(at005.knex);
   await at005.knex.raw(
-    "DELETE FROM rwlock_migrations WHERE name IN ('006_invoker_routines', '007_utc_times', '008_resource_gate')",
+    "DELETE FROM rwlock_migrations WHERE name IN ('006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits')",
   );
   app = await userWith(current, 'app', APP_GRANTS);
   executeOnly = await userWith(current, 'exec', EXECUTE_ONLY);
@@ -90,12 +92,15 @@ afterAll(async () => {
 });
 
 describe('the current schema', () => {
-  it('has one routine, rwlock_acquire, and it runs with the invoker’s rights', async () => {
+  it('has two routines, rwlock_acquire and rwlock_acquire_permit, and they run with the invoker’s rights', async () => {
     const routines = await rows<{ name: string; security: string }>(
       current.knex,
       'SELECT ROUTINE_NAME AS name, SECURITY_TYPE AS security FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(routines).toEqual([{ name: 'rwlock_acquire', security: 'INVOKER' }]);
+    expect(routines).toEqual([
+      { name: 'rwlock_acquire', security: 'INVOKER' },
+      { name: 'rwlock_acquire_permit', security: 'INVOKER' },
+    ]);
   });
 
   it('the application role (no SELECT on rwlock_migrations: the schema version is not checked) acquires and releases its own grants, on first use too', async () => {
@@ -153,7 +158,7 @@ describe('negative control: the schema as of migration 005', () => {
     expect(await rows(at005.knex, 'SELECT * FROM t_lock_release_note WHERE grant_id = ?', [g.id])).toEqual([]);
 
     expect(await migrate(at005.knex)).toEqual({
-      applied: ['006_invoker_routines', '007_utc_times', '008_resource_gate'],
+      applied: ['006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits'],
       repaired: [],
     });
     const holder = createLockManager({ knex: at005.knex, owner: 'holder' });

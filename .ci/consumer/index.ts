@@ -50,6 +50,8 @@ import {
   PrivilegeError,
   DatabaseUnreachableError,
   UnsupportedSettingError,
+  ResourceKindError,
+  PermitLimitError,
 } from 'mysql-rwlock';
 
 // The lock client.
@@ -105,6 +107,13 @@ export async function lockClient(db: Knex): Promise<number> {
     group.committed();
     console.log(group.grants.length, group.settled, await group.release());
   }
+  // Semaphores: a grant of permits, alone, scoped, and in a group.
+  {
+    await using permit = await locks.acquirePermit('partner-api', { permits: 20, count: 2, ...acquire });
+    console.log(permit.mode, permit.permits, (await locks.tryAcquirePermit('partner-api', { permits: 20 }))?.id);
+    await locks.withPermit('exports', async (trx, g) => trx('exports').insert({ grant_id: g.id }), { permits: 5 });
+    await locks.withLocks({ permits: [{ id: 'queue:a', permits: 3 }], write: ['loan-3'] }, async () => undefined);
+  }
   const id = (await locks.tryAcquireRead('loan-2'))?.id ?? 0;
   await locks.close();
   return id;
@@ -152,11 +161,15 @@ export function describeError(err: unknown): string {
     PrivilegeError,
     DatabaseUnreachableError,
     UnsupportedSettingError,
+    ResourceKindError,
+    PermitLimitError,
   ];
   if (err instanceof PrivilegeError) return `${err.code}: ${err.denied} (role ${err.role ?? 'unknown'})`;
   if (err instanceof DatabaseUnreachableError && err.grantId !== null)
     return `${err.code}: grant ${err.grantId} left live`;
   if (err instanceof UnsupportedSettingError) return `${err.code}: ${err.setting}`;
+  if (err instanceof PermitLimitError) return `${err.code}: asked ${err.asked}, held under ${err.heldLimit}`;
+  if (err instanceof ResourceKindError) return `${err.code}: ${err.resourceId} refused for ${err.asked}`;
   const known: RwLockError | undefined = err instanceof RwLockError ? err : undefined;
   const named = classes.find((c) => err instanceof c)?.name;
   return known ? `${known.code} ${named ?? known.name}: ${known.message}` : String(err);

@@ -14,6 +14,15 @@ const cycle =
     await g.release();
   };
 
+/** A permit cycle: one permit of a semaphore of `permits`, taken at once and given back. */
+const permitCycle =
+  (locks: LockManager, permits: number, resource: (w: number) => string): Op =>
+  async (w) => {
+    const g = await locks.tryAcquirePermit(resource(w), { permits });
+    if (!g) return false;
+    await g.release();
+  };
+
 const halfCeiling = [{ name: 'x ceiling/2', to: CEILING, factor: 0.5 }];
 
 const targets: Target[] = [];
@@ -29,6 +38,22 @@ for (const c of [1, 16]) {
       atLeast: c === 1 ? 0.55 : 0.45,
     });
   }
+  // issue 33, 4: a permit cycle beside the write cycle it is built like (one guarded UPDATE, one grant
+  // row, one release); on one semaphore with a permit for every worker, beside the hot read cycle.
+  targets.push(
+    {
+      id: `33.4 distinct c=${c}`,
+      label: 'permit cycle (distinct) ÷ write cycle (distinct)',
+      of: { case: 'lib.permit.distinct', c },
+      per: { case: 'lib.write.distinct', c },
+    },
+    {
+      id: `33.4 shared c=${c}`,
+      label: 'permit cycle (one semaphore of 16) ÷ read cycle (one hot resource)',
+      of: { case: 'lib.permit.shared', c },
+      per: { case: 'lib.read.hot', c },
+    },
+  );
   // issue 14, 3: server CPU of a lock cycle against that of one ceiling commit; retired by issue
   // 25 (a cycle is two durable commits), printed for information
   for (const mode of ['write', 'read'] as const) {
@@ -62,6 +87,20 @@ export const throughput: Family = {
       group: 'lib',
       label: 'lib: tryAcquireRead+release, distinct resources',
       op: cycle(locks, 'read', (w) => `dr-${w}`),
+      ratios: halfCeiling,
+    },
+    {
+      id: 'lib.permit.distinct',
+      group: 'lib',
+      label: 'lib: tryAcquirePermit+release, distinct semaphores',
+      op: permitCycle(locks, 1, (w) => `dp-${w}`),
+      ratios: halfCeiling,
+    },
+    {
+      id: 'lib.permit.shared',
+      group: 'lib',
+      label: 'lib: tryAcquirePermit+release, one semaphore of 16',
+      op: permitCycle(locks, 16, () => 'hot-p'),
       ratios: halfCeiling,
     },
     {

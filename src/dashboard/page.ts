@@ -91,7 +91,7 @@ export function renderPage(config: PageConfig): string {
 }
 
 const CSS = `
-:root { --bg:#0e1217; --panel:#151b23; --line:#242e3b; --text:#d9e0e8; --muted:#8795a7; --write:#f5a524; --read:#4c9aff;
+:root { --bg:#0e1217; --panel:#151b23; --line:#242e3b; --text:#d9e0e8; --muted:#8795a7; --write:#f5a524; --read:#4c9aff; --permit:#3ecf8e;
   --stale:#f0506e; --reaped:#f0506e; --operator:#b18cff; --ok:#3ecf8e; }
 * { box-sizing: border-box; }
 body { margin:0; background:var(--bg); color:var(--text); font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Ubuntu,sans-serif; }
@@ -130,9 +130,9 @@ button:hover { border-color:#3b4a5e; } button.on { background:#22406b; border-co
 .tl-wrap { overflow:hidden; } svg text { fill:var(--muted); font-size:11px; font-family:system-ui,sans-serif; }
 svg .lane-label { fill:var(--text); font-family:ui-monospace,Menlo,monospace; font-size:11.5px; cursor:pointer; }
 svg .lane-label:hover { fill:#fff; text-decoration:underline; }
-svg .bar { cursor:default; } svg .bar.write { fill:var(--write); } svg .bar.read { fill:var(--read); }
+svg .bar { cursor:default; } svg .bar.write { fill:var(--write); } svg .bar.read { fill:var(--read); } svg .bar.permit { fill:var(--permit); }
 svg .bar.ended-holder { opacity:.78; } svg .bar.stale { stroke:var(--stale); stroke-width:2; }
-svg .bar.ended-reaper { fill:url(#hatch-write); } svg .bar.read.ended-reaper { fill:url(#hatch-read); }
+svg .bar.ended-reaper { fill:url(#hatch-write); } svg .bar.read.ended-reaper, svg .bar.permit.ended-reaper { fill:url(#hatch-read); }
 svg .bar.ended-operator { stroke:var(--operator); stroke-width:1.5; stroke-dasharray:3 2; }
 svg .cap-reaper { fill:var(--reaped); } svg .cap-operator { fill:var(--operator); } svg .cap-live { fill:#fff; }
 svg .grid-line { stroke:#1f2833; } svg .now-line { stroke:#9fb0c4; stroke-dasharray:2 3; } svg .lane-bg { fill:#121820; }
@@ -150,7 +150,7 @@ td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-s
 tr.stale td { background:#22121a; } tr.stale td:first-child { box-shadow:inset 3px 0 0 var(--stale); }
 a.res { color:var(--text); text-decoration:none; border-bottom:1px dotted #4a5a70; cursor:pointer; } a.res:hover { color:#fff; }
 .pill { display:inline-block; padding:0 7px; border-radius:9px; font-size:11.5px; font-weight:600; }
-.pill.write { background:#3a2a0c; color:var(--write); } .pill.read { background:#0f2644; color:var(--read); }
+.pill.write { background:#3a2a0c; color:var(--write); } .pill.read { background:#0f2644; color:var(--read); } .pill.permit { background:#0d3326; color:var(--permit); }
 .tag { display:inline-block; padding:0 6px; border-radius:4px; font-size:11px; font-weight:650; letter-spacing:.3px; margin-right:4px; }
 .tag.stale, .tag.reaper { background:#3b1420; color:#ff8aa0; } .tag.waiting { background:#3a2a0c; color:#ffc266; } .tag.operator { background:#281c45; color:#cdb4ff; } .tag.lease { background:#102a22; color:#6fe0b1; }
 button.release { padding:1px 8px; font-size:11.5px; color:#ffb3c1; border-color:#6b2332; background:#22121a; }

@@ -29,12 +29,13 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
       reason: string | null;
       resource_id: Buffer | null;
       lock_type: number | null;
+      permits: number | null;
       owner: string | null;
       create_us: number | string | null;
     }>
   >(
     conn,
-    `SELECT n.grant_id, ${epochUs('n.released_at')} AS released_us, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.owner,
+    `SELECT n.grant_id, ${epochUs('n.released_at')} AS released_us, n.released_by, n.releaser, n.reason, l.resource_id, l.lock_type, l.permits, l.owner,
             ${epochUs('l.create_time')} AS create_us
        FROM t_lock_release_note n LEFT JOIN t_lock_log l ON l.id = n.grant_id
       ORDER BY n.released_at DESC LIMIT ?`,
@@ -43,7 +44,7 @@ export async function recentReleases(conn: RawConnection, limit: number): Promis
   return rows.map((r) => ({
     grantId: Number(r.grant_id),
     resourceId: r.resource_id === null ? null : r.resource_id.toString('utf8'),
-    mode: r.lock_type === null ? null : modeOf(r.lock_type),
+    mode: r.lock_type === null ? null : modeOf(r.lock_type, r.permits),
     owner: r.owner,
     createTime: utcDate(r.create_us),
     releasedAt: utcDate(r.released_us),
@@ -106,6 +107,7 @@ export async function timeline(
       id: number | string;
       resource_id: Buffer;
       lock_type: number;
+      permits: number | null;
       owner: string;
       create_us: number | string;
       released_us: number | string | null;
@@ -114,7 +116,7 @@ export async function timeline(
     }>
   >(
     conn,
-    `SELECT l.id, l.resource_id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+    `SELECT l.id, l.resource_id, l.lock_type, l.permits, l.owner, ${epochUs('l.create_time')} AS create_us,
             ${epochUs('l.released_at')} AS released_us, l.released_by, n.reason
        FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
       WHERE l.resource_id IN (?) AND ${IN_WINDOW}
@@ -127,7 +129,7 @@ export async function timeline(
   for (const r of rows.slice(0, options.maxGrants).reverse()) {
     lanes.get(r.resource_id.toString('hex'))?.grants.push({
       id: Number(r.id),
-      mode: modeOf(r.lock_type),
+      mode: modeOf(r.lock_type, r.permits),
       owner: r.owner,
       createTime: utcDate(r.create_us),
       releasedAt: utcDate(r.released_us),

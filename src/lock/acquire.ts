@@ -6,12 +6,21 @@ import {
   LockAbortedError,
   LockOutcomeUnknownError,
   LockTimeoutError,
+  PermitLimitError,
+  ResourceKindError,
   SchemaMissingError,
   TransactionConflictError,
 } from '../errors.js';
 import { HeldGrant } from './grant.js';
 import { askDatabase, unreachablePauseMs, withRetries } from '../sql/retry.js';
-import { acquireWithStatements, callAcquire, type AcquireReply } from '../sql/acquire.js';
+import {
+  acquirePermitWithStatements,
+  acquireWithStatements,
+  callAcquire,
+  callAcquirePermit,
+  type AcquireReply,
+  type PermitAsk,
+} from '../sql/acquire.js';
 import { findGrantByToken } from '../sql/lookup.js';
 import { withdrawAcquire } from '../sql/withdraw.js';
 import { newToken } from './token.js';
@@ -26,6 +35,8 @@ export interface Target {
   mode: LockMode;
   resourceId: string;
   resource: Buffer;
+  /** A permit target's semaphore limit and how many permits it takes (mode 'permit' only). */
+  permit?: PermitAsk;
 }
 
 /**
@@ -150,6 +161,7 @@ async function acquireOnce(
 ): Promise<AcquireReply> {
   if (!ctx.acquirePath.statements) {
     try {
+      if (t.permit) return await callAcquirePermit(conn, t.resource, t.permit, ctx.ownerBytes, token);
       return await callAcquire(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
     } catch (err) {
       // A CALL of a missing procedure fails before running anything: nothing to undo.
@@ -162,7 +174,16 @@ async function acquireOnce(
       ctx.acquirePath.statements = true;
     }
   }
+  if (t.permit) return acquirePermitWithStatements(conn, t.resource, t.permit, ctx.ownerBytes, token);
   return acquireWithStatements(conn, t.resource, t.mode, ctx.ownerBytes, token, intentMs);
+}
+
+/** A refused attempt that met the other kind, or another limit: a typed error, at once (nothing was written). */
+function refusal(t: Target, reply: AcquireReply): Error | null {
+  if (reply.id !== null || reply.conflict === undefined) return null;
+  if (reply.conflict.kind === 'limit')
+    return new PermitLimitError(t.resourceId, t.permit?.limit ?? 0, reply.conflict.heldLimit);
+  return new ResourceKindError(t.resourceId, t.mode === 'permit' ? 'permit' : 'read-write');
 }
 
 /**
@@ -204,8 +225,12 @@ export async function attempt(
           (conn) => acquireOnce(ctx, conn, t, token, intentMs),
           connectionWait,
         );
-        if (reply.id !== null) return HeldGrant.create(ctx, reply.id, t.resourceId, t.resource, t.mode, token);
-        if (reply.busy && t.mode === 'read' && i < COLLISION_PAUSES_MS.length) {
+        const refused = refusal(t, reply);
+        if (refused) throw refused;
+        if (reply.id !== null)
+          return HeldGrant.create(ctx, reply.id, t.resourceId, t.resource, t.mode, token, t.permit?.count);
+        // Readers and permits share: a collision with another acquire's short transaction is tried again.
+        if (reply.busy && t.mode !== 'write' && i < COLLISION_PAUSES_MS.length) {
           await sleep(COLLISION_PAUSES_MS[i]! * (0.5 + Math.random() / 2));
           continue;
         }
@@ -231,7 +256,7 @@ export async function attempt(
       const row = reply.answer;
       // Withdrawn (now, or by an earlier probe whose reply was lost too): never granted.
       if (row === null || row.releasedBy === RELEASED_BY.withdrawn) return 'retry';
-      const grant = HeldGrant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken);
+      const grant = HeldGrant.create(ctx, row.id, t.resourceId, t.resource, t.mode, lostToken, t.permit?.count);
       if (row.status === STATUS.released) {
         grant.committed(); // granted, and released since (reaped): nothing is held
         return { value: null };

@@ -48,8 +48,13 @@ export interface Grant {
   readonly owner: string;
   /** Hex of the client-generated token stored with the grant row. */
   readonly token: string;
-  /** 'write' or 'read'; a grant changes mode only through `downgrade()` or `tryUpgrade()`. */
+  /**
+   * 'write', 'read' or 'permit'; a read or write grant changes mode only through `downgrade()` or
+   * `tryUpgrade()`, a permit grant never.
+   */
   readonly mode: LockMode;
+  /** How many permits a permit grant holds (`count` of `acquirePermit`); undefined for read and write grants. */
+  readonly permits?: number;
 
   /**
    * Aborted, with a LockLostError as its reason, when this process learns that the grant was
@@ -220,6 +225,15 @@ export interface Grant {
 export interface LockSets {
   write?: readonly string[];
   read?: readonly string[];
+  /** Semaphores, each with its limit and how many permits to take of it (see `acquirePermit`). */
+  permits?: readonly PermitSet[];
+}
+
+/** One semaphore of a group (`LockSets.permits`): its id, its limit, and how many permits to take (default 1). */
+export interface PermitSet {
+  id: string;
+  permits: number;
+  count?: number;
 }
 
 /**

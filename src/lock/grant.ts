@@ -36,6 +36,7 @@ export class HeldGrant implements Grant {
   readonly owner: string;
   /** Hex of the client-generated token stored with the grant row. */
   readonly token: string;
+  readonly permits?: number;
   readonly #resource: Buffer;
   readonly #token: Buffer;
   readonly #ctx: LockContext;
@@ -58,8 +59,9 @@ export class HeldGrant implements Grant {
     resource: Buffer,
     mode: LockMode,
     token: Buffer,
+    permits?: number,
   ): HeldGrant {
-    return new HeldGrant(ctx, id, resourceId, resource, mode, token);
+    return new HeldGrant(ctx, id, resourceId, resource, mode, token, permits);
   }
 
   private constructor(
@@ -69,8 +71,10 @@ export class HeldGrant implements Grant {
     resource: Buffer,
     mode: LockMode,
     token: Buffer,
+    permits?: number,
   ) {
     this.#ctx = ctx;
+    if (permits !== undefined) this.permits = permits;
     this.id = id;
     this.resourceId = resourceId;
     this.#resource = resource;
@@ -91,9 +95,9 @@ export class HeldGrant implements Grant {
    */
   async admit(): Promise<this> {
     if (Number.isSafeInteger(this.id)) return this;
-    const { resource, mode, token } = this.ref;
+    const { id: _id, ...ref } = this.ref;
     const reply = await askDatabase(this.#ctx.knex, this.#ctx.policy.resolveTimeoutMs, (conn) =>
-      releaseByToken(conn, { resource, mode, token }, 'holder'),
+      releaseByToken(conn, ref, 'holder'),
     );
     this.#done = true;
     const outcome = reply === undefined ? 'unknown' : reply.answer.released ? 'released' : 'not live';
@@ -102,7 +106,9 @@ export class HeldGrant implements Grant {
 
   /** @internal */
   get ref(): GrantRef {
-    return { id: this.id, resource: this.#resource, mode: this.#mode, token: this.#token };
+    const ref: GrantRef = { id: this.id, resource: this.#resource, mode: this.#mode, token: this.#token };
+    if (this.permits !== undefined) ref.permits = this.permits;
+    return ref;
   }
 
   get signal(): AbortSignal {
@@ -161,13 +167,13 @@ export class HeldGrant implements Grant {
   }
 
   async downgrade(): Promise<void> {
-    if (this.#mode !== 'write') throw new InvalidOptionsError(`downgrade: grant ${this.id} is a read grant`);
+    if (this.#mode !== 'write') throw new InvalidOptionsError(`downgrade: grant ${this.id} is a ${this.#mode} grant`);
     await this.#changeMode(downgradeGrant, 'read');
     this.#ctx.queues.wake(this.#resource.toString('hex'));
   }
 
   async tryUpgrade(): Promise<Grant | null> {
-    if (this.#mode !== 'read') throw new InvalidOptionsError(`tryUpgrade: grant ${this.id} is a write grant`);
+    if (this.#mode !== 'read') throw new InvalidOptionsError(`tryUpgrade: grant ${this.id} is a ${this.#mode} grant`);
     return (await this.#changeMode(upgradeGrant, 'write')) ? this : null;
   }
 

@@ -5,7 +5,7 @@ import type { FenceExecutor, LockGroup } from './api.js';
 import type { FencedHold } from './fenced.js';
 import type { HeldGrant } from './grant.js';
 import { acquire, type Target } from './acquire.js';
-import { LIMITS, optionsObject } from '../options.js';
+import { LIMITS, optionsObject, permitOptions } from '../options.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseManyParams, releaseManySql, releaseParams } from '../sql/release.js';
 import { resourceKey } from './resource-id.js';
 import { fenceChannel, traced } from '../observability/tracing.js';
@@ -13,13 +13,14 @@ import type { LockMode } from '../types.js';
 
 /**
  * The targets of `withLocks` / `acquireMany`, validated before anything is written: a plain object
- * with `write` and `read` arrays of valid resource ids, each resource named once across both,
- * at least one and at most LIMITS.maxGroupResources. Returned in the caller's order.
+ * with `write` and `read` arrays of valid resource ids and a `permits` array of semaphores
+ * (`{ id, permits, count? }`), each resource named once across all three, at least one and at most
+ * LIMITS.maxGroupResources. Returned in the caller's order.
  */
 export function groupTargets(what: string, sets: unknown): Target[] {
   if (typeof sets !== 'object' || sets === null || Array.isArray(sets))
     throw new InvalidOptionsError(`${what} needs the resources as { write: [...ids], read: [...ids] }`);
-  const o = optionsObject(what, sets, ['write', 'read']);
+  const o = optionsObject(what, sets, ['write', 'read', 'permits']);
   const targets: Target[] = [];
   const seen = new Set<string>();
   for (const mode of ['write', 'read'] as const) {
@@ -37,7 +38,21 @@ export function groupTargets(what: string, sets: unknown): Target[] {
       targets.push({ mode, resourceId: resourceId as string, resource });
     }
   }
-  if (targets.length === 0) throw new InvalidOptionsError(`${what}: no resource to lock (write and read are empty)`);
+  if (o.permits !== undefined) {
+    if (!Array.isArray(o.permits))
+      throw new InvalidOptionsError('permits must be an array of semaphores, each { id, permits, count? }');
+    for (const set of o.permits as unknown[]) {
+      const s = optionsObject(`${what} permits`, set ?? null, ['id', 'permits', 'count']);
+      const resource = resourceKey(s.id);
+      const key = resource.toString('hex');
+      if (seen.has(key))
+        throw new InvalidOptionsError(`${what}: resource ${JSON.stringify(s.id)} is named more than once`);
+      seen.add(key);
+      targets.push({ mode: 'permit', resourceId: s.id as string, resource, permit: permitOptions(what, s) });
+    }
+  }
+  if (targets.length === 0)
+    throw new InvalidOptionsError(`${what}: no resource to lock (write, read and permits are empty)`);
   if (targets.length > LIMITS.maxGroupResources)
     throw new InvalidOptionsError(
       `${what}: ${targets.length} resources; at most ${LIMITS.maxGroupResources} can be locked together`,

@@ -7,6 +7,7 @@ import {
   LockUpgradeError,
   ManagerClosedError,
   PoolTooSmallError,
+  ResourceKindError,
   SectionError,
 } from '../errors.js';
 import { runFenced, runFencedHold, runGranted } from './fenced.js';
@@ -20,6 +21,7 @@ import {
   integerOption,
   LIMITS,
   optionsObject,
+  permitOptions,
   resolveCallOptions,
   resolveExclusiveOptions,
   resolveManagerOptions,
@@ -30,6 +32,7 @@ import {
   type HistoryOptions,
   type ListOptions,
   type LockManagerOptions,
+  type PermitOptions,
   type WithGrantOptions,
   type WithLockOptions,
 } from '../options.js';
@@ -245,6 +248,92 @@ export class LockManager {
   /** As withWriteGrant, under a read lock. */
   withReadGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
     return this.#track('withReadGrant', () => this.#granted('read', resourceId, work, options, 'withReadGrant'));
+  }
+
+  /**
+   * One attempt at permits of a semaphore: the Grant (mode 'permit'), or null when the semaphore has
+   * fewer than `count` permits free. At most `permits` permits of the semaphore are held at once;
+   * PermitLimitError when its holders hold it under another limit, ResourceKindError when readers or
+   * a writer hold the id. Takes `{ permits, count? }` and nothing else (use `acquirePermit` to wait).
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * const grant = await locks.tryAcquirePermit('exports:tenant-7', { permits: 5 });
+   * if (grant === null) console.log('5 exports already run for this tenant');
+   * else await grant.release();
+   * ```
+   */
+  tryAcquirePermit(resourceId: string, options: PermitOptions): Promise<Grant | null> {
+    const what = 'tryAcquirePermit';
+    return this.#track(what, async () => {
+      const target = this.#permitTarget(what, resourceId, options, ['permits', 'count']);
+      this.#notInSection(target, what);
+      return this.#traceAcquire(target, 0, () => tryOnce(this.#ctx, target));
+    });
+  }
+
+  /**
+   * Waits for permits of a semaphore: the Grant (mode 'permit'), or LockTimeoutError after `waitMs`,
+   * or LockAbortedError. At most `permits` permits of the semaphore are held at once; `count`
+   * permits are taken together, all or none. A grant like the others: `release()`, `extend()`,
+   * `fence()`, `signal`, reaped when stale. See docs/api.md, Semaphores.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * await using permit = await locks.acquirePermit('partner-api', { permits: 20, waitMs: 5_000 });
+   * console.log(`call ${permit.id} of at most 20 in flight`);
+   * ```
+   */
+  acquirePermit(resourceId: string, options: PermitOptions & AcquireOptions): Promise<Grant> {
+    const what = 'acquirePermit';
+    return this.#track(what, async () => {
+      const target = this.#permitTarget(what, resourceId, options, []);
+      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, withoutPermits(options), 'acquire');
+      this.#notInSection(target, what);
+      const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
+      if (leaseMs !== undefined) await keepLeaseAhead(grant, leaseMs, maxHoldMs).first;
+      return grant;
+    });
+  }
+
+  /**
+   * Runs `work` in a transaction under permits of a semaphore, as withWriteLock runs it under a
+   * write lock: the transaction commits only if the permit grant is still live, and its release
+   * rides inside that commit (otherwise LockLostError, rolled back). At most `permits` such calls
+   * (counting `count` each) run at once across every process. No `section`: a semaphore's holders
+   * are counted durable grants.
+   *
+   * @example
+   * ```ts
+   * import type { LockManager } from 'mysql-rwlock';
+   * declare const locks: LockManager;
+   *
+   * await locks.withPermit('exports:tenant-7', async (trx, grant) => {
+   *   await trx('export_job').insert({ tenant: 7, grant_id: grant.id });
+   * }, { permits: 5, waitMs: 10_000 });
+   * ```
+   */
+  withPermit<T>(
+    resourceId: string,
+    work: LockedWork<T>,
+    options: PermitOptions & Omit<WithLockOptions, 'section'>,
+  ): Promise<T> {
+    const what = 'withPermit';
+    return this.#track(what, async () => {
+      const target = this.#permitTarget(what, resourceId, options, []);
+      const rest = withoutPermits(options);
+      if (booleanOption('section', rest.section, false))
+        throw new InvalidOptionsError(
+          'section: withPermit has no one-commit section (permit holders are durable grants)',
+        );
+      return this.#scoped('permit', resourceId, work, rest, what, target);
+    });
   }
 
   /**
@@ -486,8 +575,10 @@ export class LockManager {
   list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
     return this.#track('list', async () => {
       const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
-      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read')
-        throw new InvalidOptionsError(`mode must be 'write' or 'read', got ${JSON.stringify(o.mode) ?? typeof o.mode}`);
+      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read' && o.mode !== 'permit')
+        throw new InvalidOptionsError(
+          `mode must be 'write', 'read' or 'permit', got ${JSON.stringify(o.mode) ?? typeof o.mode}`,
+        );
       const filter: ListFilter = {
         mode: o.mode as LockMode | undefined,
         owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
@@ -598,6 +689,13 @@ export class LockManager {
     return { mode, resourceId, resource: resourceKey(resourceId) };
   }
 
+  /** A permit call's target, validated before anything is written; `only` lists the keys allowed, if any. */
+  #permitTarget(what: string, resourceId: string, options: unknown, only: readonly string[]): Target {
+    const resource = resourceKey(resourceId);
+    if (only.length > 0) optionsObject(what, options ?? null, only);
+    return { mode: 'permit', resourceId, resource, permit: permitOptions(what, options) };
+  }
+
   /**
    * A durable acquire of a resource that an enclosing section holds would wait on the section's
    * own row lock until its waitMs: refused at once.
@@ -658,8 +756,9 @@ export class LockManager {
     work: LockedWork<T>,
     options: WithLockOptions | undefined,
     what: string,
+    permitTarget?: Target,
   ): Promise<T> {
-    const target = this.#target(mode, resourceId);
+    const target = permitTarget ?? this.#target(mode, resourceId);
     const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
     if (typeof work !== 'function')
       throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
@@ -668,6 +767,12 @@ export class LockManager {
     const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
     if (outer) {
       if (mode === 'write' && outer.grant.mode === 'read') throw new LockUpgradeError(resourceId);
+      if ((mode === 'permit') !== (outer.grant.mode === 'permit'))
+        throw new ResourceKindError(resourceId, mode === 'permit' ? 'permit' : 'read-write');
+      if (mode === 'permit' && (outer.grant.permits ?? 1) < (target.permit?.count ?? 1))
+        throw new InvalidOptionsError(
+          `count: ${what} nested in a call that holds ${outer.grant.permits ?? 1} permits of ${JSON.stringify(resourceId)} asks for more`,
+        );
       if (outer.trx === undefined)
         throw new InvalidOptionsError(
           `${what}: ${resourceId} is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join; use its grant (locks.current(id).grant) and transaction`,
@@ -708,7 +813,13 @@ export class LockManager {
     if (joined) return work(joined.trx, joined.grants);
     this.#checkPool(leaseMs !== undefined, what);
     // A section takes the rows in the same order, in its one transaction.
-    if (section) return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
+    if (section) {
+      if (targets.some((t) => t.mode === 'permit'))
+        throw new InvalidOptionsError(
+          'section: withLocks with permits has no one-commit section (permit holders are durable grants)',
+        );
+      return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
+    }
     const group = await this.#acquireGroup(targets, waitMs, signal);
     const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs));
     try {
@@ -757,8 +868,11 @@ export class LockManager {
       throw new InvalidOptionsError(
         `withLocks: ${JSON.stringify(partial.t.resourceId)} is not held by the enclosing operation that holds the others; a nested withLocks names only resources one enclosing operation holds, or none of them`,
       );
-    for (const h of held)
+    for (const h of held) {
       if (h.t.mode === 'write' && h.outer!.grant.mode === 'read') throw new LockUpgradeError(h.t.resourceId);
+      if ((h.t.mode === 'permit') !== (h.outer!.grant.mode === 'permit'))
+        throw new ResourceKindError(h.t.resourceId, h.t.mode === 'permit' ? 'permit' : 'read-write');
+    }
     const sorted = [...held].sort((a, b) => Buffer.compare(a.t.resource, b.t.resource));
     return { trx: trx!, grants: sorted.map((h) => h.outer!.grant) };
   }
@@ -819,6 +933,13 @@ export class LockManager {
  */
 async function releaseLeftover(held: { readonly settled: boolean; release(): Promise<boolean> }): Promise<void> {
   if (!held.settled) await held.release();
+}
+
+/** A permit call's options without `permits` and `count`, for the options every acquire shares. */
+function withoutPermits(options: unknown): Record<string, unknown> {
+  if (typeof options !== 'object' || options === null) return {};
+  const { permits: _permits, count: _count, ...rest } = options as Record<string, unknown>;
+  return rest;
 }
 
 /** knex's pool size when its config names none. */

@@ -105,7 +105,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   });
   // Every known series exported from the start at 0, so a rate() or an alert sees the first event.
   for (const by of LOST_BY) lost.inc({ released_by: by }, 0);
-  for (const mode of ['write', 'read']) {
+  for (const mode of ['write', 'read', 'permit']) {
     fenceRefusals.inc({ mode }, 0);
     reaped.inc({ mode }, 0);
   }
@@ -156,6 +156,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
       (g, v) => {
         g.set({ mode: 'write' }, v.live.write);
         g.set({ mode: 'read' }, v.live.read);
+        g.set({ mode: 'permit' }, v.live.permit);
       },
       ['mode'],
     );

@@ -18,6 +18,8 @@ export interface LockState {
   resourceId: string;
   /** The resource's counts of live grants by mode, named as in `LockStats.live`. */
   live: { write: number; read: number };
+  /** The limit of the semaphore whose permits hold the resource (`live.read` counts them), else null. */
+  permitLimit: number | null;
   /** A waiting writer currently holds new readers back. */
   writerWaiting: boolean;
   holders: Holder[];
@@ -29,15 +31,18 @@ export async function inspectResource(
   resource: Buffer,
   staleAfterMs: number,
 ): Promise<LockState> {
-  const counts = await query<Array<{ w_count: number; r_count: number; writer_waiting: number | null }>>(
+  const counts = await query<
+    Array<{ w_count: number; r_count: number; permit_limit: number | null; writer_waiting: number | null }>
+  >(
     conn,
-    `SELECT w_count, r_count, w_wait_until > ${DB_NOW} AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?`,
+    `SELECT w_count, r_count, permit_limit, w_wait_until > ${DB_NOW} AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?`,
     [resource],
   );
   const rows = await query<
     Array<{
       id: number | string;
       lock_type: number;
+      permits: number | null;
       status: number;
       owner: string;
       create_us: number | string;
@@ -47,7 +52,7 @@ export async function inspectResource(
     }>
   >(
     conn,
-    `SELECT id, lock_type, status, owner, ${epochUs('create_time')} AS create_us, ${epochUs('lease_until')} AS lease_us,
+    `SELECT id, lock_type, permits, status, owner, ${epochUs('create_time')} AS create_us, ${epochUs('lease_until')} AS lease_us,
             TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us, lease_until >= ${DB_NOW} AS leased
        FROM t_lock_log WHERE status = ${STATUS.live} AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
     [resource],
@@ -56,12 +61,13 @@ export async function inspectResource(
   return {
     resourceId,
     live: { write: c ? Number(c.w_count) : 0, read: c ? Number(c.r_count) : 0 },
+    permitLimit: c && c.permit_limit !== null && Number(c.r_count) > 0 ? Number(c.permit_limit) : null,
     writerWaiting: c ? Number(c.writer_waiting) === 1 : false,
     holders: rows.map((r) => {
       const ageMs = Number(r.age_us) / 1000;
       return {
         id: Number(r.id),
-        mode: modeOf(r.lock_type),
+        mode: modeOf(r.lock_type, r.permits),
         owner: r.owner,
         createTime: utcDate(r.create_us),
         leaseUntil: utcDate(r.lease_us),

@@ -10,9 +10,15 @@ export interface LoggedGrant {
   mode: LockMode;
 }
 
-type Row = { id: number | string; status: number; released_by: number | null; lock_type: number };
+type Row = {
+  id: number | string;
+  status: number;
+  released_by: number | null;
+  lock_type: number;
+  permits: number | string | null;
+};
 
-const COLUMNS = 'id, status, released_by, lock_type';
+const COLUMNS = 'id, status, released_by, lock_type, permits';
 
 function fromRow(row: Row | undefined): LoggedGrant | null {
   return row
@@ -20,7 +26,7 @@ function fromRow(row: Row | undefined): LoggedGrant | null {
         id: Number(row.id),
         status: Number(row.status),
         releasedBy: row.released_by === null ? null : Number(row.released_by),
-        mode: modeOf(Number(row.lock_type)),
+        mode: modeOf(Number(row.lock_type), row.permits),
       }
     : null;
 }
@@ -32,11 +38,19 @@ export async function findGrantByToken(conn: RawConnection, token: Buffer): Prom
 
 /** What a release needs to know of a grant, by id; null when there is no such grant. */
 export async function findGrantRef(conn: RawConnection, id: number): Promise<GrantRef | null> {
-  const rows = await query<Array<{ resource_id: Buffer; lock_type: number; token: Buffer }>>(
+  const rows = await query<Array<{ resource_id: Buffer; lock_type: number; permits: number | null; token: Buffer }>>(
     conn,
-    'SELECT resource_id, lock_type, token FROM t_lock_log WHERE id = ?',
+    'SELECT resource_id, lock_type, permits, token FROM t_lock_log WHERE id = ?',
     [id],
   );
   const row = rows[0];
-  return row ? { id, resource: row.resource_id, mode: modeOf(Number(row.lock_type)), token: row.token } : null;
+  if (!row) return null;
+  const ref: GrantRef = {
+    id,
+    resource: row.resource_id,
+    mode: modeOf(Number(row.lock_type), row.permits),
+    token: row.token,
+  };
+  if (row.permits !== null) ref.permits = Number(row.permits);
+  return ref;
 }

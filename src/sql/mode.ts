@@ -47,7 +47,7 @@ export async function upgradeGrant(conn: RawConnection, grant: GrantRef): Promis
       `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
           SET l.lock_type = ${LOCK_TYPE.write}, l.mode_changed_at = ${DB_ROW_NOW}, l.version = l.version + 1,
               r.w_count = 1, r.r_count = 0, r.version = r.version + 1
-        WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)
+        WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.read} AND l.permits IS NULL AND l.status = ${STATUS.live} AND l.token = UNHEX(?)
           AND r.w_count = 0 AND r.r_count = 1`,
       [grant.id, hex(grant.resource), hex(grant.token)],
     );

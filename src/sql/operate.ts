@@ -54,7 +54,7 @@ export function listQuery(
     params.push(cursor.days, cursor.us, cursor.days, cursor.us, cursor.id);
   }
   if (f.mode !== undefined) {
-    where.push('l.lock_type = ?');
+    where.push(`l.lock_type = ? AND l.permits IS ${f.mode === 'permit' ? 'NOT NULL' : 'NULL'}`);
     params.push(LOCK_TYPE[f.mode]);
   }
   if (f.owner !== undefined) {
@@ -72,7 +72,7 @@ export function listQuery(
     params.push(staleAfterMs * 1000);
   }
   params.push(f.limit + 1);
-  const sql = `SELECT l.id, l.resource_id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+  const sql = `SELECT l.id, l.resource_id, l.lock_type, l.permits, l.owner, ${epochUs('l.create_time')} AS create_us,
             ${epochUs('l.lease_until')} AS lease_us,
             TIMESTAMPDIFF(MICROSECOND, l.create_time, ${DB_NOW}) AS age_us, ${STALE_SQL} AS stale,
             r.w_wait_until > ${DB_NOW} AS writer_waiting
@@ -115,6 +115,7 @@ export async function listLive(
       id: number | string;
       resource_id: Buffer;
       lock_type: number;
+      permits: number | null;
       owner: string;
       create_us: number | string;
       lease_us: number | string | null;
@@ -126,7 +127,7 @@ export async function listLive(
   const grants = rows.slice(0, f.limit).map((r) => ({
     id: Number(r.id),
     resourceId: r.resource_id.toString('utf8'),
-    mode: modeOf(r.lock_type),
+    mode: modeOf(r.lock_type, r.permits),
     owner: r.owner,
     createTime: utcDate(r.create_us),
     ageMs: Number(r.age_us) / 1000,
@@ -171,7 +172,7 @@ export function historyQuery(
   before: number | undefined,
 ): { sql: string; params: SqlValue[] } {
   return {
-    sql: `SELECT l.id, l.lock_type, l.owner, ${epochUs('l.create_time')} AS create_us,
+    sql: `SELECT l.id, l.lock_type, l.permits, l.owner, ${epochUs('l.create_time')} AS create_us,
             ${epochUs('l.released_at')} AS released_us, l.released_by, ${epochUs('l.mode_changed_at')} AS mode_changed_us,
             TIMESTAMPDIFF(MICROSECOND, l.create_time, COALESCE(l.released_at, ${DB_NOW})) AS held_us, n.releaser, n.reason
        FROM t_lock_log l LEFT JOIN t_lock_release_note n ON n.grant_id = l.id
@@ -193,6 +194,7 @@ export async function resourceHistory(
     Array<{
       id: number | string;
       lock_type: number;
+      permits: number | null;
       owner: string;
       create_us: number | string;
       released_us: number | string | null;
@@ -205,7 +207,7 @@ export async function resourceHistory(
   >(conn, q.sql, q.params);
   const grants = rows.slice(0, limit).map((r) => ({
     id: Number(r.id),
-    mode: modeOf(r.lock_type),
+    mode: modeOf(r.lock_type, r.permits),
     owner: r.owner,
     createTime: utcDate(r.create_us),
     releasedAt: utcDate(r.released_us),
@@ -220,7 +222,8 @@ export async function resourceHistory(
 
 /** What `stats()` returns; counts on the database clock. */
 export interface LockStats {
-  live: { write: number; read: number };
+  /** Live grants by mode (a permit grant counts once, whatever its permits). */
+  live: { write: number; read: number; permit: number };
   /** Live grants the reaper would release now (the manager's `staleAfterMs`). */
   stale: number;
   /** Live grants kept from the reaper by an extended lease. */
@@ -243,13 +246,15 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
     Array<{
       w: number | string;
       r: number | string;
+      p: number | string;
       stale: number | string;
       leased: number | string;
       oldest_us: number | string | null;
     }>
   >(
     conn,
-    `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r,
+    `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w,
+            COALESCE(SUM(lock_type = ${LOCK_TYPE.read} AND permits IS NULL), 0) AS r, COALESCE(SUM(permits IS NOT NULL), 0) AS p,
             COALESCE(SUM(${STALE_SQL}), 0) AS stale, COALESCE(SUM(lease_until >= ${DB_NOW}), 0) AS leased,
             TIMESTAMPDIFF(MICROSECOND, MIN(create_time), ${DB_NOW}) AS oldest_us
        FROM t_lock_log WHERE status = ${STATUS.live}`,
@@ -268,7 +273,7 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
        FROM t_lock_release_note WHERE released_at > ${DB_NOW} - INTERVAL 1 HOUR`,
   );
   return {
-    live: { write: Number(live!.w), read: Number(live!.r) },
+    live: { write: Number(live!.w), read: Number(live!.r), permit: Number(live!.p) },
     stale: Number(live!.stale),
     leased: Number(live!.leased),
     waitingWriters: Number(waiting!.n),

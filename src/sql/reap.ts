@@ -60,6 +60,7 @@ interface LockedRow {
   id: string;
   resource_id: Buffer;
   lock_type: number;
+  permits: number | string | null;
   version: number;
   owner: string;
   create_us: number | string;
@@ -114,7 +115,7 @@ export async function reapCandidates(
   try {
     const rows = await query<LockedRow[]>(
       conn,
-      `SELECT CAST(id AS CHAR) AS id, resource_id, lock_type, version, owner, ${epochUs('create_time')} AS create_us,
+      `SELECT CAST(id AS CHAR) AS id, resource_id, lock_type, permits, version, owner, ${epochUs('create_time')} AS create_us,
               TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us
          FROM t_lock_log
         WHERE id IN (?) AND status = ${STATUS.live} AND ${how.staleSql ?? STALE_SQL}
@@ -149,7 +150,7 @@ export async function reapCandidates(
     return live.map((r) => ({
       id: Number(r.id),
       resourceId: r.resource_id.toString('utf8'),
-      mode: modeOf(r.lock_type),
+      mode: modeOf(r.lock_type, r.permits),
       owner: r.owner,
       createTime: utcDate(r.create_us),
       ageMs: Number(r.age_us) / 1000,
@@ -173,7 +174,7 @@ async function giveCountsBack(conn: RawConnection, live: LockedRow[]): Promise<v
     const key = row.resource_id.toString('hex');
     const entry = perResource.get(key) ?? { resource: row.resource_id, w: 0, r: 0 };
     if (row.lock_type === LOCK_TYPE.write) entry.w += 1;
-    else entry.r += 1;
+    else entry.r += row.permits === null ? 1 : Number(row.permits); // a permit grant holds `permits`
     perResource.set(key, entry);
   }
   const byDecrement = new Map<string, { w: number; r: number; resources: Buffer[] }>();

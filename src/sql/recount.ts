@@ -7,7 +7,7 @@ export interface CountDisagreement {
   /** The counts in the resource row; 0 when the row is missing. */
   wCount: number;
   rCount: number;
-  /** Live grants of the resource in the grant log, by mode. */
+  /** Live grants of the resource in the grant log, by mode; `liveReads` counts a permit grant's permits. */
   liveWrites: number;
   liveReads: number;
   /** No resource row although grants are live: a first acquire would insert one and be granted beside them. */
@@ -17,7 +17,7 @@ export interface CountDisagreement {
 /** Live grants by resource, read from the (status, create_time) index: the cost follows the live grants only. */
 const liveByResource = (
   range: string,
-): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(lock_type = ${LOCK_TYPE.read}) AS r
+): string => `SELECT resource_id, SUM(lock_type = ${LOCK_TYPE.write}) AS w, SUM(IF(lock_type = ${LOCK_TYPE.read}, COALESCE(permits, 1), 0)) AS r
        FROM t_lock_log WHERE status = ${STATUS.live}${range} GROUP BY resource_id`;
 
 /** Resource rows read per statement: each statement is one short consistent read, never one of the whole table. */
@@ -96,11 +96,19 @@ export async function findDisagreements(
 /** The resource row, locked: every change to the resource's live grants writes it too, so holding it holds them still. */
 export const LOCK_RESOURCE_ROW = 'SELECT w_count, r_count FROM t_read_write_lock WHERE resource_id = ? FOR UPDATE';
 /** The live grants of one resource, by mode (a non-locking read: see `recountResource`). */
-export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r
+export const COUNT_LIVE = `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(IF(lock_type = ${LOCK_TYPE.read}, COALESCE(permits, 1), 0)), 0) AS r,
+          COALESCE(SUM(permits IS NOT NULL), 0) AS p
    FROM t_lock_log WHERE resource_id = ? AND status = ${STATUS.live}`;
 export const SET_COUNTS =
   'UPDATE t_read_write_lock SET w_count = ?, r_count = ?, version = version + 1 WHERE resource_id = ?';
-const INSERT_ROW = 'INSERT INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
+/**
+ * A missing row inserted again. Its `permit_limit` is NULL, or, when live permit grants hold the
+ * resource, their permits: the log does not keep a semaphore's limit, and this is the one limit that
+ * admits no one beyond the holders and keeps readers from joining them; once they are gone the
+ * semaphore takes its next holder's limit.
+ */
+const INSERT_ROW =
+  'INSERT INTO t_read_write_lock (resource_id, w_count, r_count, permit_limit, version) VALUES (?, ?, ?, ?, 1)';
 
 /** What a recount of one resource found: nothing to do, counts set from the log, or grants that exclude each other. */
 export type RecountOutcome =
@@ -123,7 +131,11 @@ export async function recountResource(conn: RawConnection, resource: Buffer): Pr
   await query(conn, 'START TRANSACTION');
   try {
     const [row] = await query<Array<{ w_count: number; r_count: number }>>(conn, LOCK_RESOURCE_ROW, [resource]);
-    const [live] = await query<Array<{ w: number | string; r: number | string }>>(conn, COUNT_LIVE, [resource]);
+    const [live] = await query<Array<{ w: number | string; r: number | string; p: number | string }>>(
+      conn,
+      COUNT_LIVE,
+      [resource],
+    );
     const found = disagreement({
       resource_id: resource,
       w_count: row?.w_count ?? 0,
@@ -138,7 +150,8 @@ export async function recountResource(conn: RawConnection, resource: Buffer): Pr
     else if (found.liveWrites > 1 || (found.liveWrites === 1 && found.liveReads > 0))
       outcome = { kind: 'conflicting', found };
     else {
-      if (found.rowMissing) await query(conn, INSERT_ROW, [resource, found.liveWrites, found.liveReads]);
+      const permitLimit = Number(live?.p ?? 0) > 0 ? found.liveReads : null;
+      if (found.rowMissing) await query(conn, INSERT_ROW, [resource, found.liveWrites, found.liveReads, permitLimit]);
       else await query(conn, SET_COUNTS, [found.liveWrites, found.liveReads, resource]);
       outcome = { kind: 'repaired', found };
     }

@@ -13,6 +13,8 @@ export interface GrantRef {
    * id again, and the id alone would let the old holder release, or fence its work with, the new one.
    */
   token: Buffer;
+  /** How many permits a permit grant holds (given back by its release); absent for read and write grants. */
+  permits?: number;
 }
 
 /**
@@ -48,7 +50,8 @@ export type ReleaseParams = [
 
 export function releaseParams(grant: GrantRef, by: keyof typeof RELEASED_BY): ReleaseParams {
   const write = grant.mode === 'write' ? 1 : 0;
-  return [RELEASED_BY[by], write, 1 - write, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
+  const read = write === 1 ? 0 : grant.mode === 'permit' ? (grant.permits ?? 1) : 1;
+  return [RELEASED_BY[by], write, read, grant.id, hex(grant.resource), LOCK_TYPE[grant.mode], hex(grant.token)];
 }
 
 /** RELEASE_SQL naming the grant by its token alone (a UNIQUE key), for a grant whose id a JS number cannot hold. */
@@ -104,13 +107,14 @@ export async function releaseGrant(
  * resource row, so the statement changes `RELEASED_ROWS` × n rows exactly when every grant was
  * live; fewer means one of them was not, and the caller's transaction must roll back (its other
  * releases with it). Each resource row gives back its own grant's count: the mode travels in the
- * WHERE term (`lock_type`), and the SET reads it from the grant row it joined.
+ * WHERE term (`lock_type`), and the SET reads it from the grant row it joined (a permit grant gives
+ * back its `permits`).
  */
 export function releaseManySql(n: number): string {
   const term = '(l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.token = UNHEX(?))';
   return `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
    SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
-       r.w_count = r.w_count - (l.lock_type = ${LOCK_TYPE.write}), r.r_count = r.r_count - (l.lock_type = ${LOCK_TYPE.read}),
+       r.w_count = r.w_count - (l.lock_type = ${LOCK_TYPE.write}), r.r_count = r.r_count - IF(l.lock_type = ${LOCK_TYPE.read}, COALESCE(l.permits, 1), 0),
        r.version = r.version + 1
  WHERE l.status = ${STATUS.live} AND (${Array.from({ length: n }, () => term).join('\n    OR ')})`;
 }

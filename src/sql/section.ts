@@ -33,7 +33,8 @@ export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
   write: `UPDATE t_read_write_lock SET version = version + 1
  WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
   readExclusive: `UPDATE t_read_write_lock SET version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
+ WHERE resource_id = ? AND w_count = 0 AND (permit_limit IS NULL OR r_count = 0)
+   AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
 };
 
 /**
@@ -44,9 +45,11 @@ export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
  * reads only after every gate and row is taken), which takes its snapshot. Under SERIALIZABLE InnoDB
  * makes every read a shared-lock read, so a section asked for at that level takes the gate
  * exclusively instead (src/lock/section.ts).
- * `free` is 1 when no writer holds and no writer intent is in force; no row: never used.
+ * `free` is 1 when no writer and no semaphore's permits hold and no writer intent is in force; no
+ * row: never used.
  */
-export const READ_DECISION = `SELECT w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) AS free
+export const READ_DECISION = `SELECT w_count = 0 AND (permit_limit IS NULL OR r_count = 0)
+   AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) AS free
  FROM t_read_write_lock WHERE resource_id = ?`;
 
 /**

@@ -22,12 +22,16 @@ export interface GrantRow {
    * at most once and the `transition` check holds it to that.
    */
   modeChangedMs?: number | null;
+  /** A permit grant's permits (`t_lock_log.permits`); null or absent for read and write grants. */
+  permits?: number | null;
 }
 
 export interface LockRow {
   resource: string;
   w: number;
   r: number;
+  /** `permit_limit`: the limit of the semaphore whose permits the row counts (null: a read-write lock). */
+  limit?: number | null;
 }
 
 export interface EffectRow {
@@ -92,7 +96,8 @@ export type CheckName =
   | 'transition'
   | 'liveness'
   | 'order'
-  | 'deadlock';
+  | 'deadlock'
+  | 'permits';
 
 export interface Violation {
   check: CheckName;
@@ -104,6 +109,12 @@ export interface CheckInput {
   db: DbState;
   samples?: Sample[];
   liveness?: Liveness;
+  /**
+   * Each semaphore's limit, as the workload used it. The row's `permit_limit` at the end is not
+   * evidence of it: once idle, a resource takes the kind and limit of its next holder (a liveness
+   * probe's, say). Without it the rows' limits are used.
+   */
+  permitLimits?: Record<string, number>;
 }
 
 export interface CheckResult {
@@ -131,6 +142,8 @@ export function check(input: CheckInput): CheckResult {
   for (const v of overlapViolations(db.grants)) add(v);
   // ... nor a one-commit section's span overlapping a grant or another section in a conflicting mode
   for (const v of sectionViolations(db)) add(v);
+  // ... nor more permits held of a semaphore than its limit, nor a permit beside a read or write grant
+  for (const v of permitViolations(db.grants, db.locks, input.permitLimits)) add(v);
   // (3) effect chains without lost updates; readers saw a stable value
   for (const v of chainViolations(db.effects, db.counters)) add(v);
   for (const r of db.reads) {
@@ -170,7 +183,7 @@ export function liveCounts(grants: GrantRow[]): Sample['live'] {
   for (const g of grants) {
     if (g.status !== 0 && g.status !== 1) continue;
     const key = `${g.type}\u0000${g.resource}`;
-    m.set(key, (m.get(key) ?? 0) + 1);
+    m.set(key, (m.get(key) ?? 0) + (g.permits ?? 1));
   }
   return [...m].map(([key, n]) => {
     const [type, resource] = key.split('\u0000') as [string, string];
@@ -201,6 +214,66 @@ export function invariantViolations(locks: LockRow[], live: Sample['live'], wher
   for (const [resource, e] of liveOf) {
     if (!seen.has(resource) && (e.w > 0 || e.r > 0))
       out.push({ check: 'invariant', detail: `${where} ${resource}: live grants w=${e.w} r=${e.r} but no lock row` });
+  }
+  return out;
+}
+
+/**
+ * Never more than N holders: on each semaphore (with the limit the workload used, else its row's
+ * `permit_limit`), the permits of permit grants live at once on the database clock,
+ * from each grant's creation to its release, never exceed the limit; and no read or write grant is
+ * live beside a permit grant. A grant created when another was released is not beside it (the
+ * acquire waited for that release's commit, so it is dated after).
+ */
+export function permitViolations(
+  grants: GrantRow[],
+  locks: LockRow[],
+  permitLimits?: Record<string, number>,
+): Violation[] {
+  const out: Violation[] = [];
+  const limits = new Map(
+    permitLimits
+      ? Object.entries(permitLimits)
+      : locks.filter((l) => l.limit != null).map((l) => [l.resource, l.limit!] as const),
+  );
+  const byResource = new Map<string, GrantRow[]>();
+  for (const g of grants) byResource.set(g.resource, [...(byResource.get(g.resource) ?? []), g]);
+  for (const [resource, list] of byResource) {
+    const permits = list.filter((g) => g.permits != null);
+    if (permits.length === 0) continue;
+    const limit = limits.get(resource);
+    // Every start and end, an end before a start at the same time.
+    const edges = list.flatMap((g) => [
+      { t: g.createdMs, d: 1, g },
+      { t: g.releasedMs ?? Number.POSITIVE_INFINITY, d: -1, g },
+    ]);
+    edges.sort((a, b) => a.t - b.t || a.d - b.d);
+    let held = 0;
+    const live = new Set<GrantRow>();
+    let reported = 0;
+    for (const e of edges) {
+      if (e.d < 0) {
+        live.delete(e.g);
+        if (e.g.permits != null) held -= e.g.permits;
+        continue;
+      }
+      const other = [...live].find((l) => (l.permits != null) !== (e.g.permits != null));
+      if (other && reported++ < MAX_PER_CHECK)
+        out.push({
+          check: 'permits',
+          detail: `${resource}: grant ${e.g.id} (${e.g.permits != null ? 'permit' : 'read-write'}) started while grant ${other.id} (${other.permits != null ? 'permit' : 'read-write'}) was live`,
+        });
+      live.add(e.g);
+      if (e.g.permits == null) continue;
+      held += e.g.permits;
+      if (limit !== undefined && held > limit && reported++ < MAX_PER_CHECK)
+        out.push({
+          check: 'permits',
+          detail: `${resource}: ${held} permits held of a semaphore of ${limit} when grant ${e.g.id} started (live: ${[...live].map((l) => l.id).join(', ')})`,
+        });
+    }
+    if (limit === undefined)
+      out.push({ check: 'permits', detail: `${resource}: permit grants but no semaphore limit on its row` });
   }
   return out;
 }

@@ -7,7 +7,8 @@ export function now(): number {
   return performance.timeOrigin + performance.now();
 }
 
-export type OpKind = 'write' | 'read';
+/** `permit`: the work of `withPermit` on a semaphore (a fenced read of its counter). */
+export type OpKind = 'write' | 'read' | 'permit';
 export type Outcome = 'ok' | 'fail' | 'unknown';
 
 /**

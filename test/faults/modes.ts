@@ -45,7 +45,7 @@ export function withMany<T>(
         trx,
         grants.map((g) => ({
           resource: g.resourceId,
-          mode: g.mode,
+          mode: g.mode as Held['mode'], // a group of read and write sets only
           grant: g.id,
           ...(options.section ? {} : { extend: (ms: number) => g.extend(ms) }),
         })),

@@ -101,6 +101,10 @@ function base(
     transitionFraction: 0.15,
     sectionFraction: 0.15,
     multiFraction: 0.1,
+    // Semaphores of 2 permits, used by permit operations alone: "never more than 2 holders" is judged on each.
+    semaphores: ['sem-1', 'sem-2'],
+    permitLimit: 2,
+    permitFraction: 0.1,
     faultLoops: 2,
     livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
@@ -140,7 +144,7 @@ describe('reliability under faults', () => {
     const direct: Target = { serverUrl, adminUrl: serverUrl };
     const viaProxy: Target = { serverUrl: `mysql://root@127.0.0.1:${proxy!.port}/`, adminUrl: serverUrl };
     const o = base('single-node', viaProxy);
-    await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
+    await database(o.database, serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
     // mariadbd SIGKILLed (with live grants) and restarted on the same datadir and port.
     const serverKills = async (ctx: FaultContext): Promise<void> => {
       while (!ctx.stopping) {
@@ -327,12 +331,27 @@ describe('reliability under faults', () => {
       },
       expect: ['deadlock'],
     },
+    {
+      name: 'permit-unguarded',
+      defect:
+        "a permit acquire whose limit check reads the count, then adds to it with an UPDATE that checks nothing (the library's test-only permitGuardForTests.unguarded)",
+      tweak: {
+        workerVariant: 'permit-unguarded',
+        minDurationMs: 12_000,
+        semaphores: ['sem-1'],
+        permitFraction: 0.8,
+        slowFraction: 0,
+        processFaults: [],
+        required: {},
+      },
+      expect: ['permits'],
+    },
   ];
   for (const c of controls) {
     it(`negative control ${c.name}: the checker reports violations`, async () => {
       const t: Target = { serverUrl, adminUrl: serverUrl };
       const o = { ...base(`negative-${c.name}`, t), workers: 4, resources: ['loan-1', 'loan-2'], faultLoops: 1 };
-      await database(o.database, serverUrl, [...o.resources, ...o.slowResources]);
+      await database(o.database, serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
       const r = await runScenario({
         ...o,
         minDurationMs: 25_000,
@@ -363,7 +382,7 @@ describe('reliability under faults', () => {
       cluster = await startGalera({ log: (l) => console.log(`[faults] ${l}`) });
       const targets: Target[] = cluster.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
       const o = { ...base('galera', targets[0]!), workers: 6, workerTargets: targets, reaperTargets: targets };
-      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources]);
+      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
       const c = cluster;
       const nodeKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000);
@@ -497,7 +516,11 @@ describe('reliability under faults', () => {
         followPrimary: c.nodes.map((n) => n.url),
         settle: async () => targets[await c.primary()]!,
       };
-      await database(o.database, targets[first]!.serverUrl, [...o.resources, ...o.slowResources]);
+      await database(o.database, targets[first]!.serverUrl, [
+        ...o.resources,
+        ...o.slowResources,
+        ...(o.semaphores ?? []),
+      ]);
       const primaryKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000); // mid-run: the workload has been going for a while
         if (ctx.stopping) return;
@@ -558,7 +581,7 @@ describe('reliability under faults', () => {
       const c = cluster;
       const targets: Target[] = c.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
       const o = { ...base('gr-multi-primary', targets[0]!), workerTargets: targets, reaperTargets: targets };
-      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources]);
+      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
       const nodeKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000); // mid-run: the workload has been going for a while
         if (ctx.stopping) return;
@@ -628,7 +651,7 @@ describe('reliability under faults', () => {
         followPrimary: [p.primaryClientUrl, p.replicaClientUrl],
         settle: async () => replica,
       };
-      await database(o.database, p.primaryUrl, [...o.resources, ...o.slowResources]);
+      await database(o.database, p.primaryUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
       await p.waitApplied((await p.primaryPosition()) ?? '', 30_000);
       let window: LossWindow | undefined;
       const facts: string[] = [];

@@ -25,7 +25,8 @@ export function startSampler(adminUrl: string, database: string): Sampler {
           'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock',
         );
         const [live] = await conn.query(
-          'SELECT CAST(resource_id AS CHAR) AS resource, lock_type AS type, COUNT(*) AS n FROM t_lock_log WHERE status IN (0, 1) GROUP BY resource_id, lock_type',
+          // A permit grant counts its permits, as r_count does.
+          'SELECT CAST(resource_id AS CHAR) AS resource, lock_type AS type, SUM(COALESCE(permits, 1)) AS n FROM t_lock_log WHERE status IN (0, 1) GROUP BY resource_id, lock_type',
         );
         await conn.query('COMMIT');
         samples.push({

@@ -69,6 +69,10 @@ export interface ScenarioOptions {
   sectionFraction: number;
   /** Of all operations, the share on two resources (half of them as sections). */
   multiFraction: number;
+  /** Semaphores of `permitLimit` permits, and the share of operations run as `withPermit` on one of them. */
+  semaphores?: string[];
+  permitLimit?: number;
+  permitFraction?: number;
   processFaults: ProcessFault[];
   /** Fault loops of process faults running side by side. */
   faultLoops: number;
@@ -139,6 +143,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         transitionFraction: o.transitionFraction,
         sectionFraction: o.sectionFraction,
         multiFraction: o.multiFraction,
+        ...(o.semaphores
+          ? { semaphores: o.semaphores, permitLimit: o.permitLimit, permitFraction: o.permitFraction }
+          : {}),
         staleAfterMs: o.staleAfterMs,
         reaperPeriodMs: o.reaperPeriodMs,
         resolveTimeoutMs: 15_000,
@@ -305,6 +312,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     db: state,
     samples: sampler.samples,
     liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs },
+    ...(o.semaphores ? { permitLimits: Object.fromEntries(o.semaphores.map((s) => [s, o.permitLimit ?? 2])) } : {}),
   });
   const result = o.judge ? o.judge(checked, events, state, notes) : checked;
   if (!liveAgain)

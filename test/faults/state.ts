@@ -19,10 +19,11 @@ export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']
     m: string | null;
     by: number | null;
     owner: string;
+    p: number | null;
   }>(
     t,
     `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
-            UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner FROM t_lock_log
+            UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner, permits AS p FROM t_lock_log
       WHERE released_by IS NULL OR released_by <> ${RELEASED_BY.withdrawn}`, // a withdrawn acquire's row was never a grant
   );
   return rows.map((g) => ({
@@ -35,6 +36,7 @@ export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']
     modeChangedMs: g.m === null ? null : ms(g.m),
     releasedBy: g.by === null ? null : Number(g.by),
     owner: g.owner,
+    permits: g.p === null ? null : Number(g.p),
   }));
 }
 
@@ -92,10 +94,12 @@ export async function waitFree(q: Query, t: Target, deadline: number): Promise<n
 export function readFinalState(q: Query, t: Target, probeOwner: string): Promise<DbState> {
   return retrying(async () => {
     const grants = await loadGrants(q, t);
-    const locks = await q<{ resource: string; w: number; r: number }>(
-      t,
-      'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r FROM t_read_write_lock',
-    );
+    const locks = (
+      await q<{ resource: string; w: number; r: number; l: number | null }>(
+        t,
+        'SELECT CAST(resource_id AS CHAR) AS resource, w_count AS w, r_count AS r, permit_limit AS l FROM t_read_write_lock',
+      )
+    ).map((row) => ({ resource: row.resource, w: row.w, r: row.r, limit: row.l === null ? null : Number(row.l) }));
     const effects = await q<{
       op: string;
       resource: string;
@@ -129,7 +133,7 @@ export function readFinalState(q: Query, t: Target, probeOwner: string): Promise
     );
     return {
       grants: grants.filter((g) => g.owner !== probeOwner),
-      locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r) })),
+      locks: locks.map((l) => ({ resource: l.resource, w: Number(l.w), r: Number(l.r), limit: l.limit })),
       effects: effects.map((e) => ({
         op: e.op,
         resource: e.resource,

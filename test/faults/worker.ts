@@ -23,6 +23,7 @@ import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-rep
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
 import { acquireOrderForTests, fenceForTests } from '../../src/lock/group.js';
 import { sectionTesting } from '../../src/lock/section.js';
+import { permitGuardForTests } from '../../src/sql/acquire.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
 import { inSection, withMany, type Held } from './modes.js';
@@ -34,7 +35,8 @@ export type WorkerVariant =
   | 'downgrade-split'
   | 'section-unguarded'
   | 'multi-first-fence'
-  | 'multi-caller-order';
+  | 'multi-caller-order'
+  | 'permit-unguarded';
 export type Phase = 'before' | 'during' | 'after';
 
 export interface WorkerConfig {
@@ -54,6 +56,11 @@ export interface WorkerConfig {
   sectionFraction: number;
   /** Of all operations, the share on two resources (half of them as sections). */
   multiFraction: number;
+  /** Semaphores (used by permit operations only), each of `permitLimit` permits. */
+  semaphores?: string[];
+  permitLimit?: number;
+  /** Of all operations, the share run as `withPermit` on a semaphore, taking 1 or 2 permits. */
+  permitFraction?: number;
   staleAfterMs: number;
   /** The reapers' tick: slow operations aim their final commit at a reaper round. */
   reaperPeriodMs: number;
@@ -105,6 +112,8 @@ const lockManager = (knex: Knex): LockManager =>
     staleAfterMs: config.staleAfterMs,
     resolveTimeoutMs: config.resolveTimeoutMs,
     deadlockRetries: 20,
+    // The permit control breaks the plain-statement permit acquire: this worker uses it.
+    ...(config.variant === 'permit-unguarded' ? { procedures: false } : {}),
   });
 /** Scoped calls (withWriteLock/withReadLock) as the library runs them; the other variants break only their own kind of operation. */
 const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
@@ -113,6 +122,8 @@ const scoped = config.variant !== 'nofence' && config.variant !== 'release-ungua
 if (config.variant === 'section-unguarded') sectionTesting.guard = false;
 if (config.variant === 'multi-first-fence') fenceForTests.firstOnly = true;
 if (config.variant === 'multi-caller-order') acquireOrderForTests.callerOrder = true;
+// A permit's limit checked on a count read first, then written unguarded.
+if (config.variant === 'permit-unguarded') permitGuardForTests.unguarded = true;
 let db = connect();
 let locks = lockManager(db);
 
@@ -366,10 +377,29 @@ async function readOp(
 }
 
 /**
+ * A permit operation: `withPermit` on a semaphore of `permitLimit` permits, taking 1 or 2, whose work
+ * reads the semaphore's counter twice in its fenced transaction (a business row the ack check finds).
+ */
+async function permitOp(op: string, resource: string): Promise<number> {
+  const limit = config.permitLimit ?? 2;
+  const count = limit > 1 && Math.random() < 0.25 ? 2 : 1;
+  return locks.withPermit(
+    resource,
+    async (trx, grant) => {
+      log({ op, kind: 'permit', resource, ev: 'granted', grant: grant.id });
+      const seen = await readStep(trx, op, resource, grant.id, rand(2, 20), true);
+      log({ op, kind: 'permit', resource, ev: 'work-done', grant: grant.id, seen });
+      return seen;
+    },
+    { permits: limit, count, waitMs: config.waitMs, signal: stopper.signal, isolationLevel: 'read committed' },
+  );
+}
+
+/**
  * A one-commit section: the business transaction takes the lock with its first statement, writes
  * (or reads twice) and commits once. The 'section-unguarded' variant takes it without the guard.
  */
-async function sectionOp(op: string, kind: OpKind, resource: string): Promise<number | undefined> {
+async function sectionOp(op: string, kind: 'write' | 'read', resource: string): Promise<number | undefined> {
   const pause = rand(2, 15);
   const work = async (trx: Knex.Transaction, grant: number | undefined): Promise<number | undefined> => {
     log({ op, kind, resource, ev: 'granted', ...(grant ? { grant } : {}) });
@@ -454,6 +484,7 @@ async function main(): Promise<void> {
     if (armed) active.token = armed.token;
     const phase = armed?.phase;
     let kind: OpKind;
+    let permit = false;
     let manual = false;
     let slow = false;
     let transition = false;
@@ -464,6 +495,9 @@ async function main(): Promise<void> {
       manual = true;
     } else if (phase !== undefined) {
       kind = 'write';
+    } else if (config.semaphores?.length && Math.random() < (config.permitFraction ?? 0)) {
+      kind = 'permit';
+      permit = true;
     } else if (Math.random() < config.multiFraction) {
       // Two resources: both written (a transfer), or one written and one read; durable or as sections.
       const [a, b] = twoOf(config.resources);
@@ -490,19 +524,27 @@ async function main(): Promise<void> {
       transition = !manual && !section && r < config.sectionFraction + config.transitionFraction;
       if (section) slow = false;
     }
-    const resource = many ? many.write[0]! : slow ? pick(config.slowResources) : pick(config.resources);
+    const resource = permit
+      ? pick(config.semaphores!)
+      : many
+        ? many.write[0]!
+        : slow
+          ? pick(config.slowResources)
+          : pick(config.resources);
     const resources = many ? [...many.write, ...many.read] : undefined;
     log({ op, kind, resource, ev: 'invoke', ...(section ? { section } : {}), ...(resources ? { resources } : {}) });
     try {
-      const seen = many
-        ? (await manyOp(op, many, section, slow), undefined)
-        : section
-          ? await sectionOp(op, kind, resource)
-          : kind === 'read'
-            ? await readOp(op, resource, manual, transition, active)
-            : transition
-              ? await downgradeOp(op, resource, slow)
-              : (await writeOp(op, resource, slow, active), undefined);
+      const seen = permit
+        ? await permitOp(op, resource)
+        : many
+          ? (await manyOp(op, many, section, slow), undefined)
+          : section
+            ? await sectionOp(op, kind === 'read' ? 'read' : 'write', resource)
+            : kind === 'read'
+              ? await readOp(op, resource, manual, transition, active)
+              : transition
+                ? await downgradeOp(op, resource, slow)
+                : (await writeOp(op, resource, slow, active), undefined);
       log({ op, kind, resource, ev: 'ok', ...(seen !== undefined ? { seen } : {}) });
       if (active.token !== undefined) send({ type: 'done', token: active.token, outcome: 'ok' });
     } catch (err) {

@@ -41,5 +41,11 @@ export const SECTIONS_SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DSECTIONS'
 export const GROUPS = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DGROUPS', '-DGROUPS_ONLY', '-DHEAL'];
 /** Every cycle a section group: the progress run of the ordered take. */
 export const SECTION_GROUPS = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DGROUPS', '-DSECTION_GROUPS_ONLY'];
+/**
+ * Permits: every cycle a durable permit of a semaphore of 2, three clients (so a third holder is
+ * possible), with crashes, the reaper and the operator; and a semaphore of 1 with a lost reply.
+ */
+export const PERMITS_THREE = ['-DNC=3', '-DNACQ=1', '-DNLOST=0', '-DNOFAILOVER', '-DPERMITS', '-DLIMIT=2'];
+export const PERMITS_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DPERMITS', '-DLIMIT=1'];
 /** Durable grants with one lost reply and the purge (for its control: with the floor it deletes nothing a step reads). */
 export const PURGE_LOST_REPLIES = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DPURGE'];

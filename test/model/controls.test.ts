@@ -3,6 +3,7 @@ import { summary, verify } from './spin.js';
 import {
   GROUPS,
   HEAL_NO_REAPER_SMALL,
+  PERMITS_THREE,
   PURGE_LOST_REPLIES,
   SECTION_GROUPS,
   SECTIONS_REPAIR,
@@ -27,6 +28,12 @@ interface Control {
 const controls: Control[] = [
   { defect: 'acquire UPDATE without resource_id', define: 'NO_RESOURCE_ID', defines: SMALL, breaks: 'db.wc[q]==cw' },
   { defect: 'a pre-check SELECT decides', define: 'PRECHECK', defines: SMALL, breaks: 'nw<=1' },
+  {
+    defect: "a permit's limit checked by a SELECT of the count, its UPDATE unguarded",
+    define: 'PERMIT_PRECHECK',
+    defines: PERMITS_THREE,
+    breaks: 'cr<=2',
+  },
   { defect: 'an unversioned reaper', define: 'UNVERSIONED_REAPER', defines: SMALL, breaks: 'db.g[id].stale' },
   { defect: 'release after reap gives the count back', define: 'RELEASE_AFTER_REAP', defines: SMALL, breaks: 'gb<=1' },
   { defect: 'client-clock reaping', define: 'CLIENT_CLOCK', defines: SMALL, breaks: 'db.g[id].stale' },

@@ -6,6 +6,8 @@ import {
   HEAL_NO_REAPER_SMALL,
   HEAL_NO_REAPER_THREE_CLIENTS,
   MODE_CHANGES_AND_GRANT_FORM,
+  PERMITS_LOST_REPLIES,
+  PERMITS_THREE,
   SECTION_GROUPS,
   SECTIONS_LOST_COMMIT,
   SECTIONS_REPAIR,
@@ -41,6 +43,8 @@ describe.concurrent('the lock protocol model, checked by Spin', () => {
     ["safety, 2 clients, sections and durable grants, a section's lost COMMIT", SECTIONS_LOST_COMMIT],
     ['safety, 2 clients, sections and durable grants, repairLockCounts', SECTIONS_REPAIR],
     ['safety, 2 clients, durable and section groups of two resources, self-healing takes', GROUPS],
+    ['safety, 3 clients, permits of a semaphore of 2, crashes, reaper, operator', PERMITS_THREE],
+    ['safety, 2 clients, permits of a semaphore of 1, a lost reply, crashes, reaper, operator', PERMITS_LOST_REPLIES],
   ];
   for (const [name, defines] of safety) {
     it(name, async () => {
@@ -80,5 +84,14 @@ describe.concurrent('the lock protocol model, checked by Spin', () => {
     console.log(`${summary('WITNESS_SHARE', o)}\nwitness (${o.trail.length} lines):\n${o.trail.join('\n')}`);
     expect(o.errors).toBe(1);
     expect(o.output).toContain('secr[0]>0');
+  });
+
+  // The semaphore admits up to its limit, not fewer: the model asserts that fewer than LIMIT permits are
+  // ever held at once, and the counterexample is the witness that LIMIT holders do hold together.
+  it('permits share: 2 holders of a semaphore of 2 at once (a witness)', async () => {
+    const o = await verify({ defines: [...PERMITS_THREE, '-DWITNESS_PERMITS'], control: true });
+    console.log(`${summary('WITNESS_PERMITS', o)}\nwitness (${o.trail.length} lines)`);
+    expect(o.errors).toBe(1);
+    expect(o.output).toContain('cr<2');
   });
 });

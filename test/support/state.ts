@@ -28,22 +28,33 @@ export async function snapshot(db: Knex): Promise<string> {
 }
 
 /**
- * Violations of the table invariant: w_count in 0..1, writer excludes readers, and per resource the
- * counts equal the live grants (status 0/1) of each type in the log.
+ * Violations of the table invariant: w_count in 0..1, writer excludes readers, a semaphore's permits
+ * within its limit, and per resource the counts equal the live grants (status 0/1) of each type in
+ * the log (a permit grant counts its permits).
  */
 export async function invariantViolations(db: Knex): Promise<string[]> {
   const [rows] = (await db.raw(`
     SELECT l.resource_id, l.w_count, l.r_count,
            (SELECT COUNT(*) FROM t_lock_log g WHERE g.resource_id = l.resource_id AND g.status IN (0, 1) AND g.lock_type = 0) AS live_w,
-           (SELECT COUNT(*) FROM t_lock_log g WHERE g.resource_id = l.resource_id AND g.status IN (0, 1) AND g.lock_type = 1) AS live_r
+           (SELECT COALESCE(SUM(COALESCE(g.permits, 1)), 0) FROM t_lock_log g WHERE g.resource_id = l.resource_id AND g.status IN (0, 1) AND g.lock_type = 1) AS live_r,
+           l.permit_limit
       FROM t_read_write_lock l`)) as unknown as [
-    Array<{ resource_id: Buffer; w_count: number; r_count: number; live_w: number; live_r: number }>,
+    Array<{
+      resource_id: Buffer;
+      w_count: number;
+      r_count: number;
+      live_w: number;
+      live_r: number;
+      permit_limit: number | null;
+    }>,
   ];
   const problems: string[] = [];
   for (const r of rows) {
     const id = r.resource_id.toString('utf8');
     if (r.w_count > 1) problems.push(`${id}: w_count=${r.w_count}`);
     if (r.w_count === 1 && r.r_count > 0) problems.push(`${id}: writer with ${r.r_count} readers`);
+    if (r.permit_limit !== null && r.r_count > r.permit_limit)
+      problems.push(`${id}: ${r.r_count} permits held of a semaphore of ${r.permit_limit}`);
     if (Number(r.live_w) !== r.w_count || Number(r.live_r) !== r.r_count) {
       problems.push(`${id}: counts w=${r.w_count} r=${r.r_count} but live grants w=${r.live_w} r=${r.live_r}`);
     }

@@ -443,3 +443,28 @@ describe('checker', () => {
     });
   });
 });
+
+describe('permits: never more than N holders of a semaphore', () => {
+  const permit = (id: number, createdMs: number, releasedMs: number | null, permits = 1): GrantRow => ({
+    ...g(id, 1, createdMs, releasedMs, undefined, 'sem'),
+    permits,
+  });
+  const sem = (grants: GrantRow[], limit = 2): DbState => {
+    const live = grants.filter((x) => x.status === 0).reduce((n, x) => n + (x.permits ?? 1), 0);
+    return { grants, locks: [{ resource: 'sem', w: 0, r: live, limit }], effects: [], reads: [], counters: [] };
+  };
+  const permitChecks = (db: DbState): CheckName[] => [
+    ...new Set(check({ events: [], db }).violations.map((v) => v.check)),
+  ];
+
+  it('passes holders within the limit, one taking over where another was released', () => {
+    expect(permitChecks(sem([permit(1, 0, 10), permit(2, 1, 5), permit(3, 5, 12), permit(4, 10, null)]))).toEqual([]);
+    expect(permitChecks(sem([permit(1, 0, 10, 2), permit(2, 10, 20, 2)]))).toEqual([]);
+  });
+
+  it('negative controls: three holders of a semaphore of 2, two permits beside one, a reader beside a permit', () => {
+    expect(permitChecks(sem([permit(1, 0, 10), permit(2, 1, 10), permit(3, 2, 10)]))).toEqual(['permits']);
+    expect(permitChecks(sem([permit(1, 0, 10, 2), permit(2, 5, 20)]))).toEqual(['permits']);
+    expect(permitChecks(sem([permit(1, 0, 10), g(2, 1, 5, 8, undefined, 'sem')]))).toEqual(['permits']);
+  });
+});
