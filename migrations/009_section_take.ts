@@ -124,8 +124,10 @@ BEGIN
     WHILE v_i < v_n DO
       ${NEXT_TARGET}
       IF v_kind IN ('s', 'e') THEN
-        SET v_free = (SELECT w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})
-                        FROM t_read_write_lock WHERE resource_id = v_resource);
+        -- A SELECT ... INTO, not SET v = (SELECT ...): MySQL makes the subquery of a SET a locking read
+        -- when the binary log is on, which would hold up durable readers. MAX(): one row, NULL for none.
+        SELECT MAX(w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})) INTO v_free
+          FROM t_read_write_lock WHERE resource_id = v_resource;
         IF v_free IS NULL THEN SET v_outcome = 'row', v_at = v_i; LEAVE take; END IF;
         IF v_free <> 1 THEN SET v_outcome = 'refused', v_at = v_i; LEAVE take; END IF;
       END IF;
