@@ -153,7 +153,11 @@ describe('migration 007 on a server whose zone observes DST', () => {
           [`${row.r.toString()} released`, row.x],
         ]),
       );
-    expect((await migrate(k, { procedures: TEST_PROCEDURES })).applied).toEqual(['007_utc_times', '008_resource_gate']);
+    expect((await migrate(k, { procedures: TEST_PROCEDURES })).applied).toEqual([
+      '007_utc_times',
+      '008_resource_gate',
+      '009_section_take',
+    ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',
       'conv-before released': '2027-03-28 00:59:00.250000',

@@ -90,12 +90,14 @@ afterAll(async () => {
 });
 
 describe('the current schema', () => {
-  it('has one routine, rwlock_acquire, and it runs with the invoker’s rights', async () => {
+  it('has its routines, rwlock_acquire and the section take and commit, and each runs with the invoker’s rights', async () => {
     const routines = await rows<{ name: string; security: string }>(
       current.knex,
       'SELECT ROUTINE_NAME AS name, SECURITY_TYPE AS security FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(routines).toEqual([{ name: 'rwlock_acquire', security: 'INVOKER' }]);
+    expect(routines).toEqual(
+      ['rwlock_acquire', 'rwlock_section_commit', 'rwlock_section_take'].map((name) => ({ name, security: 'INVOKER' })),
+    );
   });
 
   it('the application role (no SELECT on rwlock_migrations: the schema version is not checked) acquires and releases its own grants, on first use too', async () => {
