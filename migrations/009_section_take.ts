@@ -161,7 +161,11 @@ BEGIN
   END WHILE;
   COMMIT;
   IF p_idle = 1 THEN
-    ${RESTORE_IDLE}
+    -- After the COMMIT nothing may fail the call: the caller would take a committed section for a failed one.
+    BEGIN
+      DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+      ${RESTORE_IDLE}
+    END;
   END IF;
 END`,
 };

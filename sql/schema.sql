@@ -284,11 +284,15 @@ BEGIN
   END WHILE;
   COMMIT;
   IF p_idle = 1 THEN
-    SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
+    -- After the COMMIT nothing may fail the call: the caller would take a committed section for a failed one.
+    BEGIN
+      DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+      SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
       'SET SESSION idle_transaction_timeout = @rwlock_idle', 'SET SESSION wait_timeout = @rwlock_idle');
     PREPARE rwlock_bound FROM @rwlock_bound;
     EXECUTE rwlock_bound;
     DEALLOCATE PREPARE rwlock_bound;
+    END;
   END IF;
 END //
 DELIMITER ;

@@ -531,6 +531,8 @@ async function takeWithStatements(
 class CommitCall {
   #armed: { sql: string; values: SqlValue[] } | undefined;
   #used = false;
+  /** Once installed: the connection's own query() before, or null when it had none (the prototype's). */
+  #previous: { query: unknown } | null | undefined;
   readonly #conn: RawConnection & { query: RawConnection['query'] };
 
   constructor(conn: RawConnection) {
@@ -543,13 +545,15 @@ class CommitCall {
   }
 
   arm(sql: string, values: SqlValue[]): void {
-    if (this.#armed === undefined) this.#install();
+    if (this.#previous === undefined) this.#install();
     this.#armed = { sql, values };
   }
 
   #install(): void {
     const conn = this.#conn as unknown as { query: (...args: unknown[]) => unknown };
     const original = conn.query;
+    // An instrumentation may have set the connection's own query(): put it back, not the prototype's.
+    this.#previous = Object.prototype.hasOwnProperty.call(conn, 'query') ? { query: original } : null;
     conn.query = (opts: unknown, ...rest: unknown[]): unknown => {
       const armed = this.#armed;
       const callback = rest[rest.length - 1];
@@ -582,7 +586,10 @@ class CommitCall {
 
   remove(): void {
     this.#armed = undefined;
-    delete (this.#conn as { query?: unknown }).query;
+    if (this.#previous === undefined) return;
+    if (this.#previous === null) delete (this.#conn as { query?: unknown }).query;
+    else (this.#conn as { query: unknown }).query = this.#previous.query;
+    this.#previous = undefined;
   }
 }
 
