@@ -31,23 +31,13 @@ import { replaceProcedures } from './procedures.js';
  *   COMMITs, and restores the idle bound the take set (`p_idle` 1): the section's end in the one
  *   round trip of its commit.
  *
- * MariaDB names the idle bound `idle_transaction_timeout` (it counts only inside a transaction);
- * MySQL has only `wait_timeout`. The name is chosen at run time and the statement prepared, so one
- * body serves both. The previous values are kept in `@rwlock_idle` and `@rwlock_lwt`, which the
- * client's own restore (after a failure) reads as well.
+ * The idle bound is `wait_timeout` on both servers: set only while the section's transaction is
+ * open and restored by the commit's call right after its COMMIT, it bounds the same idle time as
+ * MariaDB's `idle_transaction_timeout` (which the statements use there, as they restore it only
+ * after the COMMIT's round trip), with one body for both servers and no prepared statement. The
+ * previous values are kept in `@rwlock_idle` and `@rwlock_lwt`, which the client's own restore
+ * (after a failure) reads as well.
  */
-const BOUND_IDLE = `SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
-      CONCAT('SET @rwlock_idle = @@SESSION.idle_transaction_timeout, SESSION idle_transaction_timeout = ', p_idle_sec),
-      CONCAT('SET @rwlock_idle = @@SESSION.wait_timeout, SESSION wait_timeout = ', p_idle_sec));
-    PREPARE rwlock_bound FROM @rwlock_bound;
-    EXECUTE rwlock_bound;
-    DEALLOCATE PREPARE rwlock_bound;`;
-
-const RESTORE_IDLE = `SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
-      'SET SESSION idle_transaction_timeout = @rwlock_idle', 'SET SESSION wait_timeout = @rwlock_idle');
-    PREPARE rwlock_bound FROM @rwlock_bound;
-    EXECUTE rwlock_bound;
-    DEALLOCATE PREPARE rwlock_bound;`;
 
 /** The next target: its kind and resource id, the position moved past it. */
 const NEXT_TARGET = `SET v_kind = SUBSTRING(p_kinds, v_i + 1, 1);
@@ -74,7 +64,8 @@ BEGIN
   SET @rwlock_lwt = @@SESSION.innodb_lock_wait_timeout;
   SET SESSION innodb_lock_wait_timeout = p_lock_wait_sec;
   IF p_idle_sec IS NOT NULL THEN
-    ${BOUND_IDLE}
+    SET @rwlock_idle = @@SESSION.wait_timeout;
+    SET SESSION wait_timeout = p_idle_sec;
   END IF;
   take: BEGIN
     -- Every gate first, in the targets' order (by resource bytes): a reader shared, all else exclusively.
@@ -164,7 +155,7 @@ BEGIN
     -- After the COMMIT nothing may fail the call: the caller would take a committed section for a failed one.
     BEGIN
       DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
-      ${RESTORE_IDLE}
+      SET SESSION wait_timeout = @rwlock_idle;
     END;
   END IF;
 END`,

@@ -180,12 +180,8 @@ BEGIN
   SET @rwlock_lwt = @@SESSION.innodb_lock_wait_timeout;
   SET SESSION innodb_lock_wait_timeout = p_lock_wait_sec;
   IF p_idle_sec IS NOT NULL THEN
-    SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
-      CONCAT('SET @rwlock_idle = @@SESSION.idle_transaction_timeout, SESSION idle_transaction_timeout = ', p_idle_sec),
-      CONCAT('SET @rwlock_idle = @@SESSION.wait_timeout, SESSION wait_timeout = ', p_idle_sec));
-    PREPARE rwlock_bound FROM @rwlock_bound;
-    EXECUTE rwlock_bound;
-    DEALLOCATE PREPARE rwlock_bound;
+    SET @rwlock_idle = @@SESSION.wait_timeout;
+    SET SESSION wait_timeout = p_idle_sec;
   END IF;
   take: BEGIN
     -- Every gate first, in the targets' order (by resource bytes): a reader shared, all else exclusively.
@@ -287,11 +283,7 @@ BEGIN
     -- After the COMMIT nothing may fail the call: the caller would take a committed section for a failed one.
     BEGIN
       DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
-      SET @rwlock_bound = IF(VERSION() LIKE '%MariaDB%',
-      'SET SESSION idle_transaction_timeout = @rwlock_idle', 'SET SESSION wait_timeout = @rwlock_idle');
-    PREPARE rwlock_bound FROM @rwlock_bound;
-    EXECUTE rwlock_bound;
-    DEALLOCATE PREPARE rwlock_bound;
+      SET SESSION wait_timeout = @rwlock_idle;
     END;
   END IF;
 END //

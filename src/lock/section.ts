@@ -449,7 +449,7 @@ async function attempt<T>(
           bounds === 'statements'
             ? restoreBounds(server, idleSec !== null)
             : bounds === 'procedure'
-              ? restoreAfterTake(server, idleSec !== null)
+              ? restoreAfterTake(idleSec !== null)
               : null;
         if (restore !== null) await query(conn, restore).catch(() => undefined);
       }

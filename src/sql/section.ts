@@ -237,11 +237,11 @@ export function restoreBounds(server: SectionServer, idle: boolean): string | nu
 /**
  * After a failure of a section that called `rwlock_section_take`: the lock wait bound (which the
  * procedure set on both servers, and restores itself unless its statement was interrupted) and the
- * idle bound, from the values the procedure kept.
+ * idle bound (`wait_timeout` on both servers, see migration 009), from the values the procedure kept.
  */
-export function restoreAfterTake(server: SectionServer, idle: boolean): string {
+export function restoreAfterTake(idle: boolean): string {
   const parts = ['SESSION innodb_lock_wait_timeout = @rwlock_lwt'];
-  if (idle) parts.push(`SESSION ${server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout'} = @rwlock_idle`);
+  if (idle) parts.push('SESSION wait_timeout = @rwlock_idle');
   return `SET ${parts.join(', ')}`;
 }
 
