@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditional-ddl.js';
 import { DB_NOW } from './007_utc_times.js';
 import { PROCEDURES as V8 } from './008_resource_gate.js';
+import { PROCEDURES as V9 } from './009_section_take.js';
 import { replaceProcedures } from './procedures.js';
 
 /**
@@ -24,6 +25,8 @@ import { replaceProcedures } from './procedures.js';
  *   (`permit_limit IS NULL OR r_count = 0`) and clears the limit of an idle semaphore; the result
  *   set gains `mixed`, 1 when a refused read or write attempt met permit holders, which earlier
  *   clients do not read.
+ * - `rwlock_section_take` (version 9's, otherwise unchanged): a reading section also needs no permit
+ *   holders, in its guarded UPDATE and in its plain read alike, as the statements path decides.
  *
  * Lock managers need this version (CLIENT_NEEDS): a client's plain-statement reader that does not
  * check the limit would join a semaphore's holders.
@@ -62,6 +65,15 @@ function acquireV10(): string {
   return body;
 }
 
+const SECTION_READ_V9 = `w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`;
+const SECTION_READ = `w_count = 0 AND (permit_limit IS NULL OR r_count = 0) AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`;
+
+function sectionTakeV10(): string {
+  const parts = V9.rwlock_section_take!.split(SECTION_READ_V9);
+  if (parts.length !== 3) throw new Error("010: version 9's section take no longer has its two read decisions");
+  return parts.join(SECTION_READ);
+}
+
 const PERMIT_GUARD = `UPDATE t_read_write_lock
        SET r_count = r_count + p_count, permit_limit = p_limit, version = version + 1
      WHERE resource_id = p_resource AND w_count = 0 AND p_count <= p_limit
@@ -70,6 +82,7 @@ const PERMIT_GUARD = `UPDATE t_read_write_lock
 
 export const PROCEDURES: Readonly<Record<string, string>> = {
   rwlock_acquire: acquireV10(),
+  rwlock_section_take: sectionTakeV10(),
   rwlock_acquire_permit: `CREATE PROCEDURE rwlock_acquire_permit(
   IN p_resource VARBINARY(255), IN p_owner VARCHAR(255) CHARACTER SET utf8mb4, IN p_token BINARY(16),
   IN p_limit INT UNSIGNED, IN p_count INT UNSIGNED)
@@ -142,10 +155,10 @@ export async function up(knex: Knex, options = { procedures: true }): Promise<vo
   await replaceProcedures(knex, PROCEDURES);
 }
 
-/** Back to version 8's acquire; the permit procedure and columns are dropped. */
+/** Back to version 8's acquire and version 9's section take; the permit procedure and columns are dropped. */
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP PROCEDURE IF EXISTS rwlock_acquire_permit');
-  await replaceProcedures(knex, { rwlock_acquire: V8.rwlock_acquire! });
+  await replaceProcedures(knex, { rwlock_acquire: V8.rwlock_acquire!, rwlock_section_take: V9.rwlock_section_take! });
   await knex.raw('ALTER TABLE t_lock_log DROP COLUMN permits');
   await knex.raw('ALTER TABLE t_read_write_lock DROP COLUMN permit_limit');
 }

@@ -8,6 +8,7 @@ import * as m005 from './005_history_index.js';
 import * as m006 from './006_invoker_routines.js';
 import * as m007 from './007_utc_times.js';
 import * as m008 from './008_resource_gate.js';
+import * as m009 from './009_section_take.js';
 import * as m010 from './010_permits.js';
 
 /** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
@@ -43,6 +44,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '006_invoker_routines', up: m006.up, down: m006.down },
   { name: '007_utc_times', up: m007.up, down: m007.down },
   { name: '008_resource_gate', up: m008.up, down: m008.down },
+  { name: '009_section_take', up: m009.up, down: m009.down },
   { name: '010_permits', up: m010.up, down: m010.down },
 ];
 
@@ -50,6 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
 export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = {
   ...m007.PROCEDURES,
   ...m008.PROCEDURES,
+  ...m009.PROCEDURES,
   ...m010.PROCEDURES,
 };
 /** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */
@@ -75,8 +78,9 @@ export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m00
  * The newest migration the lock client's statements depend on: version 2's acquire (version 1's
  * refused most first users of a resource), version 3's column (downgrade, upgrade), version 7's UTC
  * times (a client writing UTC beside an acquire routine or rows in local time would misjudge every
- * grant's age by the zone's offset) and version 8's gate (sections and writers take it; an acquire
- * that does not would let a writer in beside a reading section). Lock managers refuse a database
+ * grant's age by the zone's offset), version 8's gate (sections and writers take it; an acquire
+ * that does not would let a writer in beside a reading section) and version 9's section take and
+ * commit (one call each, which sections use wherever procedures are). Lock managers refuse a database
  * whose migrations stop short of it (see src/sql/schema-version.ts). The other migrations serve the
  * reaper and operators, which fail on their own missing objects, or change nothing the client reads.
  */

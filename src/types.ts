@@ -23,10 +23,11 @@ export interface GrantSummary {
 export const LOCK_TYPE = Object.freeze({ write: 0, read: 1, permit: 1 } as const);
 
 /**
- * `t_lock_log.status`. A grant is live (0) until it is released (2). Status 1 is reserved by the
- * schema's CHECK constraint from its first version and never written.
+ * `t_lock_log.status`. A grant is live (0) until it is released (2). A one-commit section's row is
+ * 1 from its take until just before its commit, which makes it released (2): status 1 is never
+ * committed, and only a READ UNCOMMITTED reader (the operator's view of sections in progress) sees it.
  */
-export const STATUS = Object.freeze({ live: 0, released: 2 } as const);
+export const STATUS = Object.freeze({ live: 0, sectionInProgress: 1, released: 2 } as const);
 
 /**
  * `t_lock_log.released_by`. `withdrawn` marks the row an acquirer writes in place of a grant whose

@@ -157,6 +157,7 @@ describe('reading commands', () => {
         'leaseUntil',
         'stale',
         'writerWaiting',
+        'section',
       ]);
       expect((JSON.parse(reads.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([
         grants[1]!.id,

@@ -156,6 +156,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
     expect((await migrate(k, { procedures: TEST_PROCEDURES })).applied).toEqual([
       '007_utc_times',
       '008_resource_gate',
+      '009_section_take',
       '010_permits',
     ]);
     const utc = {

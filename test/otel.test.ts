@@ -1,7 +1,7 @@
 // mysql-rwlock/otel with the real OpenTelemetry SDK (in-memory exporter, AsyncLocalStorage context
 // manager) and the real knex instrumentation, against a real server: the spans' names, attributes,
-// statuses and parents, the knex query span made inside withWriteLock as a child of the hold span,
-// the resource id only on opt-in, and disable().
+// statuses and parents, the knex query span made inside withWriteLock, withLocks and a section (one
+// resource or two) as a child of the hold span, the resource id only on opt-in, and disable().
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { KnexInstrumentation } from '@opentelemetry/instrumentation-knex';
@@ -305,54 +305,74 @@ describe('mysql-rwlock/otel', () => {
     const h = instrumentLocks({ tracerProvider: provider });
     handle = h;
     const locks = createLockManager({ knex: db.knex });
-    const [a, b] = [(await locks.acquireWrite('otel:group:a'))!, (await locks.acquireWrite('otel:group:b'))!];
-    // What manager.ts's withLocks is to call around a group's work once its grants are held.
     const { request } = await inRequest(() =>
-      inHoldScope([a, b], async () => {
-        await db.knex('account').where({ id: 1 }).increment('balance', 1);
-        await db.knex.transaction(async (trx) => {
-          await a.fence(fromKnex(trx));
-          await b.fence(fromKnex(trx));
-        });
+      locks.withLocks({ write: ['otel:group:a', 'otel:group:b'] }, async (trx, grants) => {
+        await trx('account').where({ id: 1 }).increment('balance', 1);
+        return grants;
       }),
     );
     await h.ready;
     await flush();
     const [holdA, holdB] = named(SPANS.hold);
-    expect(holdA!.attributes).toMatchObject({ 'rwlock.grant.id': a.id, 'rwlock.released_by': 'commit' });
-    expect(holdB!.attributes).toMatchObject({ 'rwlock.grant.id': b.id, 'rwlock.released_by': 'commit' });
+    // As withWriteLock's: the fence is in the commit, which ends each hold.
+    expect(holdA!.attributes).toMatchObject({ 'rwlock.released_by': 'commit' });
+    expect(holdB!.attributes).toMatchObject({ 'rwlock.released_by': 'commit' });
     expect(parentOf(accountQueries()[0]!)).toBe(holdA!.spanContext().spanId);
     expect(named(SPANS.fence).map(parentOf)).toEqual([holdA!.spanContext().spanId, holdA!.spanContext().spanId]);
-    expect(parentOf(holdA!)).not.toBe(request.spanContext().spanId); // acquired before the request
+    expect(parentOf(holdA!)).toBe(request.spanContext().spanId);
     for (const span of lockSpans())
       expect(span.attributes, span.name).toMatchObject({ 'db.system.name': dbSystem, 'db.namespace': db.name });
   });
 
-  it("a section's work in its hold scope: a query is the hold's child, the hold ends at the section's commit", async () => {
-    const h = instrumentLocks({ tracerProvider: provider, knex: db.knex });
+  it("inHoldScope with grants taken apart: the work runs in the first grant's hold", async () => {
+    const h = instrumentLocks({ tracerProvider: provider });
     handle = h;
-    await h.ready;
     const locks = createLockManager({ knex: db.knex });
-    await locks.withWriteLock(
-      'otel:section',
-      // What section.ts is to call around a section's work once its rows are taken and the take's
-      // acquire context has ended (its end is what gives the grant its hold span).
-      async (trx, grant) => {
-        await expect.poll(() => named(SPANS.acquire)).toHaveLength(1);
-        await inHoldScope(grant, async () => void (await trx('account').where({ id: 1 }).increment('balance', 1)));
+    const [a, b] = [(await locks.acquireWrite('otel:apart:a'))!, (await locks.acquireWrite('otel:apart:b'))!];
+    await inHoldScope([a, b], async () => {
+      await db.knex('account').where({ id: 1 }).increment('balance', 1);
+      await db.knex.transaction(async (trx) => {
+        await a.fence(fromKnex(trx));
+        await b.fence(fromKnex(trx));
+      });
+    });
+    await flush();
+    const [holdA, holdB] = named(SPANS.hold);
+    expect(holdA!.attributes).toMatchObject({ 'rwlock.grant.id': a.id, 'rwlock.released_by': 'commit' });
+    expect(holdB!.attributes).toMatchObject({ 'rwlock.grant.id': b.id, 'rwlock.released_by': 'commit' });
+    expect(parentOf(accountQueries()[0]!)).toBe(holdA!.spanContext().spanId);
+  });
+
+  for (const group of [false, true])
+    it(`a ${group ? 'two-resource section' : 'section'}'s work runs in its hold scope: a query is the hold's child, the hold ends at its commit`, async () => {
+      const h = instrumentLocks({ tracerProvider: provider, knex: db.knex });
+      handle = h;
+      await h.ready;
+      const locks = createLockManager({ knex: db.knex });
+      const work = async (trx: Knex.Transaction): Promise<void> => {
+        await trx('account').where({ id: 1 }).increment('balance', 1);
         await flush();
         expect(named(SPANS.hold), 'the hold outlasts the work: the commit is still to come').toEqual([]);
-      },
-      { section: true },
-    );
-    await flush();
-    const hold = one(SPANS.hold);
-    const commit = one(SPANS.fence);
-    expect(parentOf(accountQueries()[0]!)).toBe(hold.spanContext().spanId);
-    expect(hold.attributes).toMatchObject({ 'rwlock.released_by': 'fence', 'db.namespace': db.name });
-    expect(commit.attributes).toMatchObject({ 'rwlock.outcome': 'released' });
-    expect(hold.status.code).toBe(SpanStatusCode.UNSET);
-  });
+      };
+      const { request } = await inRequest(() =>
+        group
+          ? locks.withLocks({ write: ['otel:section:a'], read: ['otel:section:b'] }, work, { section: true })
+          : locks.withWriteLock('otel:section', work, { section: true }),
+      );
+      await flush();
+      const holds = named(SPANS.hold);
+      expect(holds).toHaveLength(group ? 2 : 1);
+      const hold = holds[0]!;
+      expect(parentOf(accountQueries()[0]!)).toBe(hold.spanContext().spanId);
+      expect(parentOf(hold)).toBe(request.spanContext().spanId);
+      for (const s of holds) {
+        expect(s.attributes).toMatchObject({ 'rwlock.released_by': 'fence', 'db.namespace': db.name });
+        expect(s.status.code).toBe(SpanStatusCode.UNSET);
+      }
+      expect(named(SPANS.fence).map((s) => s.attributes['rwlock.outcome'])).toEqual(
+        group ? ['released', 'released'] : ['released'],
+      );
+    });
 
   it('refuses bad options with InvalidOptionsError', () => {
     expect(() => instrumentLocks(null as never)).toThrow(InvalidOptionsError);

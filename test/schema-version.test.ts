@@ -8,12 +8,16 @@ import { describe, expect, it } from 'vitest';
 import * as m001 from '../migrations/001_lock_tables.js';
 import * as m002 from '../migrations/002_acquire_v2.js';
 import * as m006 from '../migrations/006_invoker_routines.js';
+import * as m009 from '../migrations/009_section_take.js';
 import { CURRENT_PROCEDURES, MIGRATIONS } from '../migrations/index.js';
 import { migrate, normaliseRoutine } from '../src/admin/migrate.js';
 import { createLockManager, SchemaMissingError } from '../src/index.js';
 import { SchemaOutdatedError } from '../src/errors.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
+
+/** Migration 009's routines, which the file's databases have beside rwlock_acquire. */
+const SECTION_PROCEDURES = Object.keys(m009.PROCEDURES).sort();
 
 const fresh = useTestDatabase(`${import.meta.filename}-fresh`, { migrate: false });
 const procs = useTestDatabase(`${import.meta.filename}-procs`, { procedures: true });
@@ -121,7 +125,7 @@ describe('migrate() and the procedures it keeps current', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit']);
+    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit', ...SECTION_PROCEDURES]);
   });
 });
 
@@ -151,8 +155,8 @@ describe('replacing procedures: one home', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    // The permit routine is migration 010's, from this database's first migrate(), untouched.
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit']);
+    // The permit and section routines are migrations 009's and 010's, from this database's first migrate(), untouched.
+    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit', ...SECTION_PROCEDURES]);
     // 006's down puts back version 5's routines; its up, again, the current ones.
     await m006.down(procs.knex);
     expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m002.PROCEDURES.rwlock_acquire!));
@@ -183,7 +187,7 @@ describe('a database older than this version needs', () => {
       expect(err).toBeInstanceOf(SchemaMissingError);
       expect((err as SchemaOutdatedError).code).toBe('ERR_RWLOCK_SCHEMA_MISSING');
       expect((err as Error).message).toMatch(
-        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times, 008_resource_gate, 010_permits\): run migrate\(db\)/,
+        /migrations not applied: 002_acquire_v2, 003_mode_changes, 004_release_notes, 005_history_index, 006_invoker_routines, 007_utc_times, 008_resource_gate, 009_section_take, 010_permits\): run migrate\(db\)/,
       );
       await expect(locks.withWriteLock('behind', async () => 'ran')).rejects.toBeInstanceOf(SchemaOutdatedError);
     }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
 import { createLockManager, LockTimeoutError } from '../src/index.js';
-import { useTestDatabase } from './support/db.js';
+import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -102,10 +102,13 @@ describe('a paused section holder', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.last).toMatchObject({ outcome: expect.stringMatching(/^error: /) });
     expect(await effects('paused')).toEqual(['paused:parent']);
-    // The child settled its lost commit by writing a withdrawn row under its token (never a grant).
+    // With the section procedures the child's commit is its first statement after the pause: it
+    // settled that lost commit by writing a withdrawn row under its token (never a grant). Without
+    // them the release time goes first, as a statement of its own: it found the connection gone, so
+    // no COMMIT was ever sent and there was nothing to settle.
     expect(await logRows('paused')).toEqual([
       { owner: 'parent', status: 2, released_by: 5 },
-      { owner: '', status: 2, released_by: 4 },
+      ...(TEST_PROCEDURES ? [{ owner: '', status: 2, released_by: 4 }] : []),
     ]);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });

@@ -14,7 +14,7 @@ import { databaseUrl } from '../harness/database.js';
 import { sectionTesting } from '../src/lock/section.js';
 import { withConnection } from '../src/sql/connection.js';
 import { detectSectionServer } from '../src/sql/section.js';
-import { useTestDatabase } from './support/db.js';
+import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -247,7 +247,9 @@ describe('one-commit sections', () => {
     try {
       const server = await withConnection(one, detectSectionServer);
       expect(server.topology).toBe('single');
-      const idle = server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout';
+      // The section procedures (migration 009) bound wait_timeout on both servers; the statements
+      // bound MariaDB's idle_transaction_timeout, which counts only inside a transaction.
+      const idle = server.mariadb && !TEST_PROCEDURES ? 'idle_transaction_timeout' : 'wait_timeout';
       const session = async (q: Pick<typeof one, 'raw'> = one) => {
         const [rows] = (await q.raw(
           `SELECT @@SESSION.${idle} AS idle, @@SESSION.innodb_lock_wait_timeout AS lwt`,

@@ -79,6 +79,7 @@ describe('migration 007 converts times written in a session zone', () => {
     expect((await migrate(local, { procedures: TEST_PROCEDURES })).applied).toEqual([
       '007_utc_times',
       '008_resource_gate',
+      '009_section_take',
       '010_permits',
     ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.

@@ -28,7 +28,8 @@ interface Measured {
   label: string;
   /** The round case whose p50 at concurrency 1 is printed beside it. */
   roundCase: string;
-  op(locks: LockManager, knex: Knex): Promise<unknown>;
+  /** `statements`: a manager on the same knex that never calls a procedure (`procedures: false`). */
+  op(locks: LockManager, knex: Knex, statements: LockManager): Promise<unknown>;
 }
 
 const SECTION = { section: true } as const;
@@ -46,6 +47,12 @@ const MEASURED: Measured[] = [
     label: 'section',
     roundCase: 'section.write.distinct',
     op: (locks) => locks.withWriteLock('bd-section', update, SECTION),
+  },
+  {
+    id: 'breakdown.section.statements',
+    label: 'section as statements (procedures: false)',
+    roundCase: 'section.write.distinct.statements',
+    op: (_, __, statements) => statements.withWriteLock('bd-section-st', update, SECTION),
   },
   {
     id: 'breakdown.section2',
@@ -157,17 +164,19 @@ export const breakdown: Family = {
     const n = quick ? 20 : 100;
     const counting = countingKnex(server.url, dbName);
     const locks = createLockManager({ knex: counting.knex });
+    const statements = createLockManager({ knex: counting.knex, procedures: false });
     try {
       for (const m of MEASURED) {
         log(`[bench] breakdown: ${m.label}, ${n} operations one at a time`);
-        for (let i = 0; i < 5; i++) await m.op(locks, counting.knex); // rows created, schema checked
-        const { commands, moved } = await counting.measure(() => m.op(locks, counting.knex), n);
+        for (let i = 0; i < 5; i++) await m.op(locks, counting.knex, statements); // rows created, schema checked
+        const { commands, moved } = await counting.measure(() => m.op(locks, counting.knex, statements), n);
         const metrics: Metrics = { n, roundTrips: commands / n, statements: (moved.get('Questions') ?? 0) / n };
         for (const [k, v] of moved) if (k.startsWith('Com_')) metrics[k] = v / n;
         results.set(m.id, metrics);
       }
     } finally {
       await locks.close();
+      await statements.close();
       await counting.knex.destroy();
     }
   },

@@ -1,5 +1,6 @@
 // The commands that only read: status, ls, inspect, history.
 import type { ListOptions } from '../options.js';
+import type { LockState } from '../sql/inspect.js';
 import { EXIT, STALE_AFTER, UsageError, wholeNumber, type Command } from './command.js';
 import { cell, commandLine, duration, fields, json, plural, table, time } from './format.js';
 
@@ -10,7 +11,7 @@ const status: Command = {
   args: [],
   options: { ...STALE_AFTER },
   details:
-    'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, lastHour: { reaped, operator }, staleAfterMs }).',
+    'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, sections: { write, read, oldestAgeMs }, lastHour: { reaped, operator }, staleAfterMs }).',
   async run({ locks, json: asJson, io }) {
     const s = await locks().stats();
     if (asJson) {
@@ -27,6 +28,11 @@ const status: Command = {
         ['leased', `${s.leased} (kept from the reaper by an extended lease)`],
         ['waiting writers', `${plural(s.waitingWriters, 'resource')} with a writer waiting`],
         ['oldest grant', s.oldestAgeMs === null ? '-' : duration(s.oldestAgeMs)],
+        [
+          'sections',
+          `${s.sections.write + s.sections.read} in progress (write ${s.sections.write}, read ${s.sections.read})` +
+            (s.sections.oldestAgeMs === null ? '' : `, the oldest ${duration(s.sections.oldestAgeMs)}`),
+        ],
         ['last hour', `${s.lastHour.reaped} reaped, ${s.lastHour.operator} released by an operator`],
       ]),
     );
@@ -36,7 +42,7 @@ const status: Command = {
 
 const ls: Command = {
   name: 'ls',
-  summary: 'live grants across all resources, oldest first',
+  summary: 'live grants and sections in progress across all resources, oldest first',
   args: [],
   options: {
     mode: { type: 'string', value: 'write|read', help: 'only grants of this mode' },
@@ -48,7 +54,7 @@ const ls: Command = {
     ...STALE_AFTER,
   },
   details:
-    'With --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting }); the next page is --after the last id. Exit 1 when no grant matched.',
+    'MODE says "section" for a one-commit section in progress.\nWith --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting, section }); the next page is --after the last id. Exit 1 when no grant matched.',
   async run({ locks, values, json: asJson, io }) {
     const mode = values.mode;
     if (mode !== undefined && mode !== 'write' && mode !== 'read')
@@ -73,7 +79,7 @@ const ls: Command = {
           grants.map((g) => [
             String(g.id),
             cell(g.resourceId),
-            g.mode,
+            g.section ? `${g.mode} section` : g.mode,
             cell(g.owner),
             duration(g.ageMs),
             time(g.leaseUntil),
@@ -107,13 +113,23 @@ const ls: Command = {
   },
 };
 
+/** What holds a resource: durable grants by their counts, sections in progress by their rows. */
+function heldBy(state: LockState): string {
+  if (state.live.write > 0) return 'write';
+  if (state.live.read > 0) return `read × ${state.live.read}`;
+  const sections = state.holders.filter((h) => h.section);
+  if (sections.some((h) => h.mode === 'write')) return 'write (section in progress)';
+  if (sections.length > 0) return `read × ${sections.length} (sections in progress)`;
+  return 'free';
+}
+
 const inspect: Command = {
   name: 'inspect',
   summary: 'one resource: its counts, waiting writer and live grants',
   args: ['<resourceId>'],
   options: { ...STALE_AFTER },
   details:
-    'With --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant.',
+    'MODE says "section" for a one-commit section in progress.\nWith --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant and no section in progress.',
   async run({ locks, positionals, json: asJson, io }) {
     const state = await locks().inspect(positionals[0]!);
     if (asJson) io.out(json(state));
@@ -121,7 +137,7 @@ const inspect: Command = {
       io.out(
         fields([
           ['resource', cell(state.resourceId)],
-          ['held', state.live.write > 0 ? 'write' : state.live.read > 0 ? `read × ${state.live.read}` : 'free'],
+          ['held', heldBy(state)],
           ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
         ]),
       );
@@ -132,7 +148,7 @@ const inspect: Command = {
             ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'AGE', 'LEASE UNTIL', 'STALE'],
             state.holders.map((h) => [
               String(h.id),
-              h.mode,
+              h.section ? `${h.mode} section` : h.mode,
               cell(h.owner),
               time(h.createTime),
               duration(h.ageMs),

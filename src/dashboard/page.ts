@@ -152,7 +152,7 @@ a.res { color:var(--text); text-decoration:none; border-bottom:1px dotted #4a5a7
 .pill { display:inline-block; padding:0 7px; border-radius:9px; font-size:11.5px; font-weight:600; }
 .pill.write { background:#3a2a0c; color:var(--write); } .pill.read { background:#0f2644; color:var(--read); } .pill.permit { background:#0d3326; color:var(--permit); }
 .tag { display:inline-block; padding:0 6px; border-radius:4px; font-size:11px; font-weight:650; letter-spacing:.3px; margin-right:4px; }
-.tag.stale, .tag.reaper { background:#3b1420; color:#ff8aa0; } .tag.waiting { background:#3a2a0c; color:#ffc266; } .tag.operator { background:#281c45; color:#cdb4ff; } .tag.lease { background:#102a22; color:#6fe0b1; }
+.tag.stale, .tag.reaper { background:#3b1420; color:#ff8aa0; } .tag.waiting { background:#3a2a0c; color:#ffc266; } .tag.operator { background:#281c45; color:#cdb4ff; } .tag.lease { background:#102a22; color:#6fe0b1; } .tag.section { background:#0f2238; color:#8cc8ff; }
 button.release { padding:1px 8px; font-size:11.5px; color:#ffb3c1; border-color:#6b2332; background:#22121a; }
 .empty { color:var(--muted); margin:10px 8px; } .scroll { overflow-x:auto; }
 svg .lane-wait { fill:#ffc266; font-size:10.5px; }
@@ -251,11 +251,12 @@ function drawLive(grants, truncated) {
   body.replaceChildren.apply(body, grants.map(function (g) {
     if (!seen.has(g.resourceId)) { seen.add(g.resourceId); list.appendChild(el('option', { value: g.resourceId })); }
     var tags = [];
+    if (g.section) tags.push(el('span', { class: 'tag section', text: 'section in progress' }));
     if (g.stale) tags.push(el('span', { class: 'tag stale', text: 'STALE' }));
     if (g.writerWaiting) tags.push(el('span', { class: 'tag waiting', text: 'writer waiting' }));
     if (g.leaseUntil) tags.push(el('span', { class: 'tag lease', text: 'lease to ' + clock(Date.parse(g.leaseUntil)) }));
     var action = null;
-    if (CFG.token) {
+    if (CFG.token && !g.section) {
       action = el('button', { class: 'release', type: 'button', text: 'Release…' });
       action.onclick = function () { release(g); };
     }

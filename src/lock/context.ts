@@ -17,6 +17,9 @@ export interface LockContext {
   readonly ownerBytes: Buffer;
   /** Whether acquires run as plain statements: set at start, or once 'auto' finds no procedure. */
   readonly acquirePath: { statements: boolean };
-  /** What one-commit sections need of the server, asked by the first section (see `detectSectionServer`). */
-  readonly sections: { server?: Promise<SectionServer> };
+  /**
+   * What one-commit sections need of the server, asked by the first section (see
+   * `detectSectionServer`); `statements` once 'auto' found no section procedure (migration 009).
+   */
+  readonly sections: { server?: Promise<SectionServer>; statements?: boolean };
 }

@@ -821,30 +821,34 @@ export class LockManager {
       return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
     }
     const group = await this.#acquireGroup(targets, waitMs, signal);
-    const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs));
-    try {
-      await Promise.all(keepAlive.map((k) => k.first));
-      return await runFencedHold(
-        this.#ctx,
-        group,
-        (trx) =>
-          this.#ctx.scopes.run(
-            group.grants.map((grant) => [grant.ref.resource.toString('hex'), { grant, trx }] as const),
-            () => work(trx, group.grants),
-          ),
-        isolationLevel,
-      );
-    } catch (err) {
-      // A refused group fence cannot say which grant was lost: releasing the rest finds it.
-      if (err instanceof LockLostError && !group.settled) {
-        await group.release().catch(() => undefined);
-        throw group.lost() ?? err;
+    // The work, its commit and the release inside the hold scope: its queries are children of the
+    // first grant's hold, as a single grant's are of its own.
+    return inHoldScope(group.grants, async () => {
+      const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs));
+      try {
+        await Promise.all(keepAlive.map((k) => k.first));
+        return await runFencedHold(
+          this.#ctx,
+          group,
+          (trx) =>
+            this.#ctx.scopes.run(
+              group.grants.map((grant) => [grant.ref.resource.toString('hex'), { grant, trx }] as const),
+              () => work(trx, group.grants),
+            ),
+          isolationLevel,
+        );
+      } catch (err) {
+        // A refused group fence cannot say which grant was lost: releasing the rest finds it.
+        if (err instanceof LockLostError && !group.settled) {
+          await group.release().catch(() => undefined);
+          throw group.lost() ?? err;
+        }
+        throw err;
+      } finally {
+        for (const k of keepAlive) k.stop();
+        await releaseLeftover(group);
       }
-      throw err;
-    } finally {
-      for (const k of keepAlive) k.stop();
-      await releaseLeftover(group);
-    }
+    });
   }
 
   /**

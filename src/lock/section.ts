@@ -10,6 +10,7 @@ import {
   LockOutcomeUnknownError,
   LockTimeoutError,
   type RwLockError,
+  SchemaMissingError,
   SectionError,
   TransactionConflictError,
 } from '../errors.js';
@@ -18,33 +19,43 @@ import {
   acquirePooled,
   errnoOf,
   ER_DUP_ENTRY,
+  ER_SP_DOES_NOT_EXIST,
   isConflict,
   isConnectionLost,
   isLockWaitTimeout,
   query,
   withConnection,
   type ConnectionWait,
+  type DriverError,
   type PoolClient,
   type RawConnection,
+  type SqlValue,
 } from '../sql/connection.js';
 import { WRITER_INTENT } from '../sql/acquire.js';
 import { askDatabase, conflictBackoffMs, unreachablePauseMs } from '../sql/retry.js';
 import { checkSchemaVersion } from '../sql/schema-version.js';
 import {
   boundStatement,
+  callSectionTake,
   CREATE_GATE,
   CREATE_ROW,
   detectSectionServer,
   GATE_TAKE,
+  idList,
   logSection,
   READ_DECISION,
   READ_LOCKING_ROW,
+  restoreAfterTake,
   restoreBounds,
   RESTORE_LOCK_WAIT,
   ROW_EXISTS,
+  SECTION_COMMIT,
+  SET_RELEASED,
   TAKE,
   takeStatement,
   type SectionServer,
+  type TakeLetter,
+  type TakeReply,
 } from '../sql/section.js';
 import { withdrawAcquire } from '../sql/withdraw.js';
 import type { LockMode } from '../types.js';
@@ -53,6 +64,7 @@ import { acquireChannel, fenceChannel, isTraced, traced } from '../observability
 import { backoffDelay, type Ticket } from './wait.js';
 import { healStale } from './heal.js';
 import { onAbort } from '../sql/abort.js';
+import { inHoldScope } from '../observability/hold-scope.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
 export interface SectionTarget {
@@ -257,6 +269,11 @@ function takeKind(server: SectionServer, t: SectionTarget): 'unguarded' | 'write
  * sections' plain reads of their lock rows. Every section takes its gates before any row, and a
  * durable acquire never waits, so no cycle of waits forms. A plain read comes after every lock, so
  * under REPEATABLE READ its snapshot is taken after every gate was granted.
+ *
+ * Where the database has the section procedures (migration 009), the take is one call after the
+ * transaction's BEGIN (`rwlock_section_take`: bounds, gates, rows, log rows) and the commit one
+ * call in place of knex's COMMIT (`rwlock_section_commit`: release times, COMMIT, idle bound
+ * restored); without them, one statement each, as `takeWithStatements` sends them.
  */
 async function attempt<T>(
   ctx: LockContext,
@@ -273,6 +290,13 @@ async function attempt<T>(
   const intentMs = waitMs > 0 ? ctx.options.writerIntentMs : 0;
   const tokens = targets.map(() => newToken());
   const kinds = targets.map((t) => takeKind(server, t));
+  // The negative controls' takes exist only as statements.
+  const viaProcedure =
+    !ctx.acquirePath.statements &&
+    !ctx.sections.statements &&
+    sectionTesting.guard &&
+    !sectionTesting.lockRowShared &&
+    ctx.options.procedures !== false;
   return onSectionConnection(ctx, { what: 'a section', deadline, signal }, async (conn, waits) => {
     // A statement that may wait on another transaction's lock: ended by the deadline and the signal.
     const waiting = <R>(t: SectionTarget, sql: string): Promise<R> =>
@@ -282,70 +306,101 @@ async function attempt<T>(
         signal,
         () => new LockTimeoutError(t.resourceId, t.mode, waitMs),
       );
+    const commits = new CommitCall(conn);
     let ended = false;
     let commitSent = false;
+    /** Which bounds the session holds that the finally must restore: none, the statements', the procedure's. */
+    let bounds = 'none' as 'none' | 'statements' | 'procedure';
     let value: T | undefined;
     let grants: SectionGrant[] = [];
     let commit: Deferred<void> | undefined;
     let failure: { error: unknown } | undefined;
+    let again = false;
     try {
-      const bound = boundStatement(server, idleSec, lockWaitSec);
-      if (bound !== null) await query(conn, bound);
+      if (!viaProcedure) {
+        const bound = boundStatement(server, idleSec, lockWaitSec);
+        if (bound !== null) {
+          bounds = 'statements';
+          await query(conn, bound);
+        }
+      }
       let refusedWithIntent: Outcome<T> | undefined;
       await ctx.knex.transaction(
         async (trx) => {
-          for (const [i, t] of targets.entries()) {
-            if (kinds[i] === 'unguarded') continue;
-            // SERIALIZABLE makes the plain read of the lock row a locking one, which would hold up
-            // durable readers' UPDATE: such a reading section takes the gate exclusively instead.
-            const gate = kinds[i] === 'readShared' && isolationLevel !== 'serializable' ? 'shared' : 'exclusive';
-            if ((await waiting<unknown[]>(t, GATE_TAKE[gate])).length !== 1) throw new Refused(t, 'gate');
-          }
-          for (const [i, t] of targets.entries()) {
-            const kind = kinds[i]!;
-            if (kind === 'readShared' && !sectionTesting.lockRowShared) continue;
-            let taken: boolean;
-            if (kind === 'write' || kind === 'readExclusive') {
-              taken = (await waiting<{ affectedRows: number }>(t, TAKE[kind])).affectedRows === 1;
-            } else {
-              const sql = kind === 'unguarded' ? UNGUARDED : READ_LOCKING_ROW;
-              taken = (await waiting<unknown[]>(t, sql)).length === 1;
+          let ids: number[];
+          if (viaProcedure) {
+            const letters = kinds.map((kind) => takeLetter(kind, isolationLevel));
+            bounds = 'procedure';
+            let reply: TakeReply;
+            try {
+              reply = await waits.run(
+                () =>
+                  callSectionTake(
+                    conn,
+                    targets.map((t, i) => ({ resource: t.resource, letter: letters[i]! })),
+                    ctx.ownerBytes,
+                    tokens,
+                    idleSec,
+                    lockWaitSec,
+                    intentMs,
+                  ),
+                deadline,
+                signal,
+                () => new LockTimeoutError(targets[0]!.resourceId, targets[0]!.mode, waitMs),
+              );
+            } catch (err) {
+              // A CALL of a missing procedure fails before running anything: the statements, from the next try.
+              if (
+                ctx.options.procedures === 'auto' &&
+                err instanceof SchemaMissingError &&
+                errnoOf(err.cause) === ER_SP_DOES_NOT_EXIST
+              ) {
+                ctx.sections.statements = true;
+                again = true;
+                throw new Refused(targets[0]!, null);
+              }
+              throw err;
             }
-            if (taken) continue;
-            const exists = (await query<unknown[]>(conn, ROW_EXISTS, [t.resource])).length === 1;
-            if (exists && t.mode === 'write' && intentMs > 0) {
-              // As a durable writer: mark the intent, so new readers hold back while it waits.
-              await query(conn, WRITER_INTENT, [intentMs * 1000, t.resource, intentMs * 500]);
+            const t = targets[reply.at]!;
+            if (reply.outcome === 'gate' || reply.outcome === 'row') throw new Refused(t, reply.outcome);
+            if (reply.outcome === 'refused') throw new Refused(t, null);
+            if (reply.outcome === 'intent') {
               refusedWithIntent = { refused: t };
               return; // commits the intent (and nothing else: the work has not run)
             }
-            throw new Refused(t, exists ? null : 'row');
+            ids = reply.ids;
+          } else {
+            const taken = await takeWithStatements(ctx, conn, server, targets, kinds, tokens, {
+              isolationLevel,
+              intentMs,
+              waiting,
+            });
+            if ('refused' in taken) {
+              refusedWithIntent = taken;
+              return;
+            }
+            ids = taken.ids;
           }
-          for (const [i, t] of targets.entries()) {
-            if (kinds[i] !== 'readShared' || sectionTesting.lockRowShared) continue;
-            const [row] = await query<Array<{ free: number | string | null }>>(conn, READ_DECISION, [t.resource]);
-            if (row === undefined) throw new Refused(t, 'row');
-            if (Number(row.free) !== 1) throw new Refused(t, null);
-          }
-          if (!server.mariadb) await query(conn, RESTORE_LOCK_WAIT);
-          for (const [i, t] of targets.entries()) {
-            const id = await logSection(conn, t.resource, t.mode, ctx.ownerBytes, tokens[i]!);
-            grants.push(new SectionGrant(id, t, ctx.options.owner, tokens[i]!.toString('hex')));
-          }
-          traces.taken(grants);
+          grants = targets.map((t, i) => new SectionGrant(ids[i]!, t, ctx.options.owner, tokens[i]!.toString('hex')));
+          await traces.taken(grants);
           try {
-            value = await inScopes(ctx, targets, grants, trx, () => work(trx, grants));
+            value = await inHoldScope(grants, () => inScopes(ctx, targets, grants, trx, () => work(trx, grants)));
           } catch (error) {
             failure = { error };
             // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
             throw error instanceof Error ? error : new Error('section work rejected');
           }
+          // The release time, just before the commit: in the commit's own call where it can be.
+          if (viaProcedure) commits.arm(SECTION_COMMIT, [idList(ids), idleSec === null ? 0 : 1]);
+          else await query(conn, SET_RELEASED, [ids]);
           commitSent = true;
           commit = traces.commit(grants);
         },
         { connection: conn, ...(isolationLevel ? { isolationLevel } : {}) },
       );
       ended = true;
+      // The commit's call restored the idle bound, after its COMMIT.
+      if (commits.used) bounds = 'none';
       commit?.resolve();
       if (refusedWithIntent) return refusedWithIntent;
       return { value: value as T };
@@ -369,6 +424,7 @@ async function attempt<T>(
       }
       if (err instanceof Refused) {
         ended = true;
+        if (again) return { created: true };
         if (err.missing === null) return { refused: err.target };
         // A resource never used (or whose gate is not made yet): create it, in autocommit.
         if (err.missing === 'gate') await waiting(err.target, CREATE_GATE);
@@ -386,16 +442,158 @@ async function attempt<T>(
       if (isLockWaitTimeout(err)) throw new LockTimeoutError(targets[0]!.resourceId, targets[0]!.mode, waitMs);
       throw err;
     } finally {
+      commits.remove();
       for (const g of grants) g.end();
       grants = [];
       if (!waits.poisoned) {
         // A failed statement or rollback must not hand the pool a connection in a transaction.
         if (!ended) await query(conn, 'ROLLBACK').catch(() => undefined);
-        const restore = restoreBounds(server, idleSec !== null);
+        const restore =
+          bounds === 'statements'
+            ? restoreBounds(server, idleSec !== null)
+            : bounds === 'procedure'
+              ? restoreAfterTake(idleSec !== null)
+              : null;
         if (restore !== null) await query(conn, restore).catch(() => undefined);
       }
     }
   });
+}
+
+/** The procedure's letter for a take (see `TakeLetter`). */
+function takeLetter(kind: ReturnType<typeof takeKind>, isolationLevel: IsolationLevel | undefined): TakeLetter {
+  if (kind === 'write') return 'w';
+  if (kind === 'readExclusive') return 'x';
+  // SERIALIZABLE makes the plain read of the lock row a locking one, which would hold up durable
+  // readers' UPDATE: such a reading section takes the gate exclusively instead.
+  return isolationLevel === 'serializable' ? 'e' : 's';
+}
+
+/**
+ * The take as separate statements (a database without the section procedures, and the negative
+ * controls): the gates, the lock rows, the plain reads, then the log rows. The log rows' ids, or a
+ * refusal that marked a writer's intent (for the caller to commit); other refusals throw Refused.
+ */
+async function takeWithStatements(
+  ctx: LockContext,
+  conn: RawConnection,
+  server: SectionServer,
+  targets: readonly SectionTarget[],
+  kinds: ReadonlyArray<ReturnType<typeof takeKind>>,
+  tokens: readonly Buffer[],
+  o: {
+    isolationLevel: IsolationLevel | undefined;
+    intentMs: number;
+    waiting: <R>(t: SectionTarget, sql: string) => Promise<R>;
+  },
+): Promise<{ ids: number[] } | { refused: SectionTarget }> {
+  const { waiting, intentMs } = o;
+  for (const [i, t] of targets.entries()) {
+    if (kinds[i] === 'unguarded') continue;
+    const gate = kinds[i] === 'readShared' && takeLetter(kinds[i]!, o.isolationLevel) === 's' ? 'shared' : 'exclusive';
+    if ((await waiting<unknown[]>(t, GATE_TAKE[gate])).length !== 1) throw new Refused(t, 'gate');
+  }
+  for (const [i, t] of targets.entries()) {
+    const kind = kinds[i]!;
+    if (kind === 'readShared' && !sectionTesting.lockRowShared) continue;
+    let taken: boolean;
+    if (kind === 'write' || kind === 'readExclusive') {
+      taken = (await waiting<{ affectedRows: number }>(t, TAKE[kind])).affectedRows === 1;
+    } else {
+      const sql = kind === 'unguarded' ? UNGUARDED : READ_LOCKING_ROW;
+      taken = (await waiting<unknown[]>(t, sql)).length === 1;
+    }
+    if (taken) continue;
+    const exists = (await query<unknown[]>(conn, ROW_EXISTS, [t.resource])).length === 1;
+    if (exists && t.mode === 'write' && intentMs > 0) {
+      // As a durable writer: mark the intent, so new readers hold back while it waits.
+      await query(conn, WRITER_INTENT, [intentMs * 1000, t.resource, intentMs * 500]);
+      return { refused: t };
+    }
+    throw new Refused(t, exists ? null : 'row');
+  }
+  for (const [i, t] of targets.entries()) {
+    if (kinds[i] !== 'readShared' || sectionTesting.lockRowShared) continue;
+    const [row] = await query<Array<{ free: number | string | null }>>(conn, READ_DECISION, [t.resource]);
+    if (row === undefined) throw new Refused(t, 'row');
+    if (Number(row.free) !== 1) throw new Refused(t, null);
+  }
+  if (!server.mariadb) await query(conn, RESTORE_LOCK_WAIT);
+  const ids: number[] = [];
+  for (const [i, t] of targets.entries())
+    ids.push(await logSection(conn, t.resource, t.mode, ctx.ownerBytes, tokens[i]!));
+  return { ids };
+}
+
+/**
+ * knex ends a transaction with `COMMIT;` on the connection it was given. Armed, this sends another
+ * statement in its place, in the same round trip: a section's `rwlock_section_commit`, which also
+ * records the release time and restores the idle bound. Installed on the section's own connection
+ * only, for the section's transaction only; every other statement passes through unchanged.
+ */
+class CommitCall {
+  #armed: { sql: string; values: SqlValue[] } | undefined;
+  #used = false;
+  /** Once installed: the connection's own query() before, or null when it had none (the prototype's). */
+  #previous: { query: unknown } | null | undefined;
+  readonly #conn: RawConnection & { query: RawConnection['query'] };
+
+  constructor(conn: RawConnection) {
+    this.#conn = conn;
+  }
+
+  /** True once the armed statement was sent in place of a COMMIT. */
+  get used(): boolean {
+    return this.#used;
+  }
+
+  arm(sql: string, values: SqlValue[]): void {
+    if (this.#previous === undefined) this.#install();
+    this.#armed = { sql, values };
+  }
+
+  #install(): void {
+    const conn = this.#conn as unknown as { query: (...args: unknown[]) => unknown };
+    const original = conn.query;
+    // An instrumentation may have set the connection's own query(): put it back, not the prototype's.
+    this.#previous = Object.prototype.hasOwnProperty.call(conn, 'query') ? { query: original } : null;
+    conn.query = (opts: unknown, ...rest: unknown[]): unknown => {
+      const armed = this.#armed;
+      const callback = rest[rest.length - 1];
+      if (
+        armed === undefined ||
+        typeof opts !== 'object' ||
+        opts === null ||
+        (opts as { sql?: unknown }).sql !== 'COMMIT;' ||
+        typeof callback !== 'function'
+      )
+        return original.call(conn, opts, ...rest);
+      this.#armed = undefined;
+      this.#used = true;
+      return original.call(
+        conn,
+        { ...opts, sql: armed.sql },
+        armed.values,
+        (err: DriverError | null, ...out: unknown[]) => {
+          // knex takes 1305 (no such procedure) at a COMMIT for a commit done implicitly by DDL, and
+          // would resolve the transaction: here nothing was committed, so it is an error like any other.
+          if (err !== null && err.errno === ER_SP_DOES_NOT_EXIST) {
+            (callback as (e: unknown) => void)(new SchemaMissingError(err));
+            return;
+          }
+          (callback as (e: unknown, ...o: unknown[]) => void)(err, ...out);
+        },
+      );
+    };
+  }
+
+  remove(): void {
+    this.#armed = undefined;
+    if (this.#previous === undefined) return;
+    if (this.#previous === null) delete (this.#conn as { query?: unknown }).query;
+    else (this.#conn as { query: unknown }).query = this.#previous.query;
+    this.#previous = undefined;
+  }
 }
 
 /**
@@ -606,12 +804,15 @@ function deferred<V>(): Deferred<V> {
 }
 
 /**
- * A section on the tracing channels, one context per target, marked `section: true`: on the
- * acquire channel from the call to the first take of its rows (or the failure that ended it before
- * any), on the fence channel its commit. Nothing is built while no one listens.
+ * A section on the tracing channels, one context per target, marked `section: true` and naming
+ * the manager's knex: on the acquire channel from the call to the first take of its rows (or the
+ * failure that ended it before any), on the fence channel its commit. Nothing is built while no one
+ * listens.
  */
 class SectionTraces {
   readonly #takes: Array<Deferred<Grant>> = [];
+  /** The traced take calls: settled once each acquire context has ended (and the hold begun). */
+  readonly #traced: Array<Promise<unknown>> = [];
   #taken = false;
 
   constructor(
@@ -623,18 +824,32 @@ class SectionTraces {
     for (const t of targets) {
       const take = deferred<Grant>();
       this.#takes.push(take);
-      void traced(
-        acquireChannel,
-        () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: ctx.options.owner, section: true as const }),
-        () => take.promise,
-      ).catch(() => undefined);
+      this.#traced.push(
+        traced(
+          acquireChannel,
+          () => ({
+            resourceId: t.resourceId,
+            mode: t.mode,
+            waitMs,
+            owner: ctx.options.owner,
+            knex: ctx.knex,
+            section: true as const,
+          }),
+          () => take.promise,
+        ).catch(() => undefined),
+      );
     }
   }
 
-  taken(grants: readonly Grant[]): void {
-    if (this.#taken) return;
+  /**
+   * The take is done: its acquire contexts end with the grants. Resolves once they have ended, so
+   * that a subscriber's hold for each grant exists before the work enters the hold scope.
+   */
+  taken(grants: readonly Grant[]): Promise<unknown> | undefined {
+    if (this.#taken) return undefined;
     this.#taken = true;
     this.#takes.forEach((take, i) => take.resolve(grants[i]!));
+    return this.#traced.length === 0 ? undefined : Promise.all(this.#traced);
   }
 
   failed(err: unknown): void {
@@ -650,7 +865,14 @@ class SectionTraces {
     for (const grant of grants)
       void traced(
         fenceChannel,
-        () => ({ grant, grantId: grant.id, resourceId: grant.resourceId, mode: grant.mode, section: true as const }),
+        () => ({
+          grant,
+          grantId: grant.id,
+          resourceId: grant.resourceId,
+          mode: grant.mode,
+          knex: this.ctx.knex,
+          section: true as const,
+        }),
         () => done.promise,
       ).catch(() => undefined);
     return done;

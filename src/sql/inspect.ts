@@ -1,4 +1,5 @@
 import { query, type RawConnection } from './connection.js';
+import { readUncommitted } from './operate.js';
 import { STATUS, modeOf, type GrantSummary } from '../types.js';
 import { DB_NOW, epochUs, utcDate } from './clock.js';
 
@@ -11,6 +12,12 @@ export interface Holder extends GrantSummary {
    * acquire of the resource, will release it.
    */
   stale: boolean;
+  /**
+   * A one-commit section in progress (`{ section: true }`), not a durable grant: it holds the
+   * resource by its transaction's row locks, not by the counts in `live`, and is never stale. Seen
+   * where the reading session can see uncommitted rows (docs/operating.md).
+   */
+  section: boolean;
 }
 
 /** What `inspect()` returns. */
@@ -38,25 +45,25 @@ export async function inspectResource(
     `SELECT w_count, r_count, permit_limit, w_wait_until > ${DB_NOW} AS writer_waiting FROM t_read_write_lock WHERE resource_id = ?`,
     [resource],
   );
-  const rows = await query<
-    Array<{
-      id: number | string;
-      lock_type: number;
-      permits: number | null;
-      status: number;
-      owner: string;
-      create_us: number | string;
-      lease_us: number | string | null;
-      age_us: number | string;
-      leased: number | null;
-    }>
-  >(
-    conn,
+  type Row = {
+    id: number | string;
+    lock_type: number;
+    permits: number | null;
+    status: number;
+    owner: string;
+    create_us: number | string;
+    lease_us: number | string | null;
+    age_us: number | string;
+    leased: number | null;
+  };
+  const holders = (status: number): string =>
     `SELECT id, lock_type, permits, status, owner, ${epochUs('create_time')} AS create_us, ${epochUs('lease_until')} AS lease_us,
             TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us, lease_until >= ${DB_NOW} AS leased
-       FROM t_lock_log WHERE status = ${STATUS.live} AND resource_id = ? ORDER BY id`, // scans live grants only, via (status, create_time)
-    [resource],
-  );
+       FROM t_lock_log WHERE status = ${status} AND resource_id = ? ORDER BY id`; // scans live grants (or running sections) only, via (status, create_time)
+  const live = await query<Row[]>(conn, holders(STATUS.live), [resource]);
+  // The sections in progress, in their own uncommitted transactions.
+  const sections = await readUncommitted<Row[]>(conn, holders(STATUS.sectionInProgress), [resource]);
+  const rows = [...live, ...sections].sort((a, b) => Number(a.id) - Number(b.id));
   const c = counts[0];
   return {
     resourceId,
@@ -72,7 +79,8 @@ export async function inspectResource(
         createTime: utcDate(r.create_us),
         leaseUntil: utcDate(r.lease_us),
         ageMs,
-        stale: ageMs > staleAfterMs && Number(r.leased) !== 1,
+        stale: Number(r.status) === STATUS.live && ageMs > staleAfterMs && Number(r.leased) !== 1,
+        section: Number(r.status) === STATUS.sectionInProgress,
       };
     }),
   };

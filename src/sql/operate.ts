@@ -22,6 +22,12 @@ export interface ListedGrant extends GrantSummary {
   stale: boolean;
   /** A writer is waiting for this grant's resource (its writer-intent mark is current). */
   writerWaiting: boolean;
+  /**
+   * A one-commit section in progress (`{ section: true }`): its transaction holds the resource and
+   * has not committed yet. Never stale (no reaper ends a section: its idle bound and its commit do).
+   * Seen where the reading session can see uncommitted rows: see docs/operating.md.
+   */
+  section: boolean;
 }
 
 export interface ListFilter {
@@ -39,14 +45,18 @@ interface ListCursor {
   us: number;
 }
 
-/** The statement `listLive` runs (exported so a test can EXPLAIN it). */
+/**
+ * The statement `listLive` runs (exported so a test can EXPLAIN it): the live grants, or with
+ * `sections` the sections in progress (status 1, read uncommitted; never stale).
+ */
 export function listQuery(
   f: ListFilter,
   staleAfterMs: number,
   cursor?: ListCursor,
+  sections = false,
 ): { sql: string; params: SqlValue[] } {
-  const where: string[] = [`l.status = ${STATUS.live}`];
-  const params: SqlValue[] = [staleAfterMs * 1000];
+  const where: string[] = [`l.status = ${sections ? STATUS.sectionInProgress : STATUS.live}`];
+  const params: SqlValue[] = sections ? [] : [staleAfterMs * 1000];
   if (cursor !== undefined) {
     where.push(
       '(l.create_time > FROM_DAYS(?) + INTERVAL ? MICROSECOND OR (l.create_time = FROM_DAYS(?) + INTERVAL ? MICROSECOND AND l.id > ?))',
@@ -74,7 +84,7 @@ export function listQuery(
   params.push(f.limit + 1);
   const sql = `SELECT l.id, l.resource_id, l.lock_type, l.permits, l.owner, ${epochUs('l.create_time')} AS create_us,
             ${epochUs('l.lease_until')} AS lease_us,
-            TIMESTAMPDIFF(MICROSECOND, l.create_time, ${DB_NOW}) AS age_us, ${STALE_SQL} AS stale,
+            TIMESTAMPDIFF(MICROSECOND, l.create_time, ${DB_NOW}) AS age_us, ${sections ? '0' : STALE_SQL} AS stale,
             r.w_wait_until > ${DB_NOW} AS writer_waiting
        FROM t_lock_log l LEFT JOIN t_read_write_lock r ON r.resource_id = l.resource_id
       WHERE ${where.join(' AND ')}
@@ -83,11 +93,23 @@ export function listQuery(
 }
 
 /**
- * Live grants, oldest first (grant time, then id), read through the (status, create_time) index:
- * the cost follows the number of live grants read, never the size of the log or the number of
- * resources. Filters apply to the live grants the index yields. Keyset paging: `after` names the
- * last grant of the previous page, whose grant time is read first, so a page never repeats or
- * skips a grant that stayed live. `limit + 1` rows are read to know whether another page follows.
+ * Runs one autocommit statement at READ UNCOMMITTED: it sees the rows of transactions still open,
+ * the sections in progress among them. No privilege is needed beyond SELECT; it locks nothing.
+ */
+export async function readUncommitted<T>(conn: RawConnection, sql: string, params: readonly SqlValue[]): Promise<T> {
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED');
+  return query<T>(conn, sql, params);
+}
+
+/**
+ * Live grants and sections in progress, oldest first (grant time, then id), read through the
+ * (status, create_time) index: the cost follows the number of live grants and running sections
+ * read, never the size of the log or the number of resources. Filters apply to the rows the index
+ * yields (`staleOnly` leaves sections out: none is ever stale). Keyset paging: `after` names the
+ * last grant of the previous page, whose grant time is read first, so a page never repeats or skips
+ * a grant that stayed live. `limit + 1` rows of each kind are read to know whether another page
+ * follows. The sections are read uncommitted (see `readUncommitted`); a section that ended between
+ * the two reads may be listed though it has committed, or missing though it began before the read.
  */
 export async function listLive(
   conn: RawConnection,
@@ -98,7 +120,8 @@ export async function listLive(
   if (f.after !== undefined) {
     // The cursor's grant time as whole days and microseconds of the day: exact, with no time zone
     // or string conversion between here and the server.
-    const [row] = await query<Array<{ d: number; us: number | string }>>(
+    // Uncommitted too: the last grant of the previous page may be a section still in progress.
+    const [row] = await readUncommitted<Array<{ d: number; us: number | string }>>(
       conn,
       'SELECT TO_DAYS(create_time) AS d, TIMESTAMPDIFF(MICROSECOND, DATE(create_time), create_time) AS us FROM t_lock_log WHERE id = ?',
       [f.after],
@@ -109,21 +132,25 @@ export async function listLive(
       );
     cursor = { id: f.after, days: Number(row.d), us: Number(row.us) };
   }
+  type Row = {
+    id: number | string;
+    resource_id: Buffer;
+    lock_type: number;
+    permits: number | null;
+    owner: string;
+    create_us: number | string;
+    lease_us: number | string | null;
+    age_us: number | string;
+    stale: number;
+    writer_waiting: number | null;
+    section?: boolean;
+  };
   const { sql, params } = listQuery(f, staleAfterMs, cursor);
-  const rows = await query<
-    Array<{
-      id: number | string;
-      resource_id: Buffer;
-      lock_type: number;
-      permits: number | null;
-      owner: string;
-      create_us: number | string;
-      lease_us: number | string | null;
-      age_us: number | string;
-      stale: number;
-      writer_waiting: number | null;
-    }>
-  >(conn, sql, params);
+  const live = await query<Row[]>(conn, sql, params);
+  const sections = f.staleOnly ? [] : await readUncommitted<Row[]>(conn, ...sectionsQuery(f, staleAfterMs, cursor));
+  const rows = [...live, ...sections.map((r) => ({ ...r, section: true }))].sort(
+    (a, b) => Number(a.create_us) - Number(b.create_us) || Number(a.id) - Number(b.id),
+  );
   const grants = rows.slice(0, f.limit).map((r) => ({
     id: Number(r.id),
     resourceId: r.resource_id.toString('utf8'),
@@ -134,8 +161,14 @@ export async function listLive(
     leaseUntil: utcDate(r.lease_us),
     stale: Number(r.stale) === 1,
     writerWaiting: Number(r.writer_waiting) === 1,
+    section: r.section === true,
   }));
   return { grants, next: rows.length > f.limit ? grants.at(-1)!.id : null };
+}
+
+function sectionsQuery(f: ListFilter, staleAfterMs: number, cursor: ListCursor | undefined): [string, SqlValue[]] {
+  const { sql, params } = listQuery(f, staleAfterMs, cursor, true);
+  return [sql, params];
 }
 
 /** One grant of a resource's history, as `history()` returns it. */
@@ -235,6 +268,11 @@ export interface LockStats {
   waitingWriters: number;
   /** Age of the oldest live grant; null when none is live. */
   oldestAgeMs: number | null;
+  /**
+   * One-commit sections in progress, by mode, and the age of the oldest (null when none): read
+   * uncommitted, where the reading session can see them (docs/operating.md). Not in `live`.
+   */
+  sections: { write: number; read: number; oldestAgeMs: number | null };
   /** Grants released in the last hour by the reaper and by operators (from `t_lock_release_note`). */
   lastHour: { reaped: number; operator: number };
   /** The cutoff `stale` was counted with. */
@@ -267,6 +305,15 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
     `SELECT COUNT(DISTINCT l.resource_id) AS n FROM t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
       WHERE l.status = ${STATUS.live} AND r.w_wait_until > ${DB_NOW}`,
   );
+  const [sections] = await readUncommitted<
+    Array<{ w: number | string; r: number | string; oldest_us: number | string | null }>
+  >(
+    conn,
+    `SELECT COALESCE(SUM(lock_type = ${LOCK_TYPE.write}), 0) AS w, COALESCE(SUM(lock_type = ${LOCK_TYPE.read}), 0) AS r,
+            TIMESTAMPDIFF(MICROSECOND, MIN(create_time), ${DB_NOW}) AS oldest_us
+       FROM t_lock_log WHERE status = ${STATUS.sectionInProgress}`,
+    [],
+  );
   const [hour] = await query<Array<{ reaped: number | string; operator: number | string }>>(
     conn,
     `SELECT COALESCE(SUM(released_by = ${RELEASED_BY.reaper}), 0) AS reaped, COALESCE(SUM(released_by = ${RELEASED_BY.operator}), 0) AS operator
@@ -278,6 +325,11 @@ export async function lockStats(conn: RawConnection, staleAfterMs: number): Prom
     leased: Number(live!.leased),
     waitingWriters: Number(waiting!.n),
     oldestAgeMs: live!.oldest_us === null ? null : Number(live!.oldest_us) / 1000,
+    sections: {
+      write: Number(sections!.w),
+      read: Number(sections!.r),
+      oldestAgeMs: sections!.oldest_us === null ? null : Number(sections!.oldest_us) / 1000,
+    },
     lastHour: { reaped: Number(hour!.reaped), operator: Number(hour!.operator) },
     staleAfterMs,
   };

@@ -1,4 +1,4 @@
-import { query, type RawConnection } from './connection.js';
+import { firstRow, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
 
@@ -70,13 +70,82 @@ export const CREATE_ROW = 'INSERT IGNORE INTO t_read_write_lock (resource_id) VA
 export const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (?)';
 
 /**
- * The section's log row: granted and released in the same commit, marked `released_by = section`
- * so that history tells it from a durable grant (which ends as `holder`, `reaper` or `operator`).
- * Written right after the take, so its id (the fencing token) is known to the work;
- * `released_at` is then the time of the take too: a section's commit time is not recorded.
+ * The section's log row, marked `released_by = section` so that history tells it from a durable
+ * grant (which ends as `holder`, `reaper` or `operator`). Written right after the take, so its id
+ * (the fencing token) is known to the work, in status `sectionInProgress` with `released_at` NULL;
+ * `SET_RELEASED` (or `rwlock_section_commit`) makes it released now, just before the commit, so
+ * history gives the section's true span. Nobody but a READ UNCOMMITTED reader (the operator's view
+ * of sections in progress, `SECTIONS_IN_PROGRESS`) ever sees it in progress.
  */
 const LOG_SECTION = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-VALUES (?, ?, ${STATUS.released}, ${DB_NOW}, 1, CONVERT(? USING utf8mb4), ?, ${DB_NOW}, ${RELEASED_BY.section})`;
+VALUES (?, ?, ${STATUS.sectionInProgress}, ${DB_NOW}, 1, CONVERT(? USING utf8mb4), ?, NULL, ${RELEASED_BY.section})`;
+
+/** The section's end, just before its COMMIT and in its transaction: its log rows released now. */
+export const SET_RELEASED = `UPDATE t_lock_log SET status = ${STATUS.released}, released_at = ${DB_NOW}
+ WHERE id IN (?) AND status = ${STATUS.sectionInProgress}`;
+
+/**
+ * How `rwlock_section_take` (migration 009) takes one target: `w` a writer (exclusive gate, guarded
+ * UPDATE), `x` a reader where shared locks are not certified (exclusive gate, a reader's guarded
+ * UPDATE), `s` a reader (shared gate, plain read of the lock row), `e` a reader at SERIALIZABLE
+ * (exclusive gate, the read InnoDB makes a shared-lock one).
+ */
+export type TakeLetter = 'w' | 'x' | 's' | 'e';
+
+/** What `rwlock_section_take` answered: see migration 009. `at` indexes the targets; `ids` their log rows. */
+export interface TakeReply {
+  outcome: 'taken' | 'gate' | 'row' | 'refused' | 'intent';
+  at: number;
+  ids: number[];
+}
+
+/**
+ * The whole take in one round trip, inside the caller's open transaction: the bounds, every gate,
+ * every lock row, the log rows (procedure `rwlock_section_take`, migration 009). The targets go
+ * packed; the owner as UTF-8 bytes converted on the server.
+ */
+export async function callSectionTake(
+  conn: RawConnection,
+  targets: ReadonlyArray<{ resource: Buffer; letter: TakeLetter }>,
+  owner: Buffer,
+  tokens: readonly Buffer[],
+  idleSec: number | null,
+  lockWaitSec: number,
+  intentMs: number,
+): Promise<TakeReply> {
+  const packed = Buffer.concat(targets.flatMap((t) => [Buffer.from([t.resource.length]), t.resource]));
+  const result = await query(
+    conn,
+    'CALL rwlock_section_take(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)',
+    [
+      packed,
+      Buffer.from(targets.map((t) => t.letter).join(''), 'latin1'),
+      owner,
+      Buffer.concat(tokens),
+      idleSec,
+      lockWaitSec,
+      intentMs,
+    ],
+  );
+  const row = firstRow<{ outcome: string | Buffer; at: number | string | null; ids: string | Buffer | null }>(
+    result,
+    'rwlock_section_take',
+  );
+  const ids = String(row.ids ?? '');
+  return {
+    outcome: String(row.outcome) as TakeReply['outcome'],
+    at: Number(row.at ?? 0),
+    ids: ids === '' ? [] : ids.split(',').map(Number),
+  };
+}
+
+/** The section's commit in one call (`rwlock_section_commit`): release times, COMMIT, idle bound restored. */
+export const SECTION_COMMIT = 'CALL rwlock_section_commit(CONVERT(? USING ascii), ?)';
+
+/** The ids `SECTION_COMMIT` takes: comma-separated, as bytes (the library sends no strings). */
+export function idList(ids: readonly number[]): Buffer {
+  return Buffer.from(ids.join(','), 'latin1');
+}
 
 export async function logSection(
   conn: RawConnection,
@@ -166,6 +235,17 @@ export function restoreBounds(server: SectionServer, idle: boolean): string | nu
   if (idle) parts.push(`SESSION ${server.mariadb ? 'idle_transaction_timeout' : 'wait_timeout'} = @rwlock_idle`);
   if (!server.mariadb) parts.push('SESSION innodb_lock_wait_timeout = @rwlock_lwt');
   return parts.length === 0 ? null : `SET ${parts.join(', ')}`;
+}
+
+/**
+ * After a failure of a section that called `rwlock_section_take`: the lock wait bound (which the
+ * procedure set on both servers, and restores itself unless its statement was interrupted) and the
+ * idle bound (`wait_timeout` on both servers, see migration 009), from the values the procedure kept.
+ */
+export function restoreAfterTake(idle: boolean): string {
+  const parts = ['SESSION innodb_lock_wait_timeout = @rwlock_lwt'];
+  if (idle) parts.push('SESSION wait_timeout = @rwlock_idle');
+  return `SET ${parts.join(', ')}`;
 }
 
 /** The take, with MariaDB's per-statement lock wait bound (`SET STATEMENT ... FOR`). */
