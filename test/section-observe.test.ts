@@ -79,7 +79,7 @@ describe('sections, as an operator sees them', () => {
           expect(listed.map((g) => g.id)).toEqual([durable.id, a!.id, b!.id]);
           expect(stats.sections).toMatchObject({ write: 1, read: 1 });
           expect(stats.sections.oldestAgeMs).toBeGreaterThanOrEqual(0);
-          expect(stats.live).toEqual({ write: 0, read: 1 }); // a section changes no count
+          expect(stats.live).toEqual({ write: 0, read: 1, permit: 0 }); // a section changes no count
           expect(inspected.holders).toEqual([
             expect.objectContaining({ id: a!.id, mode: 'write', section: true, stale: false }),
           ]);
