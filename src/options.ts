@@ -190,12 +190,45 @@ export interface WithLockOptions extends WithGrantOptions {
 /** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
 export type WithGrantOptions = AcquireOptions;
 
-/** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
-const CALL_OPTION_KEYS = {
-  acquire: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
-  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section'],
-  granted: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
-} as const;
+/**
+ * `keys`, checked when compiled to be exactly the keys of `T`: a list that leaves one out, or names
+ * one `T` lacks, does not compile. So an options type and the run-time list of names its validator
+ * accepts cannot part. Used as `keysOf<AcquireOptions>()(['waitMs', ...])`.
+ */
+export function keysOf<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & ([Exclude<keyof T, K[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, K[number]> }),
+  ): K => keys;
+}
+
+/**
+ * The names of each call's options: the one list its validator accepts (an unknown name is refused),
+ * and the list the decorators build theirs from. Each is checked against its type by `keysOf`.
+ */
+export const OPTION_KEYS = Object.freeze({
+  /** `acquireWrite`, `acquireRead`, `acquireMany` */
+  acquire: keysOf<AcquireOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
+  /** `withWriteLock`, `withReadLock`, `withLocks` */
+  scoped: keysOf<WithLockOptions>()(['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section']),
+  /** `withWriteGrant`, `withReadGrant` */
+  granted: keysOf<WithGrantOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
+  /** `runExclusive` */
+  exclusive: keysOf<ExclusiveOptions>()(['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']),
+  /** `createLockManager` */
+  manager: keysOf<LockManagerOptions>()([
+    'knex',
+    'owner',
+    'staleAfterMs',
+    'backoffMinMs',
+    'backoffMaxMs',
+    'writerIntentMs',
+    'deadlockRetries',
+    'resolveTimeoutMs',
+    'procedures',
+    'onLockLost',
+    'sectionIdleTimeoutMs',
+  ]),
+});
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
@@ -266,19 +299,7 @@ function ownerOption(value: unknown): string {
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   if (typeof input !== 'object' || input === null)
     throw new InvalidOptionsError('options must be an object with a knex instance');
-  const o = optionsObject('createLockManager', input, [
-    'knex',
-    'owner',
-    'staleAfterMs',
-    'backoffMinMs',
-    'backoffMaxMs',
-    'writerIntentMs',
-    'deadlockRetries',
-    'resolveTimeoutMs',
-    'procedures',
-    'onLockLost',
-    'sectionIdleTimeoutMs',
-  ]);
+  const o = optionsObject('createLockManager', input, OPTION_KEYS.manager);
   if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
     throw new InvalidOptionsError(
       `onLockLost must be a function (grant, { releasedBy, detectedBy }) => void, got ${describe(o.onLockLost)}`,
@@ -345,7 +366,7 @@ export function resolveCallOptions(
   input: unknown,
   form: 'acquire' | 'scoped' | 'granted',
 ): ResolvedAcquireOptions {
-  const o = optionsObject(what, input, CALL_OPTION_KEYS[form]);
+  const o = optionsObject(what, input, OPTION_KEYS[form]);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal))
@@ -413,7 +434,7 @@ export interface ResolvedExclusiveOptions {
 
 export function resolveExclusiveOptions(what: string, input: unknown): ResolvedExclusiveOptions {
   if (input === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs { lockAtMostFor }`);
-  const o = optionsObject(what, input, ['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']);
+  const o = optionsObject(what, input, OPTION_KEYS.exclusive);
   if (o.lockAtMostFor === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs it`);
   const lockAtMostFor = integerOption('lockAtMostFor', o.lockAtMostFor, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   const lockAtLeastFor = integerOption(
