@@ -33,6 +33,8 @@ export const DEFAULTS = deepFreeze({
   migrate: { waitMs: 60_000, procedures: true },
   /** `runExclusive()` and `@Exclusive`; their `leaseMs` is `lockAtMostFor` unless given */
   runExclusive: { lockAtLeastFor: 0 },
+  /** `createRunCoordinator()` (`mysql-rwlock/cron`) */
+  createRunCoordinator: { prefix: 'cron:', lockAtLeastFor: 0 },
 });
 
 function deepFreeze<T extends object>(
@@ -66,7 +68,10 @@ export const LIMITS = Object.freeze({
   /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
   maxReapBatch: 10_000,
   maxPurgeBatch: 100_000,
-  /** 100 years: far enough for any retention, near enough that the database clock minus it stays a valid DATETIME. */
+  /**
+   * 100 years: far enough for any retention or stale cutoff (`staleAfterMs`), near enough that the
+   * database clock minus it stays a valid DATETIME.
+   */
   maxRetentionMs: 3_155_760_000_000,
   /**
    * One hour: a lost reply still unsettled after that is an outage, not a lost packet, and the
@@ -308,7 +313,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   const resolved: ResolvedManagerOptions = {
     knex: knexOption('knex', o.knex),
     owner: ownerOption(o.owner),
-    staleAfterMs: integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1),
+    staleAfterMs: staleAfterOption(o.staleAfterMs),
     backoffMinMs: integerOption('backoffMinMs', o.backoffMinMs ?? DEFAULTS.backoffMinMs, 1, LIMITS.maxBackoffMs),
     backoffMaxMs: integerOption('backoffMaxMs', o.backoffMaxMs ?? DEFAULTS.backoffMaxMs, 1, LIMITS.maxBackoffMs),
     writerIntentMs: integerOption(
@@ -344,6 +349,25 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
     );
   }
   return resolved;
+}
+
+/**
+ * A stale cutoff, wherever one is given (`createLockManager`, `reapStaleGrants`, the metrics, the
+ * operator page, `STALE_AFTER_MS` of the reaper job and the CLI): `DEFAULTS.staleAfterMs` when
+ * absent, 1 ms to `LIMITS.maxRetentionMs`. `name` is how the caller gave it.
+ */
+export function staleAfterOption(value: unknown, name = 'staleAfterMs'): number {
+  return integerOption(name, value ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+}
+
+/**
+ * A whole number from the environment, for a validator: undefined when unset or empty, the number
+ * when it is digits, else the text as it is (which the validator refuses, quoting it).
+ */
+export function envNumber(env: NodeJS.ProcessEnv, name: string): unknown {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  return /^\d+$/.test(raw) ? Number(raw) : raw;
 }
 
 export function proceduresOption(value: unknown): ProceduresMode {

@@ -9,7 +9,7 @@ import {
   type RawConnection,
 } from '../sql/connection.js';
 import { PrivilegeError } from '../errors.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject, staleAfterOption } from '../options.js';
 import { purgeBatch, purgeIdleResources, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
 import type { ReapedGrant, ReapResult } from '../types.js';
@@ -43,7 +43,7 @@ export interface ReapOptions {
 export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
   knexOption('db', db);
   const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
-  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
   const waitSec = integerOption(
     'lockWaitTimeoutSec',

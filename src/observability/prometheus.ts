@@ -7,7 +7,7 @@ import { withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import { acquireOutcome } from './outcome.js';
 import type { Grant } from '../lock/api.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import { knexOption, optionsObject, staleAfterOption } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
 import { LOST_BY } from '../types.js';
 import {
@@ -24,7 +24,7 @@ export interface LockMetricsOptions {
   registry: Registry;
   /** Reads the gauges of live and stale grants and waiting writers from this database at scrape time; without it there are no gauges. */
   knex?: Knex;
-  /** Age from which a live grant counts as stale in `mysql_rwlock_stale_grants`. @defaultValue 600000, the lock's default */
+  /** Age from which a live grant counts as stale in `mysql_rwlock_stale_grants`. @defaultValue `DEFAULTS.staleAfterMs`, the lock's default */
   staleAfterMs?: number;
 }
 
@@ -62,7 +62,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   if (registry.getSingleMetric(METRICS.acquireWait))
     throw new InvalidOptionsError('registry: the mysql-rwlock metrics are already registered on it');
   const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
-  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const registers = [registry];
 
   const acquireWait = new Histogram({
