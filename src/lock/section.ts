@@ -52,6 +52,7 @@ import { newToken } from './token.js';
 import { acquireChannel, fenceChannel, isTraced, traced } from '../observability/tracing.js';
 import { backoffDelay, type Ticket } from './wait.js';
 import { onAbort } from '../sql/abort.js';
+import { testSwitches } from '../test-switches.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
 export interface SectionTarget {
@@ -68,24 +69,6 @@ export interface SectionOptions {
 
 /** The work of a section: its transaction, and one grant per target, in the targets' order. */
 export type SectionWork<T> = (trx: Knex.Transaction, grants: readonly Grant[]) => Promise<T>;
-
-/**
- * Test-only switches for negative controls, not exported from any package entry: `idleBound:
- * false` runs sections without the server's idle bound (the paused-holder test); `guard: false`
- * takes rows with a plain read that neither checks the counts nor locks (the exclusion tests);
- * `lockRowShared: true` makes a reading section take the lock row with a shared lock, as before
- * the gate (the mixed-mode tests: durable readers then cannot share with it); `killThroughPool:
- * true` interrupts a waiting section as before (KILL QUERY through the pool, not awaited, the
- * connection handed back: the interruption tests' control). `onKill` is told of each KILL QUERY
- * a section's interruption sent, once it was answered.
- */
-export const sectionTesting: {
-  idleBound: boolean;
-  guard: boolean;
-  lockRowShared: boolean;
-  killThroughPool: boolean;
-  onKill: ((threadId: number) => void) | undefined;
-} = { idleBound: true, guard: true, lockRowShared: false, killThroughPool: false, onKill: undefined };
 
 /**
  * Runs `work` as one one-commit section over `targets`, which the caller gives ALREADY SORTED by
@@ -242,7 +225,7 @@ class Refused {
 
 /** How a section takes one target: its gate's lock mode, and how it takes or reads the lock row. */
 function takeKind(server: SectionServer, t: SectionTarget): 'unguarded' | 'write' | 'readShared' | 'readExclusive' {
-  if (!sectionTesting.guard) return 'unguarded';
+  if (!testSwitches.section.guard) return 'unguarded';
   if (t.mode === 'write') return 'write';
   return server.sharedLocksCertified ? 'readShared' : 'readExclusive';
 }
@@ -265,7 +248,7 @@ async function attempt<T>(
   traces: SectionTraces,
 ): Promise<Outcome<T>> {
   const { signal, isolationLevel, waitMs } = options;
-  const idleSec = sectionTesting.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
+  const idleSec = testSwitches.section.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
   const lockWaitSec = Math.max(1, Math.ceil((deadline - performance.now()) / 1000));
   const intentMs = waitMs > 0 ? ctx.options.writerIntentMs : 0;
   const tokens = targets.map(() => newToken());
@@ -300,7 +283,7 @@ async function attempt<T>(
           }
           for (const [i, t] of targets.entries()) {
             const kind = kinds[i]!;
-            if (kind === 'readShared' && !sectionTesting.lockRowShared) continue;
+            if (kind === 'readShared' && !testSwitches.section.lockRowShared) continue;
             let taken: boolean;
             if (kind === 'write' || kind === 'readExclusive') {
               taken = (await waiting<{ affectedRows: number }>(t, TAKE[kind])).affectedRows === 1;
@@ -319,7 +302,7 @@ async function attempt<T>(
             throw new Refused(t, exists ? null : 'row');
           }
           for (const [i, t] of targets.entries()) {
-            if (kinds[i] !== 'readShared' || sectionTesting.lockRowShared) continue;
+            if (kinds[i] !== 'readShared' || testSwitches.section.lockRowShared) continue;
             const [row] = await query<Array<{ free: number | string | null }>>(conn, READ_DECISION, [t.resource]);
             if (row === undefined) throw new Refused(t, 'row');
             if (Number(row.free) !== 1) throw new Refused(t, null);
@@ -509,7 +492,7 @@ class SectionWaits {
     if (this.#interrupted) return;
     this.#interrupted = err;
     const threadId = this.conn.threadId;
-    if (sectionTesting.killThroughPool) {
+    if (testSwitches.section.killThroughPool) {
       // The negative control: the interruption before this one, which reached other users' queries.
       if (threadId !== null) void this.ctx.knex.raw('KILL QUERY ?', [threadId]).catch(() => undefined);
       return;
@@ -535,7 +518,7 @@ async function killQuery(ctx: LockContext, threadId: number | null): Promise<boo
   try {
     killer = await client.acquireRawConnection();
     await query(killer, 'KILL QUERY ?', [threadId]);
-    sectionTesting.onKill?.(threadId);
+    testSwitches.section.onKill?.(threadId);
     return true;
   } catch {
     return false;

@@ -255,7 +255,7 @@ describe('reliability under faults', () => {
     {
       name: 'section-unguarded',
       defect:
-        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test-only sectionTesting.guard = false)",
+        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test switch testSwitches.section.guard = false)",
       tweak: {
         workerVariant: 'section-unguarded',
         minDurationMs: 12_000,
@@ -269,7 +269,7 @@ describe('reliability under faults', () => {
     {
       name: 'multi-first-fence',
       defect:
-        "a two-resource group whose one fence statement covers only its first grant (the library's test-only fenceForTests.firstOnly): it commits on a resource whose grant was reaped",
+        "a two-resource group whose one fence statement covers only its first grant (the library's test switch testSwitches.group.fenceFirstOnly): it commits on a resource whose grant was reaped",
       tweak: {
         workerVariant: 'multi-first-fence',
         minDurationMs: 12_000,
@@ -284,7 +284,7 @@ describe('reliability under faults', () => {
     {
       name: 'multi-caller-order',
       defect:
-        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test-only acquireOrderForTests.callerOrder)",
+        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test switch testSwitches.group.callerOrder)",
       tweak: {
         workerVariant: 'multi-caller-order',
         minDurationMs: 12_000,
