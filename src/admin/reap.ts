@@ -9,7 +9,7 @@ import {
   type RawConnection,
 } from '../sql/connection.js';
 import { PrivilegeError } from '../errors.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject, staleAfterOption } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject, staleAfterOption, keysOf } from '../options.js';
 import { purgeBatch, purgeIdleResources, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
 import type { ReapedGrant, ReapResult } from '../types.js';
@@ -42,7 +42,11 @@ export interface ReapOptions {
  */
 export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
   knexOption('db', db);
-  const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
+  const o = optionsObject(
+    'reapStaleGrants',
+    options,
+    keysOf<ReapOptions>()(['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']),
+  );
   const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
   const waitSec = integerOption(
@@ -161,7 +165,7 @@ export interface PurgeResult {
  */
 export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);
-  const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
+  const o = optionsObject('purgeReleasedGrants', options, keysOf<PurgeOptions>()(['retentionMs', 'batchSize']));
   const retentionMs = integerOption(
     'retentionMs',
     o.retentionMs ?? DEFAULTS.purge.retentionMs,

@@ -17,6 +17,7 @@ import {
   optionsObject,
   staleAfterOption,
   textOption,
+  keysOf,
 } from '../options.js';
 import { resourceKey } from '../lock/resource-id.js';
 import { recentReleases, timeline } from './queries.js';
@@ -73,14 +74,11 @@ class HttpError extends Error {
 
 /** Starts the page's server; resolves once it listens. */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const o = optionsObject('serveDashboard', options, [
-    'knex',
-    'port',
-    'host',
-    'allowedHosts',
-    'allowRelease',
-    'staleAfterMs',
-  ]);
+  const o = optionsObject(
+    'serveDashboard',
+    options,
+    keysOf<DashboardOptions>()(['knex', 'port', 'host', 'allowedHosts', 'allowRelease', 'staleAfterMs']),
+  );
   const knex = knexOption('knex', o.knex);
   const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
   const host = o.host === undefined ? DASHBOARD_DEFAULTS.host : textOption('host', o.host, 255).toString('utf8');

@@ -4,7 +4,7 @@ import type { RunCoordinator } from 'node-cron';
 import type { Grant } from '../lock/api.js';
 import type { LockManager } from '../lock/manager.js';
 import { InvalidOptionsError } from '../errors.js';
-import { DEFAULTS, integerOption, LIMITS, optionsObject, textOption } from '../options.js';
+import { DEFAULTS, integerOption, LIMITS, optionsObject, textOption, keysOf } from '../options.js';
 import { releaseAfterAtLeast } from './hold.js';
 
 export type { ExclusiveOptions } from '../options.js';
@@ -55,7 +55,11 @@ export interface RunCoordinatorOptions {
 export function createRunCoordinator(locks: LockManager, options?: RunCoordinatorOptions): RunCoordinator {
   if (typeof locks !== 'object' || locks === null || typeof locks.tryAcquireWrite !== 'function')
     throw new InvalidOptionsError('locks: createRunCoordinator needs a LockManager (from createLockManager)');
-  const o = optionsObject('createRunCoordinator', options, ['prefix', 'lockAtLeastFor']);
+  const o = optionsObject(
+    'createRunCoordinator',
+    options,
+    keysOf<RunCoordinatorOptions>()(['prefix', 'lockAtLeastFor']),
+  );
   const prefix =
     o.prefix === undefined ? DEFAULTS.createRunCoordinator.prefix : textOption('prefix', o.prefix, 64).toString('utf8');
   const lockAtLeastFor = integerOption(

@@ -7,7 +7,7 @@ import { withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import { acquireOutcome } from './outcome.js';
 import type { Grant } from '../lock/api.js';
-import { knexOption, optionsObject, staleAfterOption } from '../options.js';
+import { knexOption, optionsObject, staleAfterOption, keysOf } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
 import { LOST_BY } from '../types.js';
 import {
@@ -54,7 +54,11 @@ const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300,
  * resource id (unbounded cardinality). `unregister()` removes the metrics and the subscriptions.
  */
 export function registerLockMetrics(options: LockMetricsOptions): { unregister(): void } {
-  const o = optionsObject('registerLockMetrics', options, ['registry', 'knex', 'staleAfterMs']);
+  const o = optionsObject(
+    'registerLockMetrics',
+    options,
+    keysOf<LockMetricsOptions>()(['registry', 'knex', 'staleAfterMs']),
+  );
   const registry = o.registry as Registry | undefined;
   if (typeof registry?.registerMetric !== 'function' || typeof registry.getSingleMetric !== 'function') {
     throw new InvalidOptionsError('registry must be a prom-client Registry');
