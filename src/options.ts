@@ -360,6 +360,19 @@ export function staleAfterOption(value: unknown, name = 'staleAfterMs'): number 
   return integerOption(name, value ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
 }
 
+/** `reapStaleGrants`' `batchSize` and the reaper job's `REAPER_BATCH_SIZE`: 1 to `LIMITS.maxReapBatch`. */
+export function reapBatchOption(value: unknown, name = 'batchSize'): number {
+  return integerOption(name, value ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
+}
+
+/**
+ * `purgeReleasedGrants`' `retentionMs` (from 1 ms) and the reaper job's `RETENTION_MS` (from 0: no purge):
+ * at most `LIMITS.maxRetentionMs`, `DEFAULTS.purge.retentionMs` when absent.
+ */
+export function retentionOption(value: unknown, name = 'retentionMs', zeroTurnsOff = false): number {
+  return integerOption(name, value ?? DEFAULTS.purge.retentionMs, zeroTurnsOff ? 0 : 1, LIMITS.maxRetentionMs);
+}
+
 /**
  * A whole number from the environment, for a validator: undefined when unset or empty, the number
  * when it is digits, else the text as it is (which the validator refuses, quoting it).

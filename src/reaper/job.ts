@@ -1,7 +1,15 @@
 import type { Knex } from 'knex';
 import cron from 'node-cron';
 import { InvalidOptionsError, PrivilegeError } from '../errors.js';
-import { DEFAULTS, LIMITS, envNumber, integerOption, staleAfterOption } from '../options.js';
+import {
+  DEFAULTS,
+  LIMITS,
+  envNumber,
+  integerOption,
+  reapBatchOption,
+  retentionOption,
+  staleAfterOption,
+} from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 import { parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
@@ -126,8 +134,8 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     cron: expression,
     runAtStart: atStart === undefined || atStart === '' ? JOB_DEFAULTS.runAtStart : atStart === '1',
     staleAfterMs: staleAfterOption(envNumber(env, 'STALE_AFTER_MS'), 'STALE_AFTER_MS'),
-    batchSize: num('REAPER_BATCH_SIZE', DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch),
-    retentionMs: num('RETENTION_MS', JOB_DEFAULTS.retentionMs, 0, LIMITS.maxRetentionMs),
+    batchSize: reapBatchOption(envNumber(env, 'REAPER_BATCH_SIZE'), 'REAPER_BATCH_SIZE'),
+    retentionMs: retentionOption(envNumber(env, 'RETENTION_MS'), 'RETENTION_MS', true),
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === '' ? null : num('METRICS_PORT', 0, 0, 65535),
     metricsHost,
     countCheckCron: countCheck === 'off' ? null : countCheck,
