@@ -37,6 +37,10 @@ export const DEFAULTS = deepFreeze({
   migrate: { waitMs: 60_000, procedures: true },
   /** `runExclusive()` and `@Exclusive`; their `leaseMs` is `lockAtMostFor` unless given */
   runExclusive: { lockAtLeastFor: 0 },
+  /** `createRunCoordinator()` (`mysql-rwlock/cron`) */
+  createRunCoordinator: { prefix: 'cron:', lockAtLeastFor: 0 },
+  /** `acquirePermit()`, `tryAcquirePermit()`, `withPermit()`: how many permits a call takes */
+  permit: { count: 1 },
 });
 
 function deepFreeze<T extends object>(
@@ -70,7 +74,10 @@ export const LIMITS = Object.freeze({
   /** Grants reaped in one transaction; larger batches hold row locks that block holders too long. */
   maxReapBatch: 10_000,
   maxPurgeBatch: 100_000,
-  /** 100 years: far enough for any retention, near enough that the database clock minus it stays a valid DATETIME. */
+  /**
+   * 100 years: far enough for any retention or stale cutoff (`staleAfterMs`), near enough that the
+   * database clock minus it stays a valid DATETIME.
+   */
   maxRetentionMs: 3_155_760_000_000,
   /**
    * One hour: a lost reply still unsettled after that is an outage, not a lost packet, and the
@@ -244,7 +251,7 @@ export interface PermitOptions {
    * limit meanwhile is refused with PermitLimitError (see docs/api.md, Semaphores).
    */
   permits: number;
-  /** How many permits this call takes, all or none. @defaultValue 1, at most `permits` */
+  /** How many permits this call takes, all or none, at most `permits`. @defaultValue `DEFAULTS.permit.count` */
   count?: number;
 }
 
@@ -255,16 +262,51 @@ export function permitOptions(what: string, input: unknown): { limit: number; co
   const o = input as Record<string, unknown>;
   if (o.permits === undefined) throw new InvalidOptionsError(`permits: ${what} needs the semaphore's limit`);
   const limit = integerOption('permits', o.permits, 1, LIMITS.maxPermits);
-  const count = integerOption('count', o.count ?? 1, 1, limit);
+  const count = integerOption('count', o.count ?? DEFAULTS.permit.count, 1, limit);
   return { limit, count };
 }
 
-/** The option keys of an acquire, a scoped call on a knex transaction and a scoped call on the caller's transaction. */
-const CALL_OPTION_KEYS = {
-  acquire: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
-  scoped: ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section'],
-  granted: ['waitMs', 'signal', 'leaseMs', 'maxHoldMs'],
-} as const;
+/**
+ * `keys`, checked when compiled to be exactly the keys of `T`: a list that leaves one out, or names
+ * one `T` lacks, does not compile. So an options type and the run-time list of names its validator
+ * accepts cannot part. Used as `keysOf<AcquireOptions>()(['waitMs', ...])`.
+ */
+export function keysOf<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & ([Exclude<keyof T, K[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, K[number]> }),
+  ): K => keys;
+}
+
+/**
+ * The names of each call's options: the one list its validator accepts (an unknown name is refused),
+ * and the list the decorators build theirs from. Each is checked against its type by `keysOf`.
+ */
+export const OPTION_KEYS = Object.freeze({
+  /** `acquireWrite`, `acquireRead`, `acquireMany` */
+  acquire: keysOf<AcquireOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
+  /** `withWriteLock`, `withReadLock`, `withLocks` */
+  scoped: keysOf<WithLockOptions>()(['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section']),
+  /** `withWriteGrant`, `withReadGrant` */
+  granted: keysOf<WithGrantOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
+  /** `runExclusive` */
+  exclusive: keysOf<ExclusiveOptions>()(['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']),
+  /** `createLockManager` */
+  manager: keysOf<LockManagerOptions>()([
+    'knex',
+    'owner',
+    'staleAfterMs',
+    'backoffMinMs',
+    'backoffMaxMs',
+    'writerIntentMs',
+    'deadlockRetries',
+    'resolveTimeoutMs',
+    'procedures',
+    'onLockLost',
+    'sectionIdleTimeoutMs',
+    'selfHeal',
+    'maintenance',
+  ]),
+});
 
 const ISOLATION_LEVELS: readonly string[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable'];
 
@@ -335,21 +377,7 @@ function ownerOption(value: unknown): string {
 export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   if (typeof input !== 'object' || input === null)
     throw new InvalidOptionsError('options must be an object with a knex instance');
-  const o = optionsObject('createLockManager', input, [
-    'knex',
-    'owner',
-    'staleAfterMs',
-    'backoffMinMs',
-    'backoffMaxMs',
-    'writerIntentMs',
-    'deadlockRetries',
-    'resolveTimeoutMs',
-    'procedures',
-    'onLockLost',
-    'sectionIdleTimeoutMs',
-    'selfHeal',
-    'maintenance',
-  ]);
+  const o = optionsObject('createLockManager', input, OPTION_KEYS.manager);
   if (o.onLockLost !== undefined && typeof o.onLockLost !== 'function') {
     throw new InvalidOptionsError(
       `onLockLost must be a function (grant, { releasedBy, detectedBy }) => void, got ${describe(o.onLockLost)}`,
@@ -358,7 +386,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
   const resolved: ResolvedManagerOptions = {
     knex: knexOption('knex', o.knex),
     owner: ownerOption(o.owner),
-    staleAfterMs: integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1),
+    staleAfterMs: staleAfterOption(o.staleAfterMs),
     backoffMinMs: integerOption('backoffMinMs', o.backoffMinMs ?? DEFAULTS.backoffMinMs, 1, LIMITS.maxBackoffMs),
     backoffMaxMs: integerOption('backoffMaxMs', o.backoffMaxMs ?? DEFAULTS.backoffMaxMs, 1, LIMITS.maxBackoffMs),
     writerIntentMs: integerOption(
@@ -417,6 +445,38 @@ function maintenanceOption(value: unknown): ResolvedManagerOptions['maintenance'
   };
 }
 
+/**
+ * A stale cutoff, wherever one is given (`createLockManager`, `reapStaleGrants`, the metrics, the
+ * operator page, `STALE_AFTER_MS` of the reaper job and the CLI): `DEFAULTS.staleAfterMs` when
+ * absent, 1 ms to `LIMITS.maxRetentionMs`. `name` is how the caller gave it.
+ */
+export function staleAfterOption(value: unknown, name = 'staleAfterMs'): number {
+  return integerOption(name, value ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+}
+
+/** `reapStaleGrants`' `batchSize` and the reaper job's `REAPER_BATCH_SIZE`: 1 to `LIMITS.maxReapBatch`. */
+export function reapBatchOption(value: unknown, name = 'batchSize'): number {
+  return integerOption(name, value ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
+}
+
+/**
+ * `purgeReleasedGrants`' `retentionMs` (from 1 ms) and the reaper job's `RETENTION_MS` (from 0: no purge):
+ * at most `LIMITS.maxRetentionMs`, `DEFAULTS.purge.retentionMs` when absent.
+ */
+export function retentionOption(value: unknown, name = 'retentionMs', zeroTurnsOff = false): number {
+  return integerOption(name, value ?? DEFAULTS.purge.retentionMs, zeroTurnsOff ? 0 : 1, LIMITS.maxRetentionMs);
+}
+
+/**
+ * A whole number from the environment, for a validator: undefined when unset or empty, the number
+ * when it is digits, else the text as it is (which the validator refuses, quoting it).
+ */
+export function envNumber(env: NodeJS.ProcessEnv, name: string): unknown {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  return /^\d+$/.test(raw) ? Number(raw) : raw;
+}
+
 export function proceduresOption(value: unknown): ProceduresMode {
   if (value === undefined) return DEFAULTS.procedures;
   if (value === 'auto' || value === true || value === false) return value;
@@ -437,7 +497,7 @@ export function resolveCallOptions(
   input: unknown,
   form: 'acquire' | 'scoped' | 'granted',
 ): ResolvedAcquireOptions {
-  const o = optionsObject(what, input, CALL_OPTION_KEYS[form]);
+  const o = optionsObject(what, input, OPTION_KEYS[form]);
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.waitMs, 0, LIMITS.maxTimerMs);
   const signal = o.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal))
@@ -505,7 +565,7 @@ export interface ResolvedExclusiveOptions {
 
 export function resolveExclusiveOptions(what: string, input: unknown): ResolvedExclusiveOptions {
   if (input === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs { lockAtMostFor }`);
-  const o = optionsObject(what, input, ['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']);
+  const o = optionsObject(what, input, OPTION_KEYS.exclusive);
   if (o.lockAtMostFor === undefined) throw new InvalidOptionsError(`lockAtMostFor: ${what} needs it`);
   const lockAtMostFor = integerOption('lockAtMostFor', o.lockAtMostFor, LIMITS.minLeaseMs, LIMITS.maxTimerMs);
   const lockAtLeastFor = integerOption(

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { createLockManager, LockAbortedError, LockTimeoutError, type LockManager } from '../src/index.js';
 import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
-import { sectionTesting } from '../src/lock/section.js';
+import { testSwitches } from '../src/test-switches.js';
 import { acquirePooled, type PoolClient } from '../src/sql/connection.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
@@ -21,7 +21,7 @@ import { invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 afterEach(() => {
-  sectionTesting.lockRowShared = false;
+  testSwitches.section.lockRowShared = false;
 });
 
 /** How long a holder holds unless the test ends it: every bound below is far inside it. */
@@ -414,7 +414,7 @@ describe('negative controls: the same checks catch what the contract forbids', (
 
   it('a reading section that locks the lock row: a durable reader does not share with it', async () => {
     const locks = createLockManager({ knex: wideKnex() });
-    sectionTesting.lockRowShared = true;
+    testSwitches.section.lockRowShared = true;
     const id = resource('control-locking-read');
     const holder = await hold(locks, 'section', 'read', id);
     const answer = await call(locks, 'try', 'read', id, holder);

@@ -13,7 +13,7 @@ import { chosenFlavour, startFlavour, type FoundServer } from '../harness/server
 import { checkLockCounts, migrate, reapStaleGrants } from '../src/admin/index.js';
 import { grantStatements } from '../src/admin/privileges.js';
 import { createLockManager, DatabaseUnreachableError, RwLockError } from '../src/index.js';
-import { unreachableRetry } from '../src/sql/unreachable.js';
+import { testSwitches } from '../src/test-switches.js';
 import { STATUS } from '../src/types.js';
 import { TEST_PROCEDURES } from './support/db.js';
 import { proxyFor } from './support/proxy.js';
@@ -273,14 +273,14 @@ describe('max_connections reached', () => {
 
   it('negative control: sent once, the same release fails and leaves the grant live, named by a typed error', async () => {
     const g = await grantOnAFullServer('cx-control');
-    unreachableRetry.enabled = false;
+    testSwitches.unreachable.retry = false;
     try {
       const err = await g.release().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DatabaseUnreachableError);
       expect((err as DatabaseUnreachableError).grantId).toBe(g.id);
       expect(g.refused()).toBeGreaterThan(0);
     } finally {
-      unreachableRetry.enabled = true;
+      testSwitches.unreachable.retry = true;
       await Promise.all(hog.map((c) => c.end()));
       hog = [];
     }

@@ -130,10 +130,36 @@ describe('{ grant: true }: the method runs its own transaction under withWriteGr
   });
 
   it('refuses isolationLevel with grant: true, and a grant that is not a boolean, when the class is defined', () => {
-    expect(() => WithWriteLock(byLoan, { grant: true, isolationLevel: 'serializable' })).toThrow(InvalidOptionsError);
+    // The type refuses it too (GrantDecoratorOptions has no isolationLevel); `as never` shows the run-time check.
+    expect(() => WithWriteLock(byLoan, { grant: true, isolationLevel: 'serializable' } as never)).toThrow(
+      InvalidOptionsError,
+    );
     expect(() => WithReadLock(byLoan, { grant: 'yes' } as never)).toThrow(InvalidOptionsError);
     // Negative control: the same isolationLevel without grant is accepted.
     expect(() => WithWriteLock(byLoan, { isolationLevel: 'serializable' })).not.toThrow();
+  });
+});
+
+describe('{ section: true }: the options of withWriteLock, all of them', () => {
+  it('the method runs as a one-commit section: its writes commit, history marks it a section', async () => {
+    await db.knex.raw('CREATE TABLE IF NOT EXISTS section_notes (loan VARCHAR(32)) ENGINE=InnoDB');
+    const locks = createLockManager({ knex: db.knex });
+    class Notes {
+      @WithWriteLock(byLoan, { manager: locks, section: true, waitMs: 5_000 })
+      async note(loanId: string): Promise<string> {
+        await locks.current(byLoan(loanId))!.trx!('section_notes').insert({ loan: loanId });
+        return 'noted';
+      }
+    }
+    expect(await new Notes().note('S1')).toBe('noted');
+    expect(await db.knex('section_notes').where({ loan: 'S1' }).count({ n: '*' })).toEqual([{ n: 1 }]);
+    const { grants } = await locks.history(byLoan('S1'));
+    expect(grants.map((g) => [g.mode, g.releasedBy])).toEqual([['write', 'section']]);
+    // As withWriteLock refuses them: a section with grant: true, or with leaseMs.
+    expect(() => WithWriteLock(byLoan, { grant: true, section: true } as never)).toThrow(InvalidOptionsError);
+    expect(() => WithWriteLock(byLoan, { section: true, leaseMs: 1_000 })).toThrow(
+      /leaseMs cannot be used with section/,
+    );
   });
 });
 

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
 import { MAINTENANCE_RESOURCE } from '../src/options.js';
-import { maintenanceForTests } from '../src/jobs/maintenance.js';
+import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
 
@@ -17,9 +17,9 @@ afterEach(async () => {
   endWatch?.();
   endWatch = undefined;
   await Promise.all(managers.splice(0).map((m) => m.close()));
-  maintenanceForTests.during = undefined;
-  maintenanceForTests.refused = undefined;
-  maintenanceForTests.noGate = false;
+  testSwitches.maintenance.during = undefined;
+  testSwitches.maintenance.refused = undefined;
+  testSwitches.maintenance.noGate = false;
 });
 
 function sweeper(owner: string, staleAfterMs = CUTOFF_MS): LockManager {
@@ -51,11 +51,11 @@ function watchSweeps(): { most: () => number; sweeps: () => number; refusals: ()
     for (const w of waiters) w();
     waiters.clear();
   };
-  maintenanceForTests.refused = () => {
+  testSwitches.maintenance.refused = () => {
     refusals++;
     wakeAll();
   };
-  maintenanceForTests.during = async () => {
+  testSwitches.maintenance.during = async () => {
     sweeps++;
     most = Math.max(most, ++active);
     wakeAll();
@@ -85,7 +85,7 @@ describe('maintenance: true', () => {
   });
 
   it('negative control: sweeps without the maintenance grant run two at a time', async () => {
-    maintenanceForTests.noGate = true;
+    testSwitches.maintenance.noGate = true;
     const watch = watchSweeps();
     sweeper('ungated-1');
     sweeper('ungated-2');
@@ -125,7 +125,7 @@ describe('maintenance: true', () => {
     let inSweep: (() => void) | undefined;
     const entered = new Promise<void>((resolve) => (inSweep = resolve));
     let sweeps = 0;
-    maintenanceForTests.during = () => {
+    testSwitches.maintenance.during = () => {
       sweeps++;
       inSweep?.();
       return new Promise<void>((resolve) => (release = resolve));

@@ -18,7 +18,7 @@ import {
 } from '../src/index.js';
 import { fromKnex } from '../src/adapters/index.js';
 import { CHANNELS } from '../src/observability/tracing-entry.js';
-import { acquireOrderForTests } from '../src/lock/group.js';
+import { testSwitches } from '../src/test-switches.js';
 import { BAD_RESOURCE_IDS } from './support/bad-resource-ids.js';
 import { useTestDatabase } from './support/db.js';
 import { useProxiedKnex } from './support/proxy.js';
@@ -32,8 +32,8 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
-  acquireOrderForTests.callerOrder = false;
-  acquireOrderForTests.afterFirst = undefined;
+  testSwitches.group.callerOrder = false;
+  testSwitches.group.afterFirst = undefined;
 });
 
 async function loans(...ids: string[]): Promise<void> {
@@ -182,13 +182,13 @@ describe('ordering', () => {
   });
 
   it('negative control: taken in the caller order, the same crosswise pair deadlocks until waitMs', async () => {
-    acquireOrderForTests.callerOrder = true;
+    testSwitches.group.callerOrder = true;
     // Both groups hold their first resource before either asks for its second: the crosswise hold
     // that byte order rules out.
     let arrived = 0;
     let bothHoldFirst!: () => void;
     const barrier = new Promise<void>((resolve) => (bothHoldFirst = resolve));
-    acquireOrderForTests.afterFirst = async () => {
+    testSwitches.group.afterFirst = async () => {
       if (++arrived === 2) bothHoldFirst();
       await barrier;
     };
@@ -218,7 +218,7 @@ describe('all or nothing', () => {
     const other = createLockManager({ knex: db.connect() });
     const blocker = await other.acquireWrite('t:b');
     let firstHeld: number[] = [];
-    acquireOrderForTests.afterFirst = async () => {
+    testSwitches.group.afterFirst = async () => {
       // The negative control: while it waits for t:b, the group does hold t:a.
       firstHeld = (await other.inspect('t:a')).holders.map((h) => h.id);
     };
@@ -237,7 +237,7 @@ describe('all or nothing', () => {
     const blocker = await other.acquireRead('u:b');
     const abort = new AbortController();
     let firstHeld: number[] = [];
-    acquireOrderForTests.afterFirst = async () => {
+    testSwitches.group.afterFirst = async () => {
       firstHeld = (await other.inspect('u:a')).holders.map((h) => h.id);
       abort.abort(new Error('caller gave up'));
     };

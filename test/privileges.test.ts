@@ -15,7 +15,7 @@ import { checkLockCounts, repairLockCounts } from '../src/admin/recount.js';
 import { serveDashboard } from '../src/dashboard/serve.js';
 import { PrivilegeError } from '../src/errors.js';
 import { createLockManager } from '../src/lock/manager.js';
-import { releaseProbe } from '../src/lock/privilege-probe.js';
+import { testSwitches } from '../src/test-switches.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, backdateRelease, grantRow, invariantViolations } from './support/state.js';
@@ -488,7 +488,7 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
   it("negative control: without the probe, the EXECUTE-only user leaks a live grant where the procedure runs with its definer's rights", async () => {
     const { knex } = await userFor(null, { extra: [`GRANT EXECUTE ON \`${db.name.replace(/_/g, '\\_')}\`.*`] });
     const locks = createLockManager({ knex, owner: 'execute-only-unprobed' });
-    releaseProbe.enabled = false;
+    testSwitches.privilegeProbe.probe = false;
     try {
       if ((await securityOfAcquire()) === 'DEFINER') {
         const g = (await locks.tryAcquireWrite('exec-leak'))!;
@@ -501,13 +501,13 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
         expect(await grantsOfOwner('execute-only-unprobed')).toEqual([]);
       }
     } finally {
-      releaseProbe.enabled = true;
+      testSwitches.privilegeProbe.probe = true;
     }
   });
 
   it("negative control: without the probe, a user with the acquire's privileges but not UPDATE on t_lock_log leaks a live grant (both paths)", async () => {
     const { knex } = await userFor('app', { revoke: 'UPDATE ON t_lock_log' });
-    releaseProbe.enabled = false;
+    testSwitches.privilegeProbe.probe = false;
     try {
       for (const procedures of [true, false]) {
         const owner = `no-release-${procedures}`;
@@ -518,7 +518,7 @@ describe('a user who could acquire but not release (issue 24, failure 10)', () =
         expect(await createLockManager({ knex: db.knex }).forceRelease(g.id)).toBe(true);
       }
     } finally {
-      releaseProbe.enabled = true;
+      testSwitches.privilegeProbe.probe = true;
     }
   });
 

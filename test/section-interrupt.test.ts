@@ -8,14 +8,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { ConnectionLostError, createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
-import { sectionTesting } from '../src/lock/section.js';
+import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename);
 
 afterEach(() => {
-  sectionTesting.onKill = undefined;
-  sectionTesting.killThroughPool = false;
+  testSwitches.section.onKill = undefined;
+  testSwitches.section.killThroughPool = false;
 });
 
 function gate(): { open: () => void; opened: Promise<void> } {
@@ -138,7 +138,7 @@ const CYCLES = 15;
 describe('an interrupted section wait on a busy shared pool', () => {
   it('interrupts no application query; the section rejects at once, its statement killed, its connection reused', async () => {
     const killed: number[] = [];
-    sectionTesting.onKill = (id) => killed.push(id);
+    testSwitches.section.onKill = (id) => killed.push(id);
     const { queries, interrupted, errors } = await abortOnBusyPool(CYCLES);
     for (const err of errors) expect(err).toBeInstanceOf(LockAbortedError);
     expect(queries).toBeGreaterThan(CYCLES);
@@ -148,14 +148,14 @@ describe('an interrupted section wait on a busy shared pool', () => {
   });
 
   it('negative control: KILL QUERY through the pool, unawaited, interrupts application queries', async () => {
-    sectionTesting.killThroughPool = true;
+    testSwitches.section.killThroughPool = true;
     const { interrupted } = await abortOnBusyPool(CYCLES);
     expect(interrupted).toBeGreaterThan(0);
   });
 
   it('a deadline ends the wait the same way: LockTimeoutError by waitMs, the holder still holding', async () => {
     const killed: number[] = [];
-    sectionTesting.onKill = (id) => killed.push(id);
+    testSwitches.section.onKill = (id) => killed.push(id);
     const release = await holdSection('interrupt-deadline');
     const started = performance.now();
     const err = await createLockManager({ knex: db.knex })

@@ -11,7 +11,7 @@ import {
 } from '../src/index.js';
 import knexFactory from 'knex';
 import { databaseUrl } from '../harness/database.js';
-import { sectionTesting } from '../src/lock/section.js';
+import { testSwitches } from '../src/test-switches.js';
 import { withConnection } from '../src/sql/connection.js';
 import { detectSectionServer } from '../src/sql/section.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
@@ -20,7 +20,7 @@ import { invariantViolations } from './support/state.js';
 const db = useTestDatabase(import.meta.filename);
 
 afterEach(() => {
-  sectionTesting.guard = true;
+  testSwitches.section.guard = true;
 });
 
 /** A promise and its resolver: a step the test opens when it chooses. */
@@ -80,7 +80,7 @@ describe('one-commit sections', () => {
 
   it('negative control: the same check catches sections that take the row without the guard', async () => {
     await db.knex.raw('INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)', [Buffer.from('s-bad')]);
-    sectionTesting.guard = false;
+    testSwitches.section.guard = false;
     expect(await racingIncrements('s-bad')).toBeLessThan(12);
   });
 
@@ -121,7 +121,7 @@ describe('one-commit sections', () => {
   it('negative control: an unguarded section runs its work while a durable writer holds, and the same check sees it', async () => {
     const locks = createLockManager({ knex: db.knex });
     const durable = await locks.acquireWrite('s-dur-bad');
-    sectionTesting.guard = false;
+    testSwitches.section.guard = false;
     let ran = 0;
     await locks.withWriteLock('s-dur-bad', async () => void ran++, { section: true, waitMs: 300 });
     expect(ran).toBe(1);

@@ -7,7 +7,8 @@
 // live, leased holder's grant, which the real heal never does.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLockManager, LockTimeoutError, type Grant } from '../src/index.js';
-import { HEAL_REASON, healForTests } from '../src/lock/heal.js';
+import { HEAL_REASON } from '../src/lock/heal.js';
+import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
 
@@ -17,7 +18,7 @@ const CUTOFF_MS = 60_000;
 const PAST_CUTOFF_MS = 11 * 60_000;
 
 afterEach(() => {
-  healForTests.ageOnly = false;
+  testSwitches.heal.ageOnly = false;
 });
 
 /** A holder that crashed holding `mode` on `resource`: its grant is never released, and older than the cutoff. */
@@ -141,7 +142,7 @@ describe('a live holder is never healed away', () => {
 
   it('negative control: a heal that judges by age alone takes the leased grant', async () => {
     const holder = await leasedOldHolder('leased-control');
-    healForTests.ageOnly = true;
+    testSwitches.heal.ageOnly = true;
     const grant = await healer('age-only').tryAcquireWrite('leased-control');
     expect(grant).not.toBeNull();
     expect(await grantRow(db.knex, holder.id)).toMatchObject({ status: 2, released_by: 2 });

@@ -1,7 +1,7 @@
 // Session settings a DBA or a pool gives the application's connections (issue 31, items 2 and 7):
 // autocommit off, READ UNCOMMITTED, sql_safe_updates, MariaDB's EMPTY_STRING_IS_NULL. The library's
 // own statements must keep their contract under each; every safety property here has its negative
-// control, the library run without its session handling (`sessionGuard`) or with the statement it
+// control, the library run without its session handling (`testSwitches.session.guard`) or with the statement it
 // sent before. Settings are the pool's (afterCreate), never the shared server's global ones: the
 // DBA-style lane (test/dba-lane.test.ts) starts a server of its own for those.
 import type { Knex } from 'knex';
@@ -11,7 +11,7 @@ import { checkLockCounts, purgeReleasedGrants, reapStaleGrants, repairLockCounts
 import { createLockManager, LIMITS, RwLockError, UnsupportedSettingError, type Grant } from '../src/index.js';
 import { errnoOf, withConnection } from '../src/sql/connection.js';
 import { releaseManyParams, releaseManySql } from '../src/sql/release.js';
-import { sessionGuard } from '../src/sql/session.js';
+import { testSwitches } from '../src/test-switches.js';
 import { withdrawAcquire } from '../src/sql/withdraw.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS } from '../src/types.js';
 import { useTestDatabase } from './support/db.js';
@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
-  sessionGuard.enabled = true;
+  testSwitches.session.guard = true;
 });
 
 /** A pool whose every connection runs `sql` when made, as a knex afterCreate does. */
@@ -83,7 +83,7 @@ describe('autocommit=0 on every connection of the pool', () => {
   });
 
   it('negative control: without the session handling the first acquire fails with 1568, and a release that resolves true is rolled back', async () => {
-    sessionGuard.enabled = false;
+    testSwitches.session.guard = false;
     const fresh = poolWith('SET SESSION autocommit = 0', 1);
     const err = await createLockManager({ knex: fresh })
       .acquireWrite('ac-7')
@@ -91,16 +91,16 @@ describe('autocommit=0 on every connection of the pool', () => {
     expect(errnoOf(err)).toBe(1568); // ER_CANT_CHANGE_TX_CHARACTERISTICS
     await fresh.destroy();
 
-    sessionGuard.enabled = true;
+    testSwitches.session.guard = true;
     const pool = poolWith('SET SESSION autocommit = 0', 1);
     const locks = createLockManager({ knex: pool });
     const g = await locks.acquireWrite('ac-8');
-    sessionGuard.enabled = false;
+    testSwitches.session.guard = false;
     expect(await g.release()).toBe(true);
     expect(await statusSeenElsewhere(g.id)).toBe(STATUS.live);
     await pool.destroy(); // the open transaction rolls back
     expect(await statusSeenElsewhere(g.id)).toBe(STATUS.live);
-    sessionGuard.enabled = true;
+    testSwitches.session.guard = true;
     expect(await createLockManager({ knex: db.knex }).forceRelease(g.id)).toBe(true);
   });
 });
@@ -158,13 +158,13 @@ describe('READ UNCOMMITTED on every connection of the pool', () => {
   it('negative control: without the session handling both are misled', async () => {
     const pool = poolWith(RU);
     const g = (await createLockManager({ knex: pool }).tryAcquireWrite('ru-3'))!;
-    sessionGuard.enabled = false;
+    testSwitches.session.guard = false;
     const found = await duringHalfAnAcquire('ru-4', () => checkLockCounts(pool));
     expect(found.disagreements.map((d) => d.resourceId)).toEqual(['ru-4']);
     expect(await duringUncommittedReap(g.id, () => g.isLive())).toBe(false);
     expect(g.signal.aborted).toBe(true);
     expect(await statusSeenElsewhere(g.id)).toBe(STATUS.live); // the reap rolled back: the grant was never lost
-    sessionGuard.enabled = true;
+    testSwitches.session.guard = true;
     expect(await createLockManager({ knex: db.knex }).forceRelease(g.id)).toBe(true);
   });
 });
@@ -313,7 +313,7 @@ describe('other sql_modes', () => {
 
   it("negative control: without the check, withWriteLock fails with a raw syntax error (1064) at knex's BEGIN", async (ctx) => {
     if (!mariadb) ctx.skip();
-    sessionGuard.enabled = false;
+    testSwitches.session.guard = false;
     const pool = poolWith("SET SESSION sql_mode = 'ORACLE'");
     const err = await createLockManager({ knex: pool })
       .withWriteLock('or-2', async () => 'never')

@@ -9,6 +9,7 @@ import {
   Exclusive,
   registerLockManager,
   type ExclusiveDecoratorOptions,
+  type GrantDecoratorOptions,
   type LockDecorator,
   type LockDecoratorOptions,
   type LockManagerSource,
@@ -49,6 +50,8 @@ export function register(locks: LockManager): () => void {
   const source: LockManagerSource<Loans> = (self) => self.locks;
   const options: LockDecoratorOptions<Loans> = { manager: source, isolationLevel: 'read committed' };
   const decorator: LockDecorator<[string], Loans> = WithReadLock(byLoan, options);
+  const granted: GrantDecoratorOptions<Loans> = { manager: source, grant: true, waitMs: 1_000 };
+  console.log(typeof WithWriteLock(byLoan, granted));
   console.log(typeof decorator);
   return registerLockManager(locks);
 }

@@ -19,7 +19,7 @@ import {
 import { replaceProcedures } from '../../migrations/procedures.js';
 import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
 import { privilegeError } from '../sql/connection.js';
-import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject } from '../options.js';
+import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject, keysOf } from '../options.js';
 
 /** Migration bookkeeping tables, kept apart from the application's own knex_migrations. */
 const LOCK_TABLE = `${MIGRATION_TABLE}_lock`;
@@ -224,7 +224,7 @@ export function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResu
 
 async function migrateChecked(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   knexOption('db', db);
-  const o = optionsObject('migrate', options, ['waitMs', 'procedures']);
+  const o = optionsObject('migrate', options, keysOf<MigrateOptions>()(['waitMs', 'procedures']));
   const waitMs = integerOption('waitMs', o.waitMs ?? DEFAULTS.migrate.waitMs, 0, LIMITS.maxTimerMs);
   if (o.procedures !== undefined && typeof o.procedures !== 'boolean') {
     throw new InvalidOptionsError(`procedures must be true or false, got ${typeof o.procedures}`);

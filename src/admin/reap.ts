@@ -9,7 +9,17 @@ import {
   type RawConnection,
 } from '../sql/connection.js';
 import { PrivilegeError } from '../errors.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import {
+  DEFAULTS,
+  LIMITS,
+  integerOption,
+  keysOf,
+  knexOption,
+  optionsObject,
+  reapBatchOption,
+  retentionOption,
+  staleAfterOption,
+} from '../options.js';
 import { purgeBatch, purgeIdleResources, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
 import type { ReapedGrant, ReapResult } from '../types.js';
@@ -42,9 +52,13 @@ export interface ReapOptions {
  */
 export async function reapStaleGrants(db: Knex, options?: ReapOptions): Promise<ReapResult> {
   knexOption('db', db);
-  const o = optionsObject('reapStaleGrants', options, ['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']);
-  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
-  const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch);
+  const o = optionsObject(
+    'reapStaleGrants',
+    options,
+    keysOf<ReapOptions>()(['staleAfterMs', 'batchSize', 'lockWaitTimeoutSec']),
+  );
+  const staleAfterMs = staleAfterOption(o.staleAfterMs);
+  const batchSize = reapBatchOption(o.batchSize);
   const waitSec = integerOption(
     'lockWaitTimeoutSec',
     o.lockWaitTimeoutSec ?? DEFAULTS.reap.lockWaitTimeoutSec,
@@ -161,13 +175,8 @@ export interface PurgeResult {
  */
 export async function purgeReleasedGrants(db: Knex, options?: PurgeOptions): Promise<PurgeResult> {
   knexOption('db', db);
-  const o = optionsObject('purgeReleasedGrants', options, ['retentionMs', 'batchSize']);
-  const retentionMs = integerOption(
-    'retentionMs',
-    o.retentionMs ?? DEFAULTS.purge.retentionMs,
-    1,
-    LIMITS.maxRetentionMs,
-  );
+  const o = optionsObject('purgeReleasedGrants', options, keysOf<PurgeOptions>()(['retentionMs', 'batchSize']));
+  const retentionMs = retentionOption(o.retentionMs);
   const batchSize = integerOption('batchSize', o.batchSize ?? DEFAULTS.purge.batchSize, 1, LIMITS.maxPurgeBatch);
   return withConnection(db, async (conn) => {
     let purged = 0;

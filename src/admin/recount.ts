@@ -8,7 +8,7 @@ import {
   withConnection,
   withLockWaitTimeout,
 } from '../sql/connection.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject, keysOf } from '../options.js';
 import { findDisagreements, recountResource, type CountDisagreement } from '../sql/recount.js';
 
 export type { CountDisagreement } from '../sql/recount.js';
@@ -117,7 +117,7 @@ export async function repairLockCounts(db: Knex, options?: CountCheckOptions): P
 }
 
 function limitOption(what: string, options: CountCheckOptions | undefined): number {
-  const o = optionsObject(what, options, ['limit']);
+  const o = optionsObject(what, options, keysOf<CountCheckOptions>()(['limit']));
   return integerOption('limit', o.limit ?? DEFAULTS.checkLockCounts.limit, 1, LIMITS.maxPageSize);
 }
 

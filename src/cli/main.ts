@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import knexFactory, { type Knex } from 'knex';
 import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
 import { createLockManager, type LockManager } from '../lock/manager.js';
-import { DEFAULTS, integerOption, LIMITS } from '../options.js';
+import { envNumber, LIMITS, staleAfterOption } from '../options.js';
 import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 import {
   COMMON_OPTIONS,
@@ -85,9 +85,7 @@ function operatorName(env: NodeJS.ProcessEnv): string {
  * reads it), so that what `ls` and `status` call stale is what the reaper releases; else the default.
  */
 function staleAfterFromEnv(env: NodeJS.ProcessEnv): number {
-  const raw = env.STALE_AFTER_MS;
-  if (raw === undefined || raw === '') return DEFAULTS.staleAfterMs;
-  return integerOption('STALE_AFTER_MS', /^\d+$/.test(raw) ? Number(raw) : raw, 1, LIMITS.maxRetentionMs);
+  return staleAfterOption(envNumber(env, 'STALE_AFTER_MS'), 'STALE_AFTER_MS');
 }
 
 /**

@@ -9,16 +9,25 @@ import type { Knex } from 'knex';
 import { query, withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, RwLockError } from '../errors.js';
 import { createLockManager } from '../lock/manager.js';
-import { DEFAULTS, LIMITS, booleanOption, integerOption, knexOption, optionsObject, textOption } from '../options.js';
+import {
+  LIMITS,
+  booleanOption,
+  integerOption,
+  knexOption,
+  optionsObject,
+  staleAfterOption,
+  textOption,
+  keysOf,
+} from '../options.js';
 import { resourceKey } from '../lock/resource-id.js';
 import { recentReleases, timeline } from './queries.js';
 import { renderPage } from './page.js';
 
 export interface DashboardOptions {
   knex: Knex;
-  /** @defaultValue 7300; 0 picks a free port */
+  /** @defaultValue `DASHBOARD_DEFAULTS.port` (7300); 0 picks a free port */
   port?: number;
-  /** Address to bind. @defaultValue '127.0.0.1': only this machine can open the page */
+  /** Address to bind. @defaultValue `DASHBOARD_DEFAULTS.host` ('127.0.0.1'): only this machine can open the page */
   host?: string;
   /**
    * Host names (or addresses) the page answers to besides the loopback names (`localhost`,
@@ -30,10 +39,10 @@ export interface DashboardOptions {
   /**
    * Show a release button on live grants and accept releases. Each release names who made it: the
    * page asks for a name, recorded as the release note's releaser (`NAME via dashboard@HOST`).
-   * @defaultValue false
+   * @defaultValue `DASHBOARD_DEFAULTS.allowRelease` (false)
    */
   allowRelease?: boolean;
-  /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue 600000 */
+  /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
 }
 
@@ -65,20 +74,17 @@ class HttpError extends Error {
 
 /** Starts the page's server; resolves once it listens. */
 export async function serveDashboard(options: DashboardOptions): Promise<Dashboard> {
-  const o = optionsObject('serveDashboard', options, [
-    'knex',
-    'port',
-    'host',
-    'allowedHosts',
-    'allowRelease',
-    'staleAfterMs',
-  ]);
+  const o = optionsObject(
+    'serveDashboard',
+    options,
+    keysOf<DashboardOptions>()(['knex', 'port', 'host', 'allowedHosts', 'allowRelease', 'staleAfterMs']),
+  );
   const knex = knexOption('knex', o.knex);
   const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
   const host = o.host === undefined ? DASHBOARD_DEFAULTS.host : textOption('host', o.host, 255).toString('utf8');
   const accepted = acceptedHosts(host, o.allowedHosts);
   const allowRelease = booleanOption('allowRelease', o.allowRelease, DASHBOARD_DEFAULTS.allowRelease);
-  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const page = `dashboard@${hostname()}`;
   const locks = createLockManager({ knex, staleAfterMs, owner: page });
   /** `NAME via dashboard@HOST`: the name the page asked for, checked, and where it was given. */

@@ -6,9 +6,13 @@ import { InvalidOptionsError } from '../errors.js';
 import { LockManager } from '../lock/manager.js';
 import {
   booleanOption,
+  keysOf,
+  OPTION_KEYS,
   optionsObject,
+  resolveCallOptions,
   resolveExclusiveOptions,
   type ExclusiveOptions,
+  type WithGrantOptions,
   type WithLockOptions,
 } from '../options.js';
 
@@ -18,7 +22,10 @@ import {
  */
 export type LockManagerSource<This = unknown> = LockManager | ((self: This) => LockManager);
 
-/** Options of `@WithWriteLock` and `@WithReadLock`: those of `withWriteLock`, and where the manager is. */
+/**
+ * Options of `@WithWriteLock` and `@WithReadLock` that run the method inside `withWriteLock`/`withReadLock`:
+ * those of that call, and where the manager is. With `grant: true`, {@link GrantDecoratorOptions}.
+ */
 export interface LockDecoratorOptions<This = unknown> extends WithLockOptions {
   /**
    * The manager to lock with.
@@ -27,14 +34,24 @@ export interface LockDecoratorOptions<This = unknown> extends WithLockOptions {
    * module registers its own)
    */
   manager?: LockManagerSource<This>;
+  /** `true` runs the method inside `withWriteGrant`/`withReadGrant`: see {@link GrantDecoratorOptions}. @defaultValue false */
+  grant?: false;
+}
+
+/**
+ * Options of `@WithWriteLock` and `@WithReadLock` with `grant: true`: those of
+ * `withWriteGrant`/`withReadGrant`, and where the manager is.
+ */
+export interface GrantDecoratorOptions<This = unknown> extends WithGrantOptions {
+  /** The manager to lock with. @defaultValue as for {@link LockDecoratorOptions.manager} */
+  manager?: LockManagerSource<This>;
   /**
-   * Run the method inside `withWriteGrant`/`withReadGrant` instead: for another ORM, the body opens
-   * its own transaction, reaches the grant with `manager.current()` and makes
-   * `grant.fence(adapter)` its last statement (`isolationLevel` is then refused: the transaction is
-   * the body's). The method then resolves `undefined` when its COMMIT's reply was lost but it committed.
-   * @defaultValue false
+   * Run the method inside `withWriteGrant`/`withReadGrant`: for another ORM, the body opens its own
+   * transaction, reaches the grant with `manager.current()` and makes `grant.fence(adapter)` its last
+   * statement (so `isolationLevel` and `section`, options of the transaction, are not taken). The
+   * method then resolves `undefined` when its COMMIT's reply was lost but it committed.
    */
-  grant?: boolean;
+  grant: true;
 }
 
 /**
@@ -88,8 +105,8 @@ export function registerLockManager(manager: LockManager): () => void {
  * Runs the decorated method inside `withWriteLock(keyOf(...args), ..., options)`: the method's body
  * is the work, its database writes go through `manager.current()?.trx` (or `current(id)`), and the
  * method's promise settles as `withWriteLock`'s does. Like that work, the body runs again after a
- * deadlock or a certification conflict. Options are checked when the class is defined (unknown
- * keys, null) and at each call as `withWriteLock` checks them.
+ * deadlock or a certification conflict. Options are those of `withWriteLock` (with `grant: true`,
+ * of `withWriteGrant`), checked when the class is defined by the validator that call uses.
  *
  * @example
  * ```ts
@@ -109,7 +126,7 @@ export function registerLockManager(manager: LockManager): () => void {
  */
 export function WithWriteLock<Args extends unknown[], This = unknown>(
   keyOf: (...args: Args) => string,
-  options?: LockDecoratorOptions<This>,
+  options?: LockDecoratorOptions<This> | GrantDecoratorOptions<This>,
 ): LockDecorator<Args, NoInfer<This>> {
   return lockDecorator('write', 'WithWriteLock', keyOf, options);
 }
@@ -136,7 +153,7 @@ export function WithWriteLock<Args extends unknown[], This = unknown>(
  */
 export function WithReadLock<Args extends unknown[], This = unknown>(
   keyOf: (...args: Args) => string,
-  options?: LockDecoratorOptions<This>,
+  options?: LockDecoratorOptions<This> | GrantDecoratorOptions<This>,
 ): LockDecorator<Args, NoInfer<This>> {
   return lockDecorator('read', 'WithReadLock', keyOf, options);
 }
@@ -174,13 +191,11 @@ export function Exclusive<This = unknown>(
 ): LockDecorator<[], NoInfer<This>> {
   const what = 'Exclusive';
   if (typeof name !== 'string') throw new InvalidOptionsError(`name: @${what} needs the job's name, a string`);
-  const { manager, ...jobOptions } = optionsObject(`@${what}`, options, [
-    'manager',
-    'lockAtMostFor',
-    'lockAtLeastFor',
-    'leaseMs',
-    'grant',
-  ]) as unknown as ExclusiveDecoratorOptions<This>;
+  const { manager, ...jobOptions } = optionsObject(
+    `@${what}`,
+    options,
+    DECORATOR_KEYS.exclusive,
+  ) as unknown as ExclusiveDecoratorOptions<This>;
   resolveExclusiveOptions(`@${what}`, jobOptions);
   return methodDecorator<[], This>(what, manager, async (locks, _args, work) => {
     const result = await locks.runExclusive(name, work, jobOptions as ExclusiveOptions & { grant?: false });
@@ -188,33 +203,42 @@ export function Exclusive<This = unknown>(
   });
 }
 
-const WITH_LOCK_KEYS = ['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs'] as const;
+/**
+ * The options each decorator takes: those of the call it runs the method in (the one list that call
+ * validates with, `OPTION_KEYS`) and its own. `keysOf` holds each list to its type.
+ */
+const DECORATOR_KEYS = Object.freeze({
+  lock: keysOf<LockDecoratorOptions>()(['manager', 'grant', ...OPTION_KEYS.scoped]),
+  grant: keysOf<GrantDecoratorOptions>()(['manager', 'grant', ...OPTION_KEYS.granted]),
+  exclusive: keysOf<ExclusiveDecoratorOptions>()(['manager', ...OPTION_KEYS.exclusive]),
+});
 
 function lockDecorator<Args extends unknown[], This>(
   mode: 'write' | 'read',
   what: string,
   keyOf: (...args: Args) => string,
-  options: LockDecoratorOptions<This> | undefined,
+  options: LockDecoratorOptions<This> | GrantDecoratorOptions<This> | undefined,
 ): LockDecorator<Args, This> {
   if (typeof keyOf !== 'function')
     throw new InvalidOptionsError(`keyOf: @${what} needs a function that builds the resource id from the arguments`);
-  const o = optionsObject(`@${what}`, options, ['manager', 'grant', ...WITH_LOCK_KEYS]);
+  // The grant form's names are a subset of the lock form's: checked against the lock form's, then,
+  // with grant: true, against the grant form's.
+  const o = optionsObject(`@${what}`, options, DECORATOR_KEYS.lock);
   const granted = booleanOption('grant', o.grant, false);
-  if (granted && o.isolationLevel !== undefined)
-    throw new InvalidOptionsError(
-      `isolationLevel: @${what} with { grant: true } runs the method's own transaction; set its isolation level there`,
-    );
-  const lockOptions: WithLockOptions = {};
-  for (const key of WITH_LOCK_KEYS) if (o[key] !== undefined) Object.assign(lockOptions, { [key]: o[key] });
-  return methodDecorator<Args, This>(what, o.manager as LockManagerSource<This> | undefined, (manager, args, work) => {
+  if (granted) optionsObject(`@${what} with { grant: true }`, o, DECORATOR_KEYS.grant);
+  const { manager } = o;
+  const callOptions = Object.fromEntries(Object.entries(o).filter(([key]) => key !== 'manager' && key !== 'grant'));
+  // Checked now, when the class is defined, by the validator of the call the method will run in.
+  resolveCallOptions(`@${what}`, callOptions, granted ? 'granted' : 'scoped');
+  return methodDecorator<Args, This>(what, manager as LockManagerSource<This> | undefined, (manager, args, work) => {
     const resourceId = keyOf(...args);
     if (granted)
       return mode === 'write'
-        ? manager.withWriteGrant(resourceId, work, lockOptions)
-        : manager.withReadGrant(resourceId, work, lockOptions);
+        ? manager.withWriteGrant(resourceId, work, callOptions)
+        : manager.withReadGrant(resourceId, work, callOptions);
     return mode === 'write'
-      ? manager.withWriteLock(resourceId, work, lockOptions)
-      : manager.withReadLock(resourceId, work, lockOptions);
+      ? manager.withWriteLock(resourceId, work, callOptions)
+      : manager.withReadLock(resourceId, work, callOptions);
   });
 }
 

@@ -4,7 +4,7 @@ import type { RunCoordinator } from 'node-cron';
 import type { Grant } from '../lock/api.js';
 import type { LockManager } from '../lock/manager.js';
 import { InvalidOptionsError } from '../errors.js';
-import { integerOption, LIMITS, optionsObject, textOption } from '../options.js';
+import { DEFAULTS, integerOption, LIMITS, optionsObject, textOption, keysOf } from '../options.js';
 import { releaseAfterAtLeast } from './hold.js';
 
 export type { ExclusiveOptions } from '../options.js';
@@ -15,13 +15,13 @@ export interface RunCoordinatorOptions {
   /**
    * Put before node-cron's key (the task's name, `:` and the fire time in ISO 8601) to make the
    * resource id, so that fire keys are told apart from other locks (`list({ resourcePrefix })`).
-   * @defaultValue `'cron:'`
+   * @defaultValue `DEFAULTS.createRunCoordinator.prefix`
    */
   prefix?: string;
   /**
    * After a faster run, the fire's grant is kept until this long after it was granted, on the
    * database clock, instead of being released in `onComplete`. A fire's key is claimed once
-   * whatever it is set to (see {@link createRunCoordinator}). @defaultValue 0
+   * whatever it is set to (see {@link createRunCoordinator}). @defaultValue `DEFAULTS.createRunCoordinator.lockAtLeastFor`
    */
   lockAtLeastFor?: number;
 }
@@ -55,9 +55,19 @@ export interface RunCoordinatorOptions {
 export function createRunCoordinator(locks: LockManager, options?: RunCoordinatorOptions): RunCoordinator {
   if (typeof locks !== 'object' || locks === null || typeof locks.tryAcquireWrite !== 'function')
     throw new InvalidOptionsError('locks: createRunCoordinator needs a LockManager (from createLockManager)');
-  const o = optionsObject('createRunCoordinator', options, ['prefix', 'lockAtLeastFor']);
-  const prefix = o.prefix === undefined ? 'cron:' : textOption('prefix', o.prefix, 64).toString('utf8');
-  const lockAtLeastFor = integerOption('lockAtLeastFor', o.lockAtLeastFor ?? 0, 0, LIMITS.maxTimerMs);
+  const o = optionsObject(
+    'createRunCoordinator',
+    options,
+    keysOf<RunCoordinatorOptions>()(['prefix', 'lockAtLeastFor']),
+  );
+  const prefix =
+    o.prefix === undefined ? DEFAULTS.createRunCoordinator.prefix : textOption('prefix', o.prefix, 64).toString('utf8');
+  const lockAtLeastFor = integerOption(
+    'lockAtLeastFor',
+    o.lockAtLeastFor ?? DEFAULTS.createRunCoordinator.lockAtLeastFor,
+    0,
+    LIMITS.maxTimerMs,
+  );
   const held = new Map<string, Grant>();
 
   return {

@@ -3,18 +3,7 @@ import type { HeldGrant } from '../lock/grant.js';
 import { keepLeaseAhead } from '../lock/lease.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { LIMITS, MAINTENANCE_RESOURCE } from '../options.js';
-
-/**
- * Test-only: `during` is awaited inside each sweep, under its grant (to hold a sweep open);
- * `refused` is called when a sweep's attempt at the grant is refused; `noGate` runs sweeps without
- * the grant, to show that the tests catch two sweeps at once. Not exported from any package entry.
- * @internal
- */
-export const maintenanceForTests: {
-  during: (() => Promise<void>) | undefined;
-  refused: (() => void) | undefined;
-  noGate: boolean;
-} = { during: undefined, refused: undefined, noGate: false };
+import { testSwitches } from '../test-switches.js';
 
 /** What a sweep needs of its manager: one attempt at a write grant. */
 export interface MaintenanceSteps {
@@ -77,10 +66,10 @@ export class MaintenanceLoop {
   async #sweep(): Promise<void> {
     const s = this.#steps;
     try {
-      let gate = maintenanceForTests.noGate ? undefined : await s.tryWrite(MAINTENANCE_RESOURCE);
+      let gate = testSwitches.maintenance.noGate ? undefined : await s.tryWrite(MAINTENANCE_RESOURCE);
       if (gate === null && (await s.heal(MAINTENANCE_RESOURCE))) gate = await s.tryWrite(MAINTENANCE_RESOURCE);
       if (gate === null) {
-        maintenanceForTests.refused?.();
+        testSwitches.maintenance.refused?.();
         return;
       }
       const keepAlive =
@@ -89,7 +78,7 @@ export class MaintenanceLoop {
           : keepLeaseAhead(gate, Math.max(LIMITS.minLeaseMs, Math.min(SWEEP_LEASE_MS, s.staleAfterMs)));
       try {
         await keepAlive?.first;
-        await maintenanceForTests.during?.();
+        await testSwitches.maintenance.during?.();
         const reap = await reapStaleGrants(s.knex, { staleAfterMs: s.staleAfterMs });
         if (s.retentionMs > 0) await purgeReleasedGrants(s.knex, { retentionMs: s.retentionMs });
         if (reap.failed > 0) this.#warn(`maintenance sweep could not reap: ${reap.problems.join('; ')}`);

@@ -10,6 +10,7 @@ import { RELEASE_SQL, RELEASED_ROWS, releaseManyParams, releaseManySql, releaseP
 import { resourceKey } from './resource-id.js';
 import { fenceChannel, traced } from '../observability/tracing.js';
 import type { LockMode } from '../types.js';
+import { testSwitches } from '../test-switches.js';
 
 /**
  * The targets of `withLocks` / `acquireMany`, validated before anything is written: a plain object
@@ -65,24 +66,6 @@ export function inResourceOrder<T extends { resource: Buffer }>(targets: readonl
   return [...targets].sort((a, b) => Buffer.compare(a.resource, b.resource));
 }
 
-/**
- * Test-only, to show that any other order can deadlock: `callerOrder` takes a group's locks in the
- * order the caller named them instead of by resource bytes; `afterFirst` is awaited once the first
- * is held. Not exported from any package entry.
- * @internal
- */
-export const acquireOrderForTests: { callerOrder: boolean; afterFirst: (() => Promise<void>) | undefined } = {
-  callerOrder: false,
-  afterFirst: undefined,
-};
-
-/**
- * Test-only, to show that the checker catches a fence that does not cover the whole group:
- * `firstOnly` fences the group's first grant alone. Not exported from any package entry.
- * @internal
- */
-export const fenceForTests = { firstOnly: false };
-
 /** Traces one acquire of the group, as the manager traces any acquire. */
 export type TraceAcquire = (t: Target, waitMs: number, run: () => Promise<HeldGrant>) => Promise<HeldGrant>;
 
@@ -101,7 +84,7 @@ export async function acquireGroup(
   trace: TraceAcquire,
 ): Promise<HeldGroup> {
   const sorted = inResourceOrder(targets);
-  const order = acquireOrderForTests.callerOrder ? targets : sorted;
+  const order = testSwitches.group.callerOrder ? targets : sorted;
   const deadline = performance.now() + waitMs;
   const taken: HeldGrant[] = [];
   try {
@@ -109,7 +92,7 @@ export async function acquireGroup(
       const left = Math.max(0, Math.ceil(deadline - performance.now()));
       try {
         taken.push(await trace(t, left, () => acquire(ctx, t, left, signal)));
-        if (taken.length === 1) await acquireOrderForTests.afterFirst?.();
+        if (taken.length === 1) await testSwitches.group.afterFirst?.();
       } catch (err) {
         throw err instanceof LockTimeoutError ? new LockTimeoutError(t.resourceId, t.mode, waitMs) : err;
       }
@@ -156,7 +139,7 @@ export class HeldGroup implements LockGroup, FencedHold {
   async #fence(execute: FenceExecutor): Promise<void> {
     const ended = this.grants.find((g) => g.settled);
     if (ended) throw new LockLostError(ended.id, 'it was already released');
-    const fenced = fenceForTests.firstOnly ? this.grants.slice(0, 1) : this.grants;
+    const fenced = testSwitches.group.fenceFirstOnly ? this.grants.slice(0, 1) : this.grants;
     const expected = RELEASED_ROWS * fenced.length;
     let changed: unknown;
     try {

@@ -9,19 +9,12 @@ import {
 import { agedSql, BUSY, reapCandidates, STALE_SQL } from '../sql/reap.js';
 import { resourceStaleness } from '../sql/heal.js';
 import { DatabaseUnreachableError, LockAbortedError } from '../errors.js';
+import { testSwitches } from '../test-switches.js';
 
 /** The reason a self-healing acquire notes with each grant it releases (`history()`'s `reason`). */
 export const HEAL_REASON = 'self-healed by an acquire: stale past the cutoff, its lease run out';
 
-/**
- * Test-only, to show that the tests catch a heal that takes a leased grant: `ageOnly` judges a grant
- * by its age alone, ignoring its lease, in the look-up and in the guarded reap. Not exported from
- * any package entry.
- * @internal
- */
-export const healForTests = { ageOnly: false };
-
-/** The reaper's test with the lease left out: the defect `healForTests.ageOnly` plants. */
+/** The reaper's test with the lease left out: the defect `testSwitches.heal.ageOnly` plants. */
 const AGE_ONLY_SQL = agedSql();
 
 interface HealState {
@@ -77,7 +70,7 @@ export async function healStale(
   const notBefore = s.notBefore.get(key);
   if (s.off || (notBefore !== undefined && performance.now() < notBefore)) return false;
   const staleUs = ctx.options.staleAfterMs * 1000;
-  const staleSql = healForTests.ageOnly ? AGE_ONLY_SQL : STALE_SQL;
+  const staleSql = testSwitches.heal.ageOnly ? AGE_ONLY_SQL : STALE_SQL;
   try {
     return await withConnection(
       ctx.knex,

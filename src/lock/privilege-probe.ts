@@ -6,9 +6,7 @@ import type { LockContext } from './context.js';
 import { privilegeError, withConnection } from '../sql/connection.js';
 import { DatabaseUnreachableError } from '../errors.js';
 import { probeReleasePrivileges } from '../sql/release-probe.js';
-
-/** Switched off only by the tests' negative controls, to show what the probe prevents. */
-export const releaseProbe = { enabled: true };
+import { testSwitches } from '../test-switches.js';
 
 const passed = new WeakSet<LockContext>();
 const running = new WeakMap<LockContext, Promise<void>>();
@@ -20,7 +18,7 @@ const running = new WeakMap<LockContext, Promise<void>>();
  * in its own statements and handles it as it does there; the probe runs again before the next one.
  */
 export async function ensureReleasable(ctx: LockContext): Promise<void> {
-  if (passed.has(ctx) || !releaseProbe.enabled) return;
+  if (passed.has(ctx) || !testSwitches.privilegeProbe.probe) return;
   let probe = running.get(ctx);
   if (probe === undefined) {
     probe = withConnection(ctx.knex, probeReleasePrivileges)

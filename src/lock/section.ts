@@ -65,6 +65,7 @@ import { backoffDelay, type Ticket } from './wait.js';
 import { healStale } from './heal.js';
 import { onAbort } from '../sql/abort.js';
 import { inHoldScope } from '../observability/hold-scope.js';
+import { testSwitches } from '../test-switches.js';
 
 /** A resource a section takes: the id as given, its bytes as stored, and the mode. */
 export interface SectionTarget {
@@ -81,24 +82,6 @@ export interface SectionOptions {
 
 /** The work of a section: its transaction, and one grant per target, in the targets' order. */
 export type SectionWork<T> = (trx: Knex.Transaction, grants: readonly Grant[]) => Promise<T>;
-
-/**
- * Test-only switches for negative controls, not exported from any package entry: `idleBound:
- * false` runs sections without the server's idle bound (the paused-holder test); `guard: false`
- * takes rows with a plain read that neither checks the counts nor locks (the exclusion tests);
- * `lockRowShared: true` makes a reading section take the lock row with a shared lock, as before
- * the gate (the mixed-mode tests: durable readers then cannot share with it); `killThroughPool:
- * true` interrupts a waiting section as before (KILL QUERY through the pool, not awaited, the
- * connection handed back: the interruption tests' control). `onKill` is told of each KILL QUERY
- * a section's interruption sent, once it was answered.
- */
-export const sectionTesting: {
-  idleBound: boolean;
-  guard: boolean;
-  lockRowShared: boolean;
-  killThroughPool: boolean;
-  onKill: ((threadId: number) => void) | undefined;
-} = { idleBound: true, guard: true, lockRowShared: false, killThroughPool: false, onKill: undefined };
 
 /**
  * Runs `work` as one one-commit section over `targets`, which the caller gives ALREADY SORTED by
@@ -257,7 +240,7 @@ class Refused {
 
 /** How a section takes one target: its gate's lock mode, and how it takes or reads the lock row. */
 function takeKind(server: SectionServer, t: SectionTarget): 'unguarded' | 'write' | 'readShared' | 'readExclusive' {
-  if (!sectionTesting.guard) return 'unguarded';
+  if (!testSwitches.section.guard) return 'unguarded';
   if (t.mode === 'write') return 'write';
   return server.sharedLocksCertified ? 'readShared' : 'readExclusive';
 }
@@ -285,7 +268,7 @@ async function attempt<T>(
   traces: SectionTraces,
 ): Promise<Outcome<T>> {
   const { signal, isolationLevel, waitMs } = options;
-  const idleSec = sectionTesting.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
+  const idleSec = testSwitches.section.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
   const lockWaitSec = Math.max(1, Math.ceil((deadline - performance.now()) / 1000));
   const intentMs = waitMs > 0 ? ctx.options.writerIntentMs : 0;
   const tokens = targets.map(() => newToken());
@@ -294,8 +277,8 @@ async function attempt<T>(
   const viaProcedure =
     !ctx.acquirePath.statements &&
     !ctx.sections.statements &&
-    sectionTesting.guard &&
-    !sectionTesting.lockRowShared &&
+    testSwitches.section.guard &&
+    !testSwitches.section.lockRowShared &&
     ctx.options.procedures !== false;
   return onSectionConnection(ctx, { what: 'a section', deadline, signal }, async (conn, waits) => {
     // A statement that may wait on another transaction's lock: ended by the deadline and the signal.
@@ -495,7 +478,7 @@ async function takeWithStatements(
   }
   for (const [i, t] of targets.entries()) {
     const kind = kinds[i]!;
-    if (kind === 'readShared' && !sectionTesting.lockRowShared) continue;
+    if (kind === 'readShared' && !testSwitches.section.lockRowShared) continue;
     let taken: boolean;
     if (kind === 'write' || kind === 'readExclusive') {
       taken = (await waiting<{ affectedRows: number }>(t, TAKE[kind])).affectedRows === 1;
@@ -513,7 +496,7 @@ async function takeWithStatements(
     throw new Refused(t, exists ? null : 'row');
   }
   for (const [i, t] of targets.entries()) {
-    if (kinds[i] !== 'readShared' || sectionTesting.lockRowShared) continue;
+    if (kinds[i] !== 'readShared' || testSwitches.section.lockRowShared) continue;
     const [row] = await query<Array<{ free: number | string | null }>>(conn, READ_DECISION, [t.resource]);
     if (row === undefined) throw new Refused(t, 'row');
     if (Number(row.free) !== 1) throw new Refused(t, null);
@@ -710,7 +693,7 @@ class SectionWaits {
     if (this.#interrupted) return;
     this.#interrupted = err;
     const threadId = this.conn.threadId;
-    if (sectionTesting.killThroughPool) {
+    if (testSwitches.section.killThroughPool) {
       // The negative control: the interruption before this one, which reached other users' queries.
       if (threadId !== null) void this.ctx.knex.raw('KILL QUERY ?', [threadId]).catch(() => undefined);
       return;
@@ -736,7 +719,7 @@ async function killQuery(ctx: LockContext, threadId: number | null): Promise<boo
   try {
     killer = await client.acquireRawConnection();
     await query(killer, 'KILL QUERY ?', [threadId]);
-    sectionTesting.onKill?.(threadId);
+    testSwitches.section.onKill?.(threadId);
     return true;
   } catch {
     return false;

@@ -49,7 +49,7 @@ const LIFECYCLE = 'mysql-rwlock:Lifecycle';
  * destroy it after the manager, e.g. in `onApplicationShutdown`.
  *
  * @example
- * ```ts nocheck
+ * ```ts legacy-decorators
  * import { Module } from '@nestjs/common';
  * import knex from 'knex';
  * import { MysqlRwlockModule } from 'mysql-rwlock/nestjs';

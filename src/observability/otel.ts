@@ -15,7 +15,7 @@ import {
 import type { Knex } from 'knex';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import type { Grant } from '../lock/api.js';
-import { booleanOption, knexOption, optionsObject } from '../options.js';
+import { booleanOption, knexOption, optionsObject, keysOf } from '../options.js';
 import { addHoldScope } from './hold-scope.js';
 import { endWithServer, serverAttributesOf, SpanServers, type SpanServer } from './otel-servers.js';
 import { acquireOutcome } from './outcome.js';
@@ -108,7 +108,11 @@ interface Hold {
  * ```
  */
 export function instrumentLocks(options?: LockInstrumentationOptions): LockInstrumentation {
-  const o = optionsObject('instrumentLocks', options, ['tracerProvider', 'knex', 'dbSystem', 'recordResourceIds']);
+  const o = optionsObject(
+    'instrumentLocks',
+    options,
+    keysOf<LockInstrumentationOptions>()(['tracerProvider', 'knex', 'dbSystem', 'recordResourceIds']),
+  );
   const provider = o.tracerProvider as TracerProvider | undefined;
   if (provider !== undefined && typeof provider.getTracer !== 'function')
     throw new InvalidOptionsError('tracerProvider must be an OpenTelemetry TracerProvider');

@@ -7,7 +7,7 @@ import { withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import { acquireOutcome } from './outcome.js';
 import type { Grant } from '../lock/api.js';
-import { DEFAULTS, LIMITS, integerOption, knexOption, optionsObject } from '../options.js';
+import { knexOption, optionsObject, staleAfterOption, keysOf } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
 import { LOST_BY } from '../types.js';
 import {
@@ -24,7 +24,7 @@ export interface LockMetricsOptions {
   registry: Registry;
   /** Reads the gauges of live and stale grants and waiting writers from this database at scrape time; without it there are no gauges. */
   knex?: Knex;
-  /** Age from which a live grant counts as stale in `mysql_rwlock_stale_grants`. @defaultValue 600000, the lock's default */
+  /** Age from which a live grant counts as stale in `mysql_rwlock_stale_grants`. @defaultValue `DEFAULTS.staleAfterMs`, the lock's default */
   staleAfterMs?: number;
 }
 
@@ -54,7 +54,11 @@ const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300,
  * resource id (unbounded cardinality). `unregister()` removes the metrics and the subscriptions.
  */
 export function registerLockMetrics(options: LockMetricsOptions): { unregister(): void } {
-  const o = optionsObject('registerLockMetrics', options, ['registry', 'knex', 'staleAfterMs']);
+  const o = optionsObject(
+    'registerLockMetrics',
+    options,
+    keysOf<LockMetricsOptions>()(['registry', 'knex', 'staleAfterMs']),
+  );
   const registry = o.registry as Registry | undefined;
   if (typeof registry?.registerMetric !== 'function' || typeof registry.getSingleMetric !== 'function') {
     throw new InvalidOptionsError('registry must be a prom-client Registry');
@@ -62,7 +66,7 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   if (registry.getSingleMetric(METRICS.acquireWait))
     throw new InvalidOptionsError('registry: the mysql-rwlock metrics are already registered on it');
   const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
-  const staleAfterMs = integerOption('staleAfterMs', o.staleAfterMs ?? DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs);
+  const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const registers = [registry];
 
   const acquireWait = new Histogram({

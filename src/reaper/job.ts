@@ -1,7 +1,15 @@
 import type { Knex } from 'knex';
 import cron from 'node-cron';
 import { InvalidOptionsError, PrivilegeError } from '../errors.js';
-import { DEFAULTS, LIMITS, integerOption } from '../options.js';
+import {
+  DEFAULTS,
+  LIMITS,
+  envNumber,
+  integerOption,
+  reapBatchOption,
+  retentionOption,
+  staleAfterOption,
+} from '../options.js';
 import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
 import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
 import { parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
@@ -11,19 +19,19 @@ export interface ReaperJobConfig {
   connection: MysqlConnection;
   /** Where the job connects, for log lines: `host:port/database`, no part of the user or password. */
   target: string;
-  /** Cron expression (node-cron; 5 fields, or 6 with seconds). @defaultValue '* * * * *' */
+  /** Cron expression (node-cron; 5 fields, or 6 with seconds). @defaultValue `JOB_DEFAULTS.cron` */
   cron: string;
-  /** Run once as soon as the job starts, then on the schedule. @defaultValue true */
+  /** Run once as soon as the job starts, then on the schedule. @defaultValue `JOB_DEFAULTS.runAtStart` */
   runAtStart: boolean;
   staleAfterMs: number;
   batchSize: number;
-  /** Released grants older than this are purged each run; 0 disables purging. @defaultValue 604800000 */
+  /** Released grants older than this are purged each run; 0 disables purging. @defaultValue `JOB_DEFAULTS.retentionMs` */
   retentionMs: number;
   /** Port of the /metrics and /healthz server; null: no server. 0 picks a free port. */
   metricsPort: number | null;
-  /** Address that server binds. @defaultValue '0.0.0.0' */
+  /** Address that server binds. @defaultValue `JOB_DEFAULTS.metricsHost` */
   metricsHost: string;
-  /** Cron expression of the count check (checkLockCounts); null: never. @defaultValue '37 3 * * *' (daily) */
+  /** Cron expression of the count check (checkLockCounts); null: never. @defaultValue `JOB_DEFAULTS.countCheckCron` (daily) */
   countCheckCron: string | null;
   /** The count check also repairs what disagrees (repairLockCounts). @defaultValue false */
   countRepair: boolean;
@@ -99,11 +107,8 @@ export const JOB_ENV: ReadonlyArray<{ name: string; default: string; meaning: st
  * InvalidOptionsError whose message starts with the variable's name.
  */
 export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
-  const num = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    return integerOption(name, /^\d+$/.test(raw) ? Number(raw) : raw, min, max);
-  };
+  const num = (name: string, fallback: number, min: number, max: number): number =>
+    integerOption(name, envNumber(env, name) ?? fallback, min, max);
   const { connection, target } = parseConnectionUrl(env.MYSQL_URL);
   const expression = env.REAPER_CRON || JOB_DEFAULTS.cron;
   if (!cron.validate(expression))
@@ -128,9 +133,9 @@ export function jobConfigFromEnv(env: NodeJS.ProcessEnv): ReaperJobConfig {
     target,
     cron: expression,
     runAtStart: atStart === undefined || atStart === '' ? JOB_DEFAULTS.runAtStart : atStart === '1',
-    staleAfterMs: num('STALE_AFTER_MS', DEFAULTS.staleAfterMs, 1, LIMITS.maxRetentionMs),
-    batchSize: num('REAPER_BATCH_SIZE', DEFAULTS.reap.batchSize, 1, LIMITS.maxReapBatch),
-    retentionMs: num('RETENTION_MS', JOB_DEFAULTS.retentionMs, 0, LIMITS.maxRetentionMs),
+    staleAfterMs: staleAfterOption(envNumber(env, 'STALE_AFTER_MS'), 'STALE_AFTER_MS'),
+    batchSize: reapBatchOption(envNumber(env, 'REAPER_BATCH_SIZE'), 'REAPER_BATCH_SIZE'),
+    retentionMs: retentionOption(envNumber(env, 'RETENTION_MS'), 'RETENTION_MS', true),
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === '' ? null : num('METRICS_PORT', 0, 0, 65535),
     metricsHost,
     countCheckCron: countCheck === 'off' ? null : countCheck,

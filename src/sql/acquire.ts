@@ -1,6 +1,7 @@
 import { errnoOf, ER_LOCK_WAIT_TIMEOUT, firstRow, query, type RawConnection } from './connection.js';
 import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
+import { testSwitches } from '../test-switches.js';
 
 /**
  * Why an attempt was refused other than by a full or held resource: `mixed` when the resource is held
@@ -263,15 +264,6 @@ const LOG_PERMIT = `INSERT INTO t_lock_log (resource_id, lock_type, status, crea
 VALUES (?, ${LOCK_TYPE.permit}, ${STATUS.live}, ${DB_NOW}, 0, CONVERT(? USING utf8mb4), ?, ?)`;
 
 /**
- * Test-only: the negative control of the permit tests and of the reliability suite's checker. With
- * `unguarded` set, the plain-statement permit attempt reads the count first and then adds to it with
- * an UPDATE that checks nothing: two attempts that read the same count both pass. Not exported from
- * any package entry.
- * @internal
- */
-export const permitGuardForTests = { unguarded: false };
-
-/**
  * One permit attempt as plain statements in one READ COMMITTED transaction, deciding as
  * `rwlock_acquire_permit` does: the gate shared without waiting, the guarded UPDATE, the row inserted
  * on first use (and the guard again if another first user made it), the grant row with its permits.
@@ -295,7 +287,7 @@ export async function acquirePermitWithStatements(
     const busy = gate === 'busy';
     const { limit, count } = ask;
     const guarded = async (): Promise<boolean> => {
-      if (permitGuardForTests.unguarded) return unguardedForTests(conn, resource, ask);
+      if (testSwitches.acquire.permitUnguarded) return unguardedForTests(conn, resource, ask);
       return (
         (await query<{ affectedRows: number }>(conn, PERMIT_GUARD, [count, limit, resource, limit, count, limit]))
           .affectedRows === 1
@@ -334,7 +326,7 @@ export async function acquirePermitWithStatements(
   }
 }
 
-/** The broken check of `permitGuardForTests`: a plain read of the count, then an UPDATE that checks nothing. */
+/** The broken check of `testSwitches.acquire.permitUnguarded`: a plain read of the count, then an UPDATE that checks nothing. */
 async function unguardedForTests(conn: RawConnection, resource: Buffer, ask: PermitAsk): Promise<boolean> {
   const [row] = await query<Array<{ w_count: number; r_count: number }>>(
     conn,

@@ -2,6 +2,7 @@
 // the connection (init_connect, a pool's afterCreate, a user's or the server's defaults). Kept apart
 // from connection.ts, which imports it: it sends its few statements itself.
 import { UnsupportedSettingError } from '../errors.js';
+import { testSwitches } from '../test-switches.js';
 
 /** What this module needs of a pool connection (mysql2's callback API). */
 interface SessionConnection {
@@ -45,9 +46,6 @@ const ER_UNKNOWN_SYSTEM_VARIABLE = 1193;
 /** Sessions already read, by connection: settings a connection is given when it is made are read once. */
 const known = new WeakMap<object, Promise<SessionNeeds>>();
 
-/** Test-only: switched off by the negative controls, to show what the library does without it. */
-export const sessionGuard = { enabled: true };
-
 async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
   let row: { ac: number | string; su: number | string; iso: string; mode: string } | undefined;
   let isolationVariable: IsolationVariable = 'transaction_isolation';
@@ -67,7 +65,7 @@ async function readSession(conn: SessionConnection): Promise<SessionNeeds> {
   // MariaDB's Oracle mode reads BEGIN as the start of a block: knex cannot open the transaction a
   // with*Lock call or a section runs in (1064).
   if (
-    sessionGuard.enabled &&
+    testSwitches.session.guard &&
     String(row?.mode ?? '')
       .split(',')
       .includes('ORACLE')
@@ -128,7 +126,7 @@ export async function inLibrarySession<C extends SessionConnection, T>(
   conn: C,
   work: (conn: C) => Promise<T>,
 ): Promise<T> {
-  if (!sessionGuard.enabled) return work(conn);
+  if (!testSwitches.session.guard) return work(conn);
   const needs = await sessionNeeds(conn);
   if (needs.enter === null) return work(conn);
   await send(conn, needs.enter);
@@ -149,7 +147,7 @@ const SERVER_STATUS_IN_TRANS = 0x0001;
  * again on its next use.
  */
 export async function commitIfLeftOpen(conn: SessionConnection, reply: { serverStatus?: number }): Promise<void> {
-  if (!sessionGuard.enabled || ((reply.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) === 0) return;
+  if (!testSwitches.session.guard || ((reply.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) === 0) return;
   known.delete(conn);
   await send(conn, 'COMMIT');
 }

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseUnreachableError } from '../errors.js';
 import { driverErrorOf } from './connection.js';
 import { unreachablePauseMs, type RetryPolicy } from './retry.js';
+import { testSwitches } from '../test-switches.js';
 
 /** The server refused the connection: max_connections (1040) or the user's max_user_connections (1203). */
 const REFUSED_AT_CONNECT = new Set([1040, 1203]);
@@ -17,9 +18,6 @@ export function isNeverSent(err: unknown): boolean {
   const errno = driverErrorOf(err)?.errno;
   return errno !== undefined && REFUSED_AT_CONNECT.has(errno);
 }
-
-/** Switched off only by the tests' negative control, to show what sending once leaves behind. */
-export const unreachableRetry = { enabled: true };
 
 /**
  * Runs `send` (which gets a connection and sends the library's statement on it) again while it
@@ -39,7 +37,7 @@ export async function whileUnreachable<T>(
     } catch (err) {
       if (!isNeverSent(err)) throw err;
       const left = deadline - performance.now();
-      if (left <= 0 || !unreachableRetry.enabled) {
+      if (left <= 0 || !testSwitches.unreachable.retry) {
         const cause = err instanceof DatabaseUnreachableError ? err.cause : err;
         const consequence =
           grantId === null

@@ -291,7 +291,7 @@ describe('reliability under faults', () => {
     {
       name: 'section-unguarded',
       defect:
-        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test-only sectionTesting.guard = false)",
+        "a one-commit section that takes its row with a plain read: no guard, no row lock (the library's test switch testSwitches.section.guard = false)",
       tweak: {
         workerVariant: 'section-unguarded',
         minDurationMs: 12_000,
@@ -305,7 +305,7 @@ describe('reliability under faults', () => {
     {
       name: 'multi-first-fence',
       defect:
-        "a two-resource group whose one fence statement covers only its first grant (the library's test-only fenceForTests.firstOnly): it commits on a resource whose grant was reaped",
+        "a two-resource group whose one fence statement covers only its first grant (the library's test switch testSwitches.group.fenceFirstOnly): it commits on a resource whose grant was reaped",
       tweak: {
         workerVariant: 'multi-first-fence',
         minDurationMs: 12_000,
@@ -320,7 +320,7 @@ describe('reliability under faults', () => {
     {
       name: 'multi-caller-order',
       defect:
-        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test-only acquireOrderForTests.callerOrder)",
+        "two-resource groups taken in the order the caller named them, not by resource bytes (the library's test switch testSwitches.group.callerOrder)",
       tweak: {
         workerVariant: 'multi-caller-order',
         minDurationMs: 12_000,
@@ -334,7 +334,7 @@ describe('reliability under faults', () => {
     {
       name: 'permit-unguarded',
       defect:
-        "a permit acquire whose limit check reads the count, then adds to it with an UPDATE that checks nothing (the library's test-only permitGuardForTests.unguarded)",
+        "a permit acquire whose limit check reads the count, then adds to it with an UPDATE that checks nothing (the library's test-only testSwitches.acquire.permitUnguarded)",
       tweak: {
         workerVariant: 'permit-unguarded',
         minDurationMs: 12_000,

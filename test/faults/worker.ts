@@ -21,9 +21,7 @@ import { fromKnex } from '../../src/adapters/index.js';
 import { isConflict, isConnectionLost } from '../../src/sql/connection.js';
 import { connectFollowingPrimary, refusedAsReadOnly } from '../support/group-replication.js';
 import { referenceFence, splitDowngrade, unguardedRelease } from './broken.js';
-import { acquireOrderForTests, fenceForTests } from '../../src/lock/group.js';
-import { sectionTesting } from '../../src/lock/section.js';
-import { permitGuardForTests } from '../../src/sql/acquire.js';
+import { testSwitches } from '../../src/test-switches.js';
 import { readStep, writeStep } from './business.js';
 import { appendJsonl, now, type OpEvent, type OpKind, type Outcome } from './history.js';
 import { inSection, withMany, type Held } from './modes.js';
@@ -119,11 +117,11 @@ const lockManager = (knex: Knex): LockManager =>
 const scoped = config.variant !== 'nofence' && config.variant !== 'release-unguarded';
 // The library's test-only switches, one per negative control: sections take their row with a plain
 // read (no guard, no lock); a group's fence covers its first grant alone; a group is taken in the caller's order.
-if (config.variant === 'section-unguarded') sectionTesting.guard = false;
-if (config.variant === 'multi-first-fence') fenceForTests.firstOnly = true;
-if (config.variant === 'multi-caller-order') acquireOrderForTests.callerOrder = true;
+if (config.variant === 'section-unguarded') testSwitches.section.guard = false;
+if (config.variant === 'multi-first-fence') testSwitches.group.fenceFirstOnly = true;
+if (config.variant === 'multi-caller-order') testSwitches.group.callerOrder = true;
 // A permit's limit checked on a count read first, then written unguarded.
-if (config.variant === 'permit-unguarded') permitGuardForTests.unguarded = true;
+if (config.variant === 'permit-unguarded') testSwitches.acquire.permitUnguarded = true;
 let db = connect();
 let locks = lockManager(db);
 
@@ -453,7 +451,7 @@ async function manyOp(
     slow ? grantedAt + config.staleAfterMs + 2 * config.reaperPeriodMs - now() : rand(2, 15);
   const kind: OpKind = set.write.length > 0 ? 'write' : 'read';
   const named = [...set.write, ...set.read];
-  acquireOrderForTests.afterFirst =
+  testSwitches.group.afterFirst =
     config.variant === 'multi-caller-order'
       ? async () => {
           log({ op, kind, resource: named[0]!, ev: 'granted' });
