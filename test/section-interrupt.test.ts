@@ -169,6 +169,61 @@ describe('an interrupted section wait on a busy shared pool', () => {
   });
 });
 
+describe('a section whose signal aborted before its wait began', () => {
+  // The signal aborts between two of the section's statements (here while its BEGIN runs): its next
+  // wait is refused before it is sent, with nothing of the section's running on the connection. A
+  // KILL QUERY sent then, unawaited, found the connection back in the pool running the next caller's
+  // statement. The KILL's own connection is held back here until that statement waits on a row lock,
+  // as a busy machine's slow connect does.
+  it("rejects with LockAbortedError and interrupts no statement of the connection's next user", async () => {
+    await db.knex.raw('CREATE TABLE IF NOT EXISTS interrupt_probe (id INT PRIMARY KEY) ENGINE=InnoDB');
+    await db.knex.raw('INSERT IGNORE INTO interrupt_probe VALUES (1)');
+    const pool = db.connect({ poolMax: 1 });
+    await pool.raw('SELECT 1'); // the pool's one connection, opened before the KILL's is held back
+    const client = pool.client as { acquireRawConnection(): Promise<unknown> };
+    const open = client.acquireRawConnection.bind(client);
+    const killerMayConnect = gate();
+    let killerAsked = false;
+    client.acquireRawConnection = async () => {
+      killerAsked = true;
+      await killerMayConnect.opened;
+      return open();
+    };
+    const killAnswered = gate();
+    sectionTesting.onKill = () => killAnswered.open();
+    const controller = new AbortController();
+    pool.on('query', (q: { sql?: string }) => {
+      if (/^(begin|start transaction)/i.test(q.sql ?? '')) controller.abort(new Error('stop'));
+    });
+    const err = await createLockManager({ knex: pool })
+      .withWriteLock('interrupt-before-wait', async () => 'ran', {
+        section: true,
+        waitMs: 30_000,
+        signal: controller.signal,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockAbortedError);
+
+    // The next user of the pool's one connection waits on a row another transaction locked.
+    const blocker = await db.knex.transaction();
+    try {
+      await blocker.raw('SELECT id FROM interrupt_probe WHERE id = 1 FOR UPDATE');
+      const next = pool.raw('SELECT id FROM interrupt_probe WHERE id = 1 FOR UPDATE').then(
+        () => 'answered',
+        (e: unknown) => e,
+      );
+      await expect.poll(lockWaits, { timeout: 10_000, interval: INNODB_TRX_POLL_MS }).toBeGreaterThan(0);
+      killerMayConnect.open();
+      // A KILL on its way has landed once answered; none asked for, none can land.
+      if (killerAsked) await killAnswered.opened;
+      await blocker.commit();
+      expect(await next).toBe('answered');
+    } finally {
+      if (!blocker.isCompleted()) await blocker.rollback();
+    }
+  });
+});
+
 describe('a section whose connection dies under its work', () => {
   it('paused past sectionIdleTimeoutMs, then running a statement: ConnectionLostError, nothing committed', async () => {
     await db.knex.raw('CREATE TABLE IF NOT EXISTS interrupt_effects (tag VARCHAR(32) PRIMARY KEY) ENGINE=InnoDB');

@@ -649,8 +649,14 @@ class SectionWaits {
     signal: AbortSignal | undefined,
     timeout: () => RwLockError,
   ): Promise<R> {
-    if (signal?.aborted) this.#interrupt(new LockAbortedError(signal.reason));
-    if (this.#interrupted) throw this.#interrupted;
+    // Aborted before this statement is sent: nothing of the section's runs on the connection, so no
+    // KILL. One sent now would land on whatever the connection runs when it arrives: the section's
+    // ROLLBACK, or the statement of the pool's next borrower once the section has handed it back.
+    if (signal?.aborted) this.#interrupted ??= new LockAbortedError(signal.reason);
+    if (this.#interrupted) {
+      await this.#killed;
+      throw this.#interrupted;
+    }
     // A statement sent near the deadline still gets its own work's time: one attempt, even at waitMs 0.
     const due = performance.now() + Math.max(STATEMENT_GRACE_MS, deadline - performance.now());
     let timer: NodeJS.Timeout | undefined;
