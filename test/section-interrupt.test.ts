@@ -190,7 +190,7 @@ describe('a section whose signal aborted before its wait began', () => {
       return open();
     };
     const killAnswered = gate();
-    sectionTesting.onKill = () => killAnswered.open();
+    testSwitches.section.onKill = () => killAnswered.open();
     const controller = new AbortController();
     pool.on('query', (q: { sql?: string }) => {
       if (/^(begin|start transaction)/i.test(q.sql ?? '')) controller.abort(new Error('stop'));
