@@ -130,6 +130,19 @@ export async function takeNowait(
 }
 
 /**
+ * The gate of `resource` taken without waiting, inside the caller's open transaction, in `mode`'s
+ * lock ('write' exclusively, else shared); on first use the gate row is created, and is then ours
+ * exclusively until the commit. `busy` when another transaction holds it in a conflicting mode.
+ */
+async function takeGate(conn: RawConnection, mode: LockMode, resource: Buffer): Promise<'taken' | 'busy'> {
+  const gateSql = gateNowait(mode, await isMariadb(conn));
+  const gate = await takeNowait(conn, gateSql, resource);
+  if (gate !== 'missing') return gate;
+  const created = (await query<{ affectedRows: number }>(conn, CREATE_GATE, [resource])).affectedRows === 1;
+  return created ? 'taken' : ((await takeNowait(conn, gateSql, resource)) as 'taken' | 'busy');
+}
+
+/**
  * One acquire attempt as plain statements in one READ COMMITTED transaction, deciding as the
  * procedure does. The resource's gate is taken first, without waiting (created on first use): a
  * gate held in a conflicting mode by another transaction refuses the attempt at once (`busy`).
@@ -148,19 +161,12 @@ export async function acquireWithStatements(
   token: Buffer,
   intentMs: number,
 ): Promise<AcquireReply> {
-  const gateSql = gateNowait(mode, await isMariadb(conn));
   // READ COMMITTED, as in the procedure: a locking read or UPDATE of a resource not yet used would
   // otherwise take a gap lock, and first users of neighbouring new ids would deadlock on each other.
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
-    let gate = await takeNowait(conn, gateSql, resource);
-    if (gate === 'missing') {
-      // First use of the gate: the new row is ours, exclusively, until the commit.
-      const created = (await query<{ affectedRows: number }>(conn, CREATE_GATE, [resource])).affectedRows === 1;
-      gate = created ? 'taken' : await takeNowait(conn, gateSql, resource);
-    }
-    const busy = gate === 'busy';
+    const busy = (await takeGate(conn, mode, resource)) === 'busy';
     const guarded = async (): Promise<boolean> =>
       (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode === 'write' ? 'write' : 'read'], [resource]))
         .affectedRows === 1;
@@ -275,16 +281,11 @@ export async function acquirePermitWithStatements(
   owner: Buffer,
   token: Buffer,
 ): Promise<AcquireReply> {
-  const gateSql = gateNowait('read', await isMariadb(conn));
   await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   await query(conn, 'START TRANSACTION');
   try {
-    let gate = await takeNowait(conn, gateSql, resource);
-    if (gate === 'missing') {
-      const created = (await query<{ affectedRows: number }>(conn, CREATE_GATE, [resource])).affectedRows === 1;
-      gate = created ? 'taken' : await takeNowait(conn, gateSql, resource);
-    }
-    const busy = gate === 'busy';
+    // Shared, as a reader's acquire takes it.
+    const busy = (await takeGate(conn, 'read', resource)) === 'busy';
     const { limit, count } = ask;
     const guarded = async (): Promise<boolean> => {
       if (testSwitches.acquire.permitUnguarded) return unguardedForTests(conn, resource, ask);
