@@ -67,7 +67,9 @@ describe('repairing counts on Galera while another node grants', () => {
       ]);
       expect(writer).not.toBeNull(); // a writer beside the live reader
       await writer!.release();
-      await node1.raw('UPDATE t_read_write_lock SET r_count = 1 WHERE resource_id = ?', [resource]); // so the reader's release can give its count back
+      // So the reader's release can give its count back; on node 3, where the writer's release
+      // committed (node 1 may not have applied it yet, and would still count the writer).
+      await node3.raw('UPDATE t_read_write_lock SET r_count = 1 WHERE resource_id = ?', [resource]);
     } else {
       expect(outcome).toBe('aborted');
       expect(writer).toBeNull();
