@@ -83,7 +83,7 @@ export class LockOutcomeUnknownError extends RwLockError {
  * The database handed out a grant id past `Number.MAX_SAFE_INTEGER` (2^53 − 1), which a `Grant.id`
  * (a number) cannot hold exactly: every later statement would name another grant or none. The
  * acquire does not hand it out: it releases that grant by its token first (`released`; when the
- * database did not answer, the reaper releases it). Told apart by `code`; see docs/api.md.
+ * database did not answer, the reaper releases it). Told apart by `code`; see docs/errors.md.
  */
 export class GrantIdRangeError extends RwLockError {
   /** The grant's exact id, as decimal digits (or the rounded one when it could not be read). */

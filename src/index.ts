@@ -1,6 +1,6 @@
 // `mysql-rwlock`: what an application uses at run time. Functions of a knex that act on the schema
 // or the tables as a whole are in `mysql-rwlock/admin`; the tracing channels in
-// `mysql-rwlock/tracing`; metrics in `mysql-rwlock/prometheus`. docs/api.md lists every export.
+// `mysql-rwlock/tracing`; metrics in `mysql-rwlock/prometheus`. docs/api.md and the pages it links to describe every export.
 export { createLockManager, type LockManager } from './lock/manager.js';
 export type { Grant, FenceExecutor, LockedWork, LockGroup } from './lock/api.js';
 export {

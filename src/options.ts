@@ -159,7 +159,7 @@ export interface LockManagerOptions {
    * (the reaper's test with this manager's `staleAfterMs`, on the database clock; guarded,
    * versioned, recorded as `reaper` with a note naming this manager) and tries again in the same
    * call, so that a lock frees itself once its crashed holder's grant is stale, with no reaper
-   * running. `false` leaves every stale grant to the reaper. See docs/api.md, "Locks that heal".
+   * running. `false` leaves every stale grant to the reaper. See docs/healing.md.
    * @defaultValue `DEFAULTS.selfHeal`
    */
   selfHeal?: boolean;
@@ -232,7 +232,7 @@ export interface WithLockOptions extends WithGrantOptions {
    * manager's `sectionIdleTimeoutMs`. Waits on another section's row lock are bounded in whole
    * seconds (rounded up, at least 1 s). The grant passed to the callback cannot `fence`,
    * `release`, `extend`, `downgrade` or `tryUpgrade` (SectionError). Not with `leaseMs`. See
-   * docs/api.md, Sections. @defaultValue false
+   * docs/sections.md. @defaultValue false
    */
   section?: boolean;
 }
@@ -248,7 +248,7 @@ export interface PermitOptions {
   /**
    * The semaphore's limit: at most this many permits are held at once. Required, an integer from 1
    * to `LIMITS.maxPermits`. Stored with the resource's row while it has holders: a call with another
-   * limit meanwhile is refused with PermitLimitError (see docs/api.md, Semaphores).
+   * limit meanwhile is refused with PermitLimitError (see docs/semaphores.md).
    */
   permits: number;
   /** How many permits this call takes, all or none, at most `permits`. @defaultValue `DEFAULTS.permit.count` */

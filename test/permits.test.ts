@@ -448,10 +448,10 @@ describe('never more than N holders across processes', () => {
   }, 240_000);
 });
 
-describe('docs/api.md, Semaphores', () => {
+describe('docs/semaphores.md', () => {
   it('carries examples/semaphore.ts verbatim, which runs: 8 exports committed, never more than 3 at once', async () => {
     const example = readFileSync(join(REPO, 'examples/semaphore.ts'), 'utf8');
-    expect(readFileSync(join(REPO, 'docs/api.md'), 'utf8')).toContain(`\`\`\`ts\n${example}\`\`\``);
+    expect(readFileSync(join(REPO, 'docs/semaphores.md'), 'utf8')).toContain(`\`\`\`ts\n${example}\`\`\``);
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const proc = spawn(process.execPath, ['--import', 'tsx', 'examples/semaphore.ts'], {
         cwd: REPO,
