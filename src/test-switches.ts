@@ -19,7 +19,7 @@ export const testSwitches: {
    */
   group: { callerOrder: boolean; afterFirst: (() => Promise<void>) | undefined; fenceFirstOnly: boolean };
   /**
-   * src/lock/section.ts: `idleBound: false` runs sections without the server's idle bound (the
+   * src/lock/section-*.ts: `idleBound: false` runs sections without the server's idle bound (the
    * paused-holder test); `guard: false` takes rows with a plain read that neither checks the counts
    * nor locks (the exclusion tests); `lockRowShared: true` makes a reading section take the lock row
    * with a shared lock, as before the gate (durable readers then cannot share with it);

@@ -44,7 +44,7 @@ export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
  * fresh snapshot, and under REPEATABLE READ this is the transaction's first plain read (the section
  * reads only after every gate and row is taken), which takes its snapshot. Under SERIALIZABLE InnoDB
  * makes every read a shared-lock read, so a section asked for at that level takes the gate
- * exclusively instead (src/lock/section.ts).
+ * exclusively instead (src/lock/section-take.ts).
  * `free` is 1 when no writer and no semaphore's permits hold and no writer intent is in force; no
  * row: never used.
  */
