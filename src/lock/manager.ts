@@ -1,31 +1,19 @@
-import { acquire, tryOnce, type Target } from './acquire.js';
-import { withConnection } from '../sql/connection.js';
+import {
+  acquireCall,
+  acquireManyCall,
+  acquirePermitCall,
+  tryAcquireCall,
+  tryAcquirePermitCall,
+} from './acquire-calls.js';
+import { maintenanceLoop, managerContext } from './call-options.js';
 import type { LockContext } from './context.js';
-import {
-  InvalidOptionsError,
-  LockLostError,
-  LockUpgradeError,
-  ManagerClosedError,
-  PoolTooSmallError,
-  ResourceKindError,
-  SectionError,
-} from '../errors.js';
-import { runFenced, runFencedHold, runGranted } from './fenced.js';
 import type { Grant, GrantedWork, LockedGroupWork, LockedWork, LockGroup, LockSets } from './api.js';
-import { acquireGroup, groupTargets, inResourceOrder, type HeldGroup } from './group.js';
-import type { HeldGrant } from './grant.js';
-import { keepLeaseAhead } from './lease.js';
+import { InFlight } from './in-flight.js';
+import { currentCall, forceReleaseCall, historyCall, inspectCall, listCall, statsCall } from './operator-calls.js';
+import { runExclusiveCall } from './exclusive-call.js';
+import { grantedCall, scopedCall, scopedGroupCall, withPermitCall } from './scoped-calls.js';
 import {
-  booleanOption,
-  DEFAULTS,
-  integerOption,
-  LIMITS,
-  optionsObject,
-  permitOptions,
-  resolveCallOptions,
-  resolveExclusiveOptions,
   resolveManagerOptions,
-  textOption,
   type AcquireOptions,
   type ExclusiveOptions,
   type ForceReleaseOptions,
@@ -36,29 +24,14 @@ import {
   type WithGrantOptions,
   type WithLockOptions,
 } from '../options.js';
-import { resourceKey } from './resource-id.js';
-import { inspectResource, type LockState } from '../sql/inspect.js';
-import { findGrantRef } from '../sql/lookup.js';
-import {
-  lockStats,
-  listLive,
-  resourceHistory,
-  type GrantHistoryEntry,
-  type ListedGrant,
-  type ListFilter,
-  type LockStats,
-} from '../sql/operate.js';
-import { operatorRelease } from '../sql/release-note.js';
-import type { LockMode } from '../types.js';
+import type { LockState } from '../sql/inspect.js';
+import type { GrantHistoryEntry, ListedGrant, LockStats } from '../sql/operate.js';
 import type { Knex } from 'knex';
-import { Scopes } from './scope.js';
-import { acquireChannel, releaseChannel, traced } from '../observability/tracing.js';
-import { inHoldScope } from '../observability/hold-scope.js';
-import { WaitQueues } from './wait.js';
-import { runSection, SectionGrant } from './section.js';
-import { checkJobName, runExclusiveJob, type ExclusiveResult } from '../jobs/exclusive.js';
-import { MaintenanceLoop } from '../jobs/maintenance.js';
-import { healStale } from './heal.js';
+import type { ExclusiveResult } from '../jobs/exclusive.js';
+import type { MaintenanceLoop } from '../jobs/maintenance.js';
+
+// Each method hands its call to the module of its concern (see README.md), counted in flight by
+// `#calls`. The file is over 400 lines by its TSDoc alone, the source of the API reference.
 
 /**
  * The front door: acquire, scoped fenced work, inspection and operator release over one database.
@@ -66,38 +39,16 @@ import { healStale } from './heal.js';
  */
 export class LockManager {
   readonly #ctx: LockContext;
-  /** Calls in progress (acquires, scoped work, reads, operator releases), which `close()` waits for. */
-  #inFlight = 0;
-  #closed: Promise<void> | undefined;
-  #drained: (() => void) | undefined;
+  /** Calls in progress, which `close()` waits for. */
+  readonly #calls: InFlight;
   /** `maintenance: true`: the in-process sweep, stopped by `close()`. */
   readonly #maintenance: MaintenanceLoop | undefined;
 
   /** Use createLockManager: the class is exported as a type only. */
   constructor(options: LockManagerOptions) {
-    const o = resolveManagerOptions(options);
-    this.#ctx = {
-      knex: o.knex,
-      options: o,
-      policy: { retries: o.deadlockRetries, resolveTimeoutMs: o.resolveTimeoutMs },
-      queues: new WaitQueues(),
-      scopes: new Scopes(),
-      ownerBytes: Buffer.from(o.owner, 'utf8'),
-      acquirePath: { statements: o.procedures === false },
-      sections: {},
-    };
-    const ctx = this.#ctx;
-    this.#maintenance =
-      o.maintenance === null
-        ? undefined
-        : new MaintenanceLoop({
-            knex: o.knex,
-            owner: o.owner,
-            staleAfterMs: o.staleAfterMs,
-            ...o.maintenance,
-            tryWrite: (id) => tryOnce(ctx, this.#target('write', id)),
-            heal: (id) => healStale(ctx, resourceKey(id), {}, true),
-          });
+    this.#ctx = managerContext(resolveManagerOptions(options));
+    this.#calls = new InFlight(this.#ctx.scopes);
+    this.#maintenance = maintenanceLoop(this.#ctx);
   }
 
   /** The owner string recorded with this manager's grants. */
@@ -120,7 +71,10 @@ export class LockManager {
    * ```
    */
   tryAcquireWrite(resourceId: string): Promise<Grant | null> {
-    return this.#tryOnce('write', resourceId, arguments.length, 'tryAcquireWrite');
+    const n = arguments.length;
+    return this.#calls.track('tryAcquireWrite', () =>
+      tryAcquireCall(this.#ctx, 'write', resourceId, n, 'tryAcquireWrite'),
+    );
   }
 
   /**
@@ -136,7 +90,10 @@ export class LockManager {
    * ```
    */
   tryAcquireRead(resourceId: string): Promise<Grant | null> {
-    return this.#tryOnce('read', resourceId, arguments.length, 'tryAcquireRead');
+    const n = arguments.length;
+    return this.#calls.track('tryAcquireRead', () =>
+      tryAcquireCall(this.#ctx, 'read', resourceId, n, 'tryAcquireRead'),
+    );
   }
 
   /**
@@ -156,7 +113,9 @@ export class LockManager {
    * ```
    */
   acquireWrite(resourceId: string, options?: AcquireOptions): Promise<Grant> {
-    return this.#acquire('write', resourceId, options, 'acquireWrite');
+    return this.#calls.track('acquireWrite', () =>
+      acquireCall(this.#ctx, 'write', resourceId, options, 'acquireWrite'),
+    );
   }
 
   /**
@@ -172,7 +131,7 @@ export class LockManager {
    * ```
    */
   acquireRead(resourceId: string, options?: AcquireOptions): Promise<Grant> {
-    return this.#acquire('read', resourceId, options, 'acquireRead');
+    return this.#calls.track('acquireRead', () => acquireCall(this.#ctx, 'read', resourceId, options, 'acquireRead'));
   }
 
   /**
@@ -195,7 +154,9 @@ export class LockManager {
    * ```
    */
   withWriteLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
-    return this.#withLock('write', resourceId, work, options, 'withWriteLock');
+    return this.#calls.track('withWriteLock', () =>
+      scopedCall(this.#ctx, 'write', resourceId, work, options, 'withWriteLock'),
+    );
   }
 
   /**
@@ -210,7 +171,9 @@ export class LockManager {
    * ```
    */
   withReadLock<T>(resourceId: string, work: LockedWork<T>, options?: WithLockOptions): Promise<T> {
-    return this.#withLock('read', resourceId, work, options, 'withReadLock');
+    return this.#calls.track('withReadLock', () =>
+      scopedCall(this.#ctx, 'read', resourceId, work, options, 'withReadLock'),
+    );
   }
 
   /**
@@ -242,12 +205,16 @@ export class LockManager {
    * ```
    */
   withWriteGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
-    return this.#track('withWriteGrant', () => this.#granted('write', resourceId, work, options, 'withWriteGrant'));
+    return this.#calls.track('withWriteGrant', () =>
+      grantedCall(this.#ctx, 'write', resourceId, work, options, 'withWriteGrant'),
+    );
   }
 
   /** As withWriteGrant, under a read lock. */
   withReadGrant<T>(resourceId: string, work: GrantedWork<T>, options?: WithGrantOptions): Promise<T | undefined> {
-    return this.#track('withReadGrant', () => this.#granted('read', resourceId, work, options, 'withReadGrant'));
+    return this.#calls.track('withReadGrant', () =>
+      grantedCall(this.#ctx, 'read', resourceId, work, options, 'withReadGrant'),
+    );
   }
 
   /**
@@ -267,12 +234,7 @@ export class LockManager {
    * ```
    */
   tryAcquirePermit(resourceId: string, options: PermitOptions): Promise<Grant | null> {
-    const what = 'tryAcquirePermit';
-    return this.#track(what, async () => {
-      const target = this.#permitTarget(what, resourceId, options, ['permits', 'count']);
-      this.#notInSection(target, what);
-      return this.#traceAcquire(target, 0, () => tryOnce(this.#ctx, target));
-    });
+    return this.#calls.track('tryAcquirePermit', () => tryAcquirePermitCall(this.#ctx, resourceId, options));
   }
 
   /**
@@ -291,15 +253,7 @@ export class LockManager {
    * ```
    */
   acquirePermit(resourceId: string, options: PermitOptions & AcquireOptions): Promise<Grant> {
-    const what = 'acquirePermit';
-    return this.#track(what, async () => {
-      const target = this.#permitTarget(what, resourceId, options, []);
-      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, withoutPermits(options), 'acquire');
-      this.#notInSection(target, what);
-      const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
-      if (leaseMs !== undefined) await keepLeaseAhead(grant, leaseMs, maxHoldMs).first;
-      return grant;
-    });
+    return this.#calls.track('acquirePermit', () => acquirePermitCall(this.#ctx, resourceId, options));
   }
 
   /**
@@ -324,16 +278,7 @@ export class LockManager {
     work: LockedWork<T>,
     options: PermitOptions & Omit<WithLockOptions, 'section'>,
   ): Promise<T> {
-    const what = 'withPermit';
-    return this.#track(what, async () => {
-      const target = this.#permitTarget(what, resourceId, options, []);
-      const rest = withoutPermits(options);
-      if (booleanOption('section', rest.section, false))
-        throw new InvalidOptionsError(
-          'section: withPermit has no one-commit section (permit holders are durable grants)',
-        );
-      return this.#scoped('permit', resourceId, work, rest, what, target);
-    });
+    return this.#calls.track('withPermit', () => withPermitCall(this.#ctx, resourceId, work, options));
   }
 
   /**
@@ -357,11 +302,7 @@ export class LockManager {
    * ```
    */
   current(resourceId?: string): { grant: Grant; trx: Knex.Transaction | undefined } | undefined {
-    const held =
-      resourceId === undefined
-        ? this.#ctx.scopes.current()
-        : this.#ctx.scopes.current(resourceKey(resourceId).toString('hex'));
-    return held === undefined ? undefined : { grant: held.grant, trx: held.trx };
+    return currentCall(this.#ctx, resourceId);
   }
 
   /**
@@ -377,12 +318,7 @@ export class LockManager {
    * ```
    */
   inspect(resourceId: string): Promise<LockState> {
-    return this.#track('inspect', async () => {
-      const resource = resourceKey(resourceId);
-      return withConnection(this.#ctx.knex, (conn) =>
-        inspectResource(conn, resourceId, resource, this.#ctx.options.staleAfterMs),
-      );
-    });
+    return this.#calls.track('inspect', () => inspectCall(this.#ctx, resourceId));
   }
 
   /**
@@ -408,7 +344,7 @@ export class LockManager {
    * ```
    */
   withLocks<T>(sets: LockSets, work: LockedGroupWork<T>, options?: WithLockOptions): Promise<T> {
-    return this.#track('withLocks', () => this.#scopedGroup(sets, work, options));
+    return this.#calls.track('withLocks', () => scopedGroupCall(this.#ctx, sets, work, options));
   }
 
   /**
@@ -430,15 +366,7 @@ export class LockManager {
    * ```
    */
   acquireMany(sets: LockSets, options?: AcquireOptions): Promise<LockGroup> {
-    return this.#track('acquireMany', async () => {
-      const targets = groupTargets('acquireMany', sets);
-      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions('acquireMany', options, 'acquire');
-      for (const t of targets) this.#notInSection(t, 'acquireMany');
-      const group = await this.#acquireGroup(targets, waitMs, signal);
-      if (leaseMs !== undefined)
-        await Promise.all(group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs).first));
-      return group;
-    });
+    return this.#calls.track('acquireMany', () => acquireManyCall(this.#ctx, sets, options));
   }
 
   /**
@@ -479,49 +407,9 @@ export class LockManager {
     work: LockedWork<T> | GrantedWork<T>,
     options: ExclusiveOptions,
   ): Promise<ExclusiveResult<T | undefined>> {
-    return this.#track('runExclusive', async () => {
-      const o = resolveExclusiveOptions('runExclusive', options);
-      checkJobName(name, o);
-      const job = this.#target('write', name);
-      if (typeof work !== 'function')
-        throw new InvalidOptionsError(
-          `work: runExclusive needs a function (${o.grant ? 'grant' : 'trx, grant'}) => Promise`,
-        );
-      this.#notInSection(job, 'runExclusive');
-      this.#checkPool(true, 'runExclusive');
-      const ctx = this.#ctx;
-      return runExclusiveJob<T | undefined>(
-        {
-          tryWrite: (id) => {
-            const t = this.#target('write', id);
-            return this.#traceAcquire(t, 0, () => tryOnce(ctx, t));
-          },
-          heldBy: async (id) =>
-            (await withConnection(ctx.knex, (conn) => inspectResource(conn, id, resourceKey(id), 0))).holders.find(
-              (h) => h.mode === 'write',
-            )?.owner ?? null,
-          ageMs: async (grant) =>
-            (
-              await withConnection(ctx.knex, (conn) => inspectResource(conn, grant.resourceId, grant.ref.resource, 0))
-            ).holders.find((h) => h.id === grant.id)?.ageMs ?? null,
-          // The hold after the run is part of this call's effect: close() waits for it.
-          inFlight: (hold) => {
-            this.#inFlight++;
-            void hold.finally(() => {
-              if (--this.#inFlight === 0) this.#drained?.();
-            });
-          },
-          run: (grant) =>
-            inHoldScope(grant, () =>
-              o.grant
-                ? runGranted(ctx, grant, work as GrantedWork<T>)
-                : runFenced(ctx, grant, work as LockedWork<T>, undefined),
-            ),
-        },
-        name,
-        o,
-      );
-    });
+    return this.#calls.track('runExclusive', () =>
+      runExclusiveCall(this.#ctx, name, work, options, (hold) => this.#calls.hold(hold)),
+    );
   }
 
   /**
@@ -538,20 +426,7 @@ export class LockManager {
    * ```
    */
   forceRelease(grantId: number, options?: ForceReleaseOptions): Promise<boolean> {
-    return this.#track('forceRelease', async () => {
-      integerOption('grantId', grantId, 1);
-      const o = optionsObject('forceRelease', options, ['reason']);
-      const reason = o.reason === undefined ? null : textOption('reason', o.reason, LIMITS.maxReasonChars);
-      return traced(
-        releaseChannel,
-        () => ({ grantId, by: 'operator' as const, knex: this.#ctx.knex }),
-        () =>
-          withConnection(this.#ctx.knex, async (conn) => {
-            const ref = await findGrantRef(conn, grantId);
-            return ref !== null && operatorRelease(conn, ref, this.#ctx.ownerBytes, reason);
-          }),
-      );
-    });
+    return this.#calls.track('forceRelease', () => forceReleaseCall(this.#ctx, grantId, options));
   }
 
   /**
@@ -573,22 +448,7 @@ export class LockManager {
    * ```
    */
   list(options?: ListOptions): Promise<{ grants: ListedGrant[]; next: number | null }> {
-    return this.#track('list', async () => {
-      const o = optionsObject('list', options, ['mode', 'owner', 'staleOnly', 'resourcePrefix', 'limit', 'after']);
-      if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read' && o.mode !== 'permit')
-        throw new InvalidOptionsError(
-          `mode must be 'write', 'read' or 'permit', got ${JSON.stringify(o.mode) ?? typeof o.mode}`,
-        );
-      const filter: ListFilter = {
-        mode: o.mode as LockMode | undefined,
-        owner: o.owner === undefined ? undefined : textOption('owner', o.owner, LIMITS.maxOwnerChars),
-        staleOnly: booleanOption('staleOnly', o.staleOnly, false),
-        resourcePrefix: o.resourcePrefix === undefined ? undefined : resourceKey(o.resourcePrefix),
-        limit: integerOption('limit', o.limit ?? DEFAULTS.list.limit, 1, LIMITS.maxPageSize),
-        after: o.after === undefined ? undefined : integerOption('after', o.after, 1),
-      };
-      return withConnection(this.#ctx.knex, (conn) => listLive(conn, filter, this.#ctx.options.staleAfterMs));
-    });
+    return this.#calls.track('list', () => listCall(this.#ctx, options));
   }
 
   /**
@@ -606,13 +466,7 @@ export class LockManager {
    * ```
    */
   history(resourceId: string, options?: HistoryOptions): Promise<{ grants: GrantHistoryEntry[]; next: number | null }> {
-    return this.#track('history', async () => {
-      const resource = resourceKey(resourceId);
-      const o = optionsObject('history', options, ['limit', 'before']);
-      const limit = integerOption('limit', o.limit ?? DEFAULTS.history.limit, 1, LIMITS.maxPageSize);
-      const before = o.before === undefined ? undefined : integerOption('before', o.before, 1);
-      return withConnection(this.#ctx.knex, (conn) => resourceHistory(conn, resource, limit, before));
-    });
+    return this.#calls.track('history', () => historyCall(this.#ctx, resourceId, options));
   }
 
   /**
@@ -628,9 +482,7 @@ export class LockManager {
    * ```
    */
   stats(): Promise<LockStats> {
-    return this.#track('stats', () =>
-      withConnection(this.#ctx.knex, (conn) => lockStats(conn, this.#ctx.options.staleAfterMs)),
-    );
+    return this.#calls.track('stats', () => statsCall(this.#ctx));
   }
 
   /**
@@ -657,297 +509,14 @@ export class LockManager {
    * ```
    */
   close(): Promise<void> {
-    this.#closed ??= Promise.all([
-      this.#maintenance?.stop(),
-      this.#inFlight === 0
-        ? undefined
-        : new Promise<void>((resolve) => {
-            this.#drained = resolve;
-          }),
-    ]).then(() => undefined);
-    return this.#closed;
+    return this.#calls.close(() => this.#maintenance?.stop());
   }
 
   /** `await using locks = createLockManager(...)` closes the manager when the scope ends: see `close()`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-
-  /**
-   * Runs one call, counted as in flight. Once closed, a new call is refused, unless it is made
-   * inside a fenced operation of this manager that was in flight: that work is allowed to finish.
-   */
-  #track<T>(what: string, run: () => Promise<T>): Promise<T> {
-    if (this.#closed && this.#ctx.scopes.depth === 0) return Promise.reject(new ManagerClosedError(what));
-    this.#inFlight++;
-    return run().finally(() => {
-      if (--this.#inFlight === 0) this.#drained?.();
-    });
-  }
-
-  #target(mode: LockMode, resourceId: string): Target {
-    return { mode, resourceId, resource: resourceKey(resourceId) };
-  }
-
-  /** A permit call's target, validated before anything is written; `only` lists the keys allowed, if any. */
-  #permitTarget(what: string, resourceId: string, options: unknown, only: readonly string[]): Target {
-    const resource = resourceKey(resourceId);
-    if (only.length > 0) optionsObject(what, options ?? null, only);
-    return { mode: 'permit', resourceId, resource, permit: permitOptions(what, options) };
-  }
-
-  /**
-   * A durable acquire of a resource that an enclosing section holds would wait on the section's
-   * own row lock until its waitMs: refused at once.
-   */
-  #notInSection(t: Target, what: string): void {
-    if (this.#ctx.scopes.held(t.resource.toString('hex'))?.grant instanceof SectionGrant)
-      throw new SectionError(
-        `${what}(${JSON.stringify(t.resourceId)}) inside a section on the same resource would wait on the section itself: use the section's grant, or with*Lock (which joins it)`,
-      );
-  }
-
-  #tryOnce(mode: LockMode, resourceId: string, argumentCount: number, what: string): Promise<Grant | null> {
-    return this.#track(what, async () => {
-      const target = this.#target(mode, resourceId);
-      // An options object here would otherwise be ignored silently, e.g. a waitMs the caller relies on.
-      if (argumentCount > 1)
-        throw new InvalidOptionsError(
-          `${what} takes no options (one attempt); use ${what.replace('try', '').replace(/^A/, 'a')}(id, { waitMs }) to wait`,
-        );
-      this.#notInSection(target, what);
-      return this.#traceAcquire(target, 0, () => tryOnce(this.#ctx, target));
-    });
-  }
-
-  #traceAcquire<T extends HeldGrant | null>(t: Target, waitMs: number, run: () => Promise<T>): Promise<T> {
-    return traced(
-      acquireChannel,
-      () => ({ resourceId: t.resourceId, mode: t.mode, waitMs, owner: this.#ctx.options.owner, knex: this.#ctx.knex }),
-      run,
-    );
-  }
-
-  #acquire(mode: LockMode, resourceId: string, options: AcquireOptions | undefined, what: string): Promise<Grant> {
-    return this.#track(what, async () => {
-      const target = this.#target(mode, resourceId);
-      const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, options, 'acquire');
-      this.#notInSection(target, what);
-      const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
-      // Kept ahead until released: the keep-alive stops at its first tick after the grant settles.
-      if (leaseMs !== undefined) await keepLeaseAhead(grant, leaseMs, maxHoldMs).first;
-      return grant;
-    });
-  }
-
-  #withLock<T>(
-    mode: LockMode,
-    resourceId: string,
-    work: LockedWork<T>,
-    options: WithLockOptions | undefined,
-    what: string,
-  ): Promise<T> {
-    return this.#track(what, () => this.#scoped(mode, resourceId, work, options, what));
-  }
-
-  async #scoped<T>(
-    mode: LockMode,
-    resourceId: string,
-    work: LockedWork<T>,
-    options: WithLockOptions | undefined,
-    what: string,
-    permitTarget?: Target,
-  ): Promise<T> {
-    const target = permitTarget ?? this.#target(mode, resourceId);
-    const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
-    if (typeof work !== 'function')
-      throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
-    // Reentrant: inside an operation on the same resource (durable or section), join its grant and
-    // transaction, which hold the resource until they commit.
-    const outer = this.#ctx.scopes.held(target.resource.toString('hex'));
-    if (outer) {
-      if (mode === 'write' && outer.grant.mode === 'read') throw new LockUpgradeError(resourceId);
-      if ((mode === 'permit') !== (outer.grant.mode === 'permit'))
-        throw new ResourceKindError(resourceId, mode === 'permit' ? 'permit' : 'read-write');
-      if (mode === 'permit' && (outer.grant.permits ?? 1) < (target.permit?.count ?? 1))
-        throw new InvalidOptionsError(
-          `count: ${what} nested in a call that holds ${outer.grant.permits ?? 1} permits of ${JSON.stringify(resourceId)} asks for more`,
-        );
-      if (outer.trx === undefined)
-        throw new InvalidOptionsError(
-          `${what}: ${resourceId} is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join; use its grant (locks.current(id).grant) and transaction`,
-        );
-      return work(outer.trx, outer.grant);
-    }
-    this.#checkPool(leaseMs !== undefined, what);
-    if (section)
-      return runSection(this.#ctx, [target], (trx, grants) => work(trx, grants[0]!), {
-        waitMs,
-        signal,
-        isolationLevel,
-      });
-    const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
-    return inHoldScope(grant, async () => {
-      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs, maxHoldMs);
-      try {
-        await keepAlive?.first;
-        return await runFenced(this.#ctx, grant, work, isolationLevel);
-      } finally {
-        keepAlive?.stop();
-        await releaseLeftover(grant);
-      }
-    });
-  }
-
-  #acquireGroup(targets: Target[], waitMs: number, signal: AbortSignal | undefined): Promise<HeldGroup> {
-    return acquireGroup(this.#ctx, targets, waitMs, signal, (t, w, run) => this.#traceAcquire(t, w, run));
-  }
-
-  async #scopedGroup<T>(sets: LockSets, work: LockedGroupWork<T>, options: WithLockOptions | undefined): Promise<T> {
-    const what = 'withLocks';
-    const targets = groupTargets(what, sets);
-    const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
-    if (typeof work !== 'function')
-      throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
-    const joined = this.#joinGroup(targets);
-    if (joined) return work(joined.trx, joined.grants);
-    this.#checkPool(leaseMs !== undefined, what);
-    // A section takes the rows in the same order, in its one transaction.
-    if (section) {
-      if (targets.some((t) => t.mode === 'permit'))
-        throw new InvalidOptionsError(
-          'section: withLocks with permits has no one-commit section (permit holders are durable grants)',
-        );
-      return runSection(this.#ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
-    }
-    const group = await this.#acquireGroup(targets, waitMs, signal);
-    // The work, its commit and the release inside the hold scope: its queries are children of the
-    // first grant's hold, as a single grant's are of its own.
-    return inHoldScope(group.grants, async () => {
-      const keepAlive = leaseMs === undefined ? [] : group.grants.map((g) => keepLeaseAhead(g, leaseMs, maxHoldMs));
-      try {
-        await Promise.all(keepAlive.map((k) => k.first));
-        return await runFencedHold(
-          this.#ctx,
-          group,
-          (trx) =>
-            this.#ctx.scopes.run(
-              group.grants.map((grant) => [grant.ref.resource.toString('hex'), { grant, trx }] as const),
-              () => work(trx, group.grants),
-            ),
-          isolationLevel,
-        );
-      } catch (err) {
-        // A refused group fence cannot say which grant was lost: releasing the rest finds it.
-        if (err instanceof LockLostError && !group.settled) {
-          await group.release().catch(() => undefined);
-          throw group.lost() ?? err;
-        }
-        throw err;
-      } finally {
-        for (const k of keepAlive) k.stop();
-        await releaseLeftover(group);
-      }
-    });
-  }
-
-  /**
-   * Reentrancy of withLocks: when one enclosing operation's transaction holds every resource named,
-   * each in the mode asked or a stronger one, the call joins it (its grants in resource byte
-   * order); a write asked where a read is held is refused (LockUpgradeError), as is a call that
-   * names some held resources and not others, or resources held by different enclosing operations:
-   * it cannot join one transaction, and waiting could deadlock with its own enclosing grants.
-   */
-  #joinGroup(targets: Target[]): { trx: Knex.Transaction; grants: Grant[] } | undefined {
-    const held = targets.map((t) => ({ t, outer: this.#ctx.scopes.held(t.resource.toString('hex')) }));
-    if (held.every((h) => h.outer === undefined)) return undefined;
-    const trx = held.find((h) => h.outer !== undefined)!.outer!.trx;
-    // A scoped grant's transaction is the caller's ORM's: a group cannot join it.
-    if (trx === undefined)
-      throw new InvalidOptionsError(
-        `withLocks: a resource named is held by an enclosing withWriteGrant/withReadGrant, whose transaction is not a knex one to join`,
-      );
-    const partial = held.find((h) => h.outer === undefined || h.outer.trx !== trx);
-    if (partial)
-      throw new InvalidOptionsError(
-        `withLocks: ${JSON.stringify(partial.t.resourceId)} is not held by the enclosing operation that holds the others; a nested withLocks names only resources one enclosing operation holds, or none of them`,
-      );
-    for (const h of held) {
-      if (h.t.mode === 'write' && h.outer!.grant.mode === 'read') throw new LockUpgradeError(h.t.resourceId);
-      if ((h.t.mode === 'permit') !== (h.outer!.grant.mode === 'permit'))
-        throw new ResourceKindError(h.t.resourceId, h.t.mode === 'permit' ? 'permit' : 'read-write');
-    }
-    const sorted = [...held].sort((a, b) => Buffer.compare(a.t.resource, b.t.resource));
-    return { trx: trx!, grants: sorted.map((h) => h.outer!.grant) };
-  }
-
-  async #granted<T>(
-    mode: LockMode,
-    resourceId: string,
-    work: GrantedWork<T>,
-    options: WithGrantOptions | undefined,
-    what: string,
-  ): Promise<T | undefined> {
-    const target = this.#target(mode, resourceId);
-    const { waitMs, signal, leaseMs, maxHoldMs } = resolveCallOptions(what, options, 'granted');
-    if (typeof work !== 'function') throw new InvalidOptionsError(`work: ${what} needs a function (grant) => Promise`);
-    // Its transaction is the caller's own: it cannot join an enclosing one, nor fence a grant another call settles.
-    if (this.#ctx.scopes.held(target.resource.toString('hex')))
-      throw new InvalidOptionsError(
-        `${what}: ${resourceId} is already held by an enclosing scoped call of this manager; use its grant (locks.current(id).grant)`,
-      );
-    this.#checkPool(leaseMs !== undefined, what);
-    const grant = await this.#traceAcquire(target, waitMs, () => acquire(this.#ctx, target, waitMs, signal));
-    return inHoldScope(grant, async () => {
-      const keepAlive = leaseMs === undefined ? undefined : keepLeaseAhead(grant, leaseMs, maxHoldMs);
-      try {
-        await keepAlive?.first;
-        return await runGranted(this.#ctx, grant, work);
-      } finally {
-        keepAlive?.stop();
-        await releaseLeftover(grant);
-      }
-    });
-  }
-
-  /**
-   * A fenced operation holds a pool connection for its transaction, each enclosing one holds
-   * another, and a lease keep-alive needs one more while they are held: with fewer, the waits
-   * would end only in knex's acquireConnectionTimeout.
-   */
-  #checkPool(keepAlive: boolean, what: string): void {
-    const max =
-      (this.#ctx.knex.client as { config?: { pool?: { max?: number } } }).config?.pool?.max ?? KNEX_DEFAULT_POOL_MAX;
-    const open = this.#ctx.scopes.depth;
-    const needed = open + 1 + (keepAlive ? 1 : 0);
-    if (needed > max) {
-      const why =
-        open > 0 ? `${what} nested in ${open} other fenced operation${open > 1 ? 's' : ''}` : `${what} with leaseMs`;
-      throw new PoolTooSmallError(needed, max, `${why}${keepAlive && open > 0 ? ' and a lease keep-alive' : ''}`);
-    }
-  }
 }
-
-/**
- * Releases what a scoped call still holds once its work ended (rolled back, or never started). A
- * release is sent again while no connection can be had, up to `resolveTimeoutMs`; one that still
- * cannot be done rejects the call with its typed error (DatabaseUnreachableError or
- * LockOutcomeUnknownError, naming the grant), in place of what the work ended with: the caller
- * must learn that a grant stays live until the reaper takes it.
- */
-async function releaseLeftover(held: { readonly settled: boolean; release(): Promise<boolean> }): Promise<void> {
-  if (!held.settled) await held.release();
-}
-
-/** A permit call's options without `permits` and `count`, for the options every acquire shares. */
-function withoutPermits(options: unknown): Record<string, unknown> {
-  if (typeof options !== 'object' || options === null) return {};
-  const { permits: _permits, count: _count, ...rest } = options as Record<string, unknown>;
-  return rest;
-}
-
-/** knex's pool size when its config names none. */
-const KNEX_DEFAULT_POOL_MAX = 10;
 
 /**
  * Creates a lock manager over a knex (mysql2) instance, on a database where `migrate()` (from
