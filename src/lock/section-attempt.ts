@@ -17,7 +17,7 @@ import {
 import { newToken } from './token.js';
 import { inHoldScope } from '../observability/hold-scope.js';
 import { testSwitches } from '../test-switches.js';
-import { CommitCall, settleLostCommit } from './section-commit.js';
+import { CommitCall, settleSectionCommit } from './section-commit.js';
 import { SectionGrant } from './section-grant.js';
 import { Refused, takeKind, takeWithProcedure, takeWithStatements, type Taken } from './section-take.js';
 import type { Deferred, SectionTraces } from './section-traces.js';
@@ -177,7 +177,7 @@ export async function attempt<T>(
       }
       if (commitSent && isConnectionLost(err)) {
         ended = true; // the connection is gone: its transaction is no longer ours to end
-        return { value: await settleLostCommit(ctx, targets[0]!, tokens[0]!, err, value as T) };
+        return { value: await settleSectionCommit(ctx, targets[0]!, tokens[0]!, err, value as T) };
       }
       if (!commitSent && isConnectionLost(err)) {
         ended = true;

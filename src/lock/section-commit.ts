@@ -88,7 +88,7 @@ export class CommitCall {
  * either fails on the duplicate (the section's row is there: it committed) or succeeds (it never
  * will: the section's insert of that token would fail).
  */
-export async function settleLostCommit<T>(
+export async function settleSectionCommit<T>(
   ctx: LockContext,
   t: SectionTarget,
   token: Buffer,
