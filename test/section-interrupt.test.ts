@@ -103,6 +103,7 @@ async function abortOnBusyPool(cycles: number): Promise<{ queries: number; inter
     for (let i = 0; i < cycles; i++) {
       const release = await holdSection(`interrupt-busy-${i}`);
       const controller = new AbortController();
+      let settled = false;
       const waiting = createLockManager({ knex: pool })
         .withWriteLock(`interrupt-busy-${i}`, async () => 'ran', {
           section: true,
@@ -112,9 +113,14 @@ async function abortOnBusyPool(cycles: number): Promise<{ queries: number; inter
         .then(
           () => undefined,
           (e: unknown) => e,
-        );
+        )
+        .finally(() => (settled = true));
+      // Waiting on the held row, or already ended: under the negative control an earlier cycle's
+      // unawaited KILL can end this section before it waits (its error is then recorded below).
       // InnoDB refreshes what INNODB_TRX shows only when it was not read for 100 ms: poll slower.
-      await expect.poll(lockWaits, { timeout: 10_000, interval: INNODB_TRX_POLL_MS }).toBeGreaterThan(0);
+      await expect
+        .poll(async () => settled || (await lockWaits()) > 0, { timeout: 10_000, interval: INNODB_TRX_POLL_MS })
+        .toBe(true);
       // The application keeps the pool busy around the abort: a few of its queries ran meanwhile.
       const before = done.queries;
       await expect.poll(() => done.queries, { interval: 10 }).toBeGreaterThanOrEqual(before + 4);
