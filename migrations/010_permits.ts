@@ -74,6 +74,21 @@ function sectionTakeV10(): string {
   return parts.join(SECTION_READ);
 }
 
+/**
+ * Version 8's gate take, as its acquire runs it (the prepared NOWAIT read, the first-use insert, `v_busy`
+ * when another transaction holds the gate), taken shared as a reader's acquire takes it.
+ */
+function readerGateV8(): string {
+  const body = V8.rwlock_acquire!;
+  const start = body.indexOf('  BEGIN\n    -- A gate another transaction holds');
+  const end = body.indexOf('  IF v_busy = 0 THEN', start);
+  const modeClause = `IF(p_mode = 0, 'FOR UPDATE NOWAIT', IF(VERSION() LIKE '%MariaDB%', 'LOCK IN SHARE MODE NOWAIT', 'FOR SHARE NOWAIT'))`;
+  const block = start < 0 || end < 0 ? '' : body.slice(start, end).trimEnd();
+  if (!block.includes(modeClause)) throw new Error('010: version 8 acquire no longer takes its gate as expected');
+  return block.replace(modeClause, `IF(VERSION() LIKE '%MariaDB%', 'LOCK IN SHARE MODE NOWAIT', 'FOR SHARE NOWAIT')`);
+}
+const READER_GATE = readerGateV8();
+
 const PERMIT_GUARD = `UPDATE t_read_write_lock
        SET r_count = r_count + p_count, permit_limit = p_limit, version = version + 1
      WHERE resource_id = p_resource AND w_count = 0 AND p_count <= p_limit
@@ -98,24 +113,7 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   SET @rwlock_resource = p_resource;
-  BEGIN
-    -- The gate, shared and without waiting, as a reader's acquire takes it: MySQL 3572, MariaDB 1205.
-    DECLARE CONTINUE HANDLER FOR 3572, 1205 SET @rwlock_found = NULL;
-    SET @rwlock_take = CONCAT('SELECT COUNT(*) INTO @rwlock_found FROM t_lock_gate WHERE resource_id = ? ',
-      IF(VERSION() LIKE '%MariaDB%', 'LOCK IN SHARE MODE NOWAIT', 'FOR SHARE NOWAIT'));
-    PREPARE rwlock_take FROM @rwlock_take;
-    SET @rwlock_found = NULL;
-    EXECUTE rwlock_take USING @rwlock_resource;
-    IF @rwlock_found = 0 THEN
-      INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (p_resource);
-      IF ROW_COUNT() <> 1 THEN
-        SET @rwlock_found = NULL;
-        EXECUTE rwlock_take USING @rwlock_resource;
-      END IF;
-    END IF;
-    DEALLOCATE PREPARE rwlock_take;
-    IF @rwlock_found IS NULL THEN SET v_busy = 1; END IF;
-  END;
+${READER_GATE}
   IF v_busy = 0 THEN
     ${PERMIT_GUARD}
     IF v_granted = 0 THEN

@@ -324,7 +324,7 @@ BEGIN
   START TRANSACTION;
   SET @rwlock_resource = p_resource;
   BEGIN
-    -- The gate, shared and without waiting, as a reader's acquire takes it: MySQL 3572, MariaDB 1205.
+    -- A gate another transaction holds: MySQL 3572 (ER_LOCK_NOWAIT), MariaDB 1205.
     DECLARE CONTINUE HANDLER FOR 3572, 1205 SET @rwlock_found = NULL;
     SET @rwlock_take = CONCAT('SELECT COUNT(*) INTO @rwlock_found FROM t_lock_gate WHERE resource_id = ? ',
       IF(VERSION() LIKE '%MariaDB%', 'LOCK IN SHARE MODE NOWAIT', 'FOR SHARE NOWAIT'));
@@ -332,6 +332,7 @@ BEGIN
     SET @rwlock_found = NULL;
     EXECUTE rwlock_take USING @rwlock_resource;
     IF @rwlock_found = 0 THEN
+      -- First use of the gate: the new row is ours, exclusively, until the commit.
       INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (p_resource);
       IF ROW_COUNT() <> 1 THEN
         SET @rwlock_found = NULL;
