@@ -127,6 +127,18 @@ export function freePort(): Promise<number> {
 const isRoot = process.getuid?.() === 0;
 
 /**
+ * A server's own temporary directory, beside its data directory (MySQL's --initialize wants an
+ * empty one). A MariaDB server deletes every `#sql*` file in its tmpdir as it starts: with the
+ * shared /tmp, a server starting in one test file removed the temporary tables of a
+ * mariadb-install-db bootstrapping in another ("Unknown table 'mysql.tmp_user_sys'").
+ */
+function privateTmpdir(datadir: string, chroot?: string): string {
+  const dir = `${datadir}-tmp`;
+  mkdirSync(chroot ? join(chroot, dir) : dir, { recursive: true });
+  return dir;
+}
+
+/**
  * Creates a data directory for `binary` (mariadbd or mysqld) with a passwordless root. With
  * `chroot`, both are paths inside that root and the initialisation runs there.
  */
@@ -145,13 +157,20 @@ export function initDataDir(binary: string, datadir: string, chroot?: string): v
     result = exec(installer, [
       '--no-defaults',
       `--datadir=${datadir}`,
+      `--tmpdir=${privateTmpdir(datadir, chroot)}`,
       '--auth-root-authentication-method=normal',
       '--skip-test-db',
       ...(chroot ? ['--skip-name-resolve'] : []),
       ...userArgs,
     ]);
   } else {
-    result = exec(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, ...userArgs]);
+    result = exec(binary, [
+      '--no-defaults',
+      '--initialize-insecure',
+      `--datadir=${datadir}`,
+      `--tmpdir=${privateTmpdir(datadir, chroot)}`,
+      ...userArgs,
+    ]);
   }
   if (result.status !== 0) throw new Error(`initialising ${datadir} failed:\n${result.stdout}\n${result.stderr}`);
 }
@@ -180,6 +199,7 @@ export async function runServer(
   const args = [
     '--no-defaults',
     `--datadir=${datadir}`,
+    `--tmpdir=${privateTmpdir(datadir, chroot)}`,
     `--socket=${join(datadir, 'server.sock')}`,
     `--port=${port}`,
     '--bind-address=127.0.0.1',
@@ -280,7 +300,8 @@ export async function startFlavour(flavour: Flavour, options: LocalServerOptions
 }
 
 async function startLocalServer(binary: string, options: LocalServerOptions): Promise<FoundServer> {
-  const datadir = mkdtempSync(join(tmpdir(), 'mysql-rwlock-'));
+  const dir = mkdtempSync(join(tmpdir(), 'mysql-rwlock-'));
+  const datadir = join(dir, 'data');
   const log = options.log ?? (() => undefined);
   try {
     log(`initialising a throwaway ${binary} in ${datadir}`);
@@ -294,11 +315,11 @@ async function startLocalServer(binary: string, options: LocalServerOptions): Pr
       description: `throwaway ${binary} on 127.0.0.1:${port}`,
       stop: async () => {
         await stopProcess(server.process);
-        rmSync(datadir, { recursive: true, force: true });
+        rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
-    rmSync(datadir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
     throw err;
   }
 }

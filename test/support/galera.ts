@@ -89,12 +89,16 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
     datadir: join(dir, `d${index + 1}`),
     process: undefined,
   }));
+  // Each node's own tmpdir: a MariaDB server deletes every #sql* file in its tmpdir as it starts.
+  const nodeTmpdir = (i: number): string => join(dir, `tmp${i + 1}`);
+  for (const i of [0, 1, 2]) mkdirSync(nodeTmpdir(i), { recursive: true });
 
   const install = spawnSync(
     installer,
     [
       '--no-defaults',
       `--datadir=${nodes[0]!.datadir}`,
+      `--tmpdir=${nodeTmpdir(0)}`,
       '--user=mysql',
       '--auth-root-authentication-method=normal',
       '--skip-test-db',
@@ -111,6 +115,7 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
     const args = [
       '--no-defaults',
       `--datadir=${node.datadir}`,
+      `--tmpdir=${nodeTmpdir(i)}`,
       '--user=mysql',
       `--port=${p.sql}`,
       '--bind-address=127.0.0.1',
