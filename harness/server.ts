@@ -132,7 +132,7 @@ const isRoot = process.getuid?.() === 0;
  * shared /tmp, a server starting in one test file removed the temporary tables of a
  * mariadb-install-db bootstrapping in another ("Unknown table 'mysql.tmp_user_sys'").
  */
-function privateTmpdir(datadir: string, chroot?: string): string {
+export function privateTmpdir(datadir: string, chroot?: string): string {
   const dir = `${datadir}-tmp`;
   mkdirSync(chroot ? join(chroot, dir) : dir, { recursive: true });
   return dir;

@@ -12,7 +12,7 @@ import knexFactory, { type Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { CHROOTS, ensureChroot } from '../../harness/chroot.js';
 import { parseMysqlUrl } from '../../harness/database.js';
-import { freePort, runServer, stopProcess } from '../../harness/server.js';
+import { freePort, privateTmpdir, runServer, stopProcess } from '../../harness/server.js';
 import { errnoOf } from '../../src/sql/connection.js';
 import { ServerReadOnlyError } from '../../src/index.js';
 
@@ -143,7 +143,15 @@ function initialise(root: string, server: string, datadir: string): Promise<void
   return new Promise((resolve, reject) => {
     const child = spawn(
       'chroot',
-      [root, server, '--no-defaults', '--initialize-insecure', `--datadir=${datadir}`, '--user=root'],
+      [
+        root,
+        server,
+        '--no-defaults',
+        '--initialize-insecure',
+        `--datadir=${datadir}`,
+        `--tmpdir=${privateTmpdir(datadir, root)}`,
+        '--user=root',
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
