@@ -90,6 +90,14 @@ export const sections: Family = {
         ratios: [...ratios('plain.txn.hot'), { name: 'x fenced', to: 'fenced.write.hot' }],
       },
       {
+        // Where the hot resource's waiters queue: inside the take's call, or on the statements' gate read.
+        id: 'section.write.hot.statements',
+        group: 'sections',
+        label: 'section withWriteLock as statements (procedures: false) + 1-row UPDATE, one hot',
+        op: () => statements.withWriteLock('sws-hot', update(1000), SECTION).then(() => true),
+        ratios: [...ratios('plain.txn.hot'), { name: 'x procedures', to: 'section.write.hot' }],
+      },
+      {
         id: 'fenced.write2.distinct',
         group: 'sections',
         label: 'fenced withLocks, 2 resources + 1-row UPDATE, distinct',
