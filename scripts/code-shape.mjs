@@ -36,7 +36,7 @@ const REASON = /(^|[.:;!?*/])\s*(long|one function) because\b/im;
 const LAYERS = [
   {
     name: 'base',
-    units: ['src/errors.ts', 'src/options.ts', 'src/types.ts', 'src/test-switches.ts', 'src/sql'],
+    units: ['src/errors.ts', 'src/options.ts', 'src/options', 'src/types.ts', 'src/test-switches.ts', 'src/sql'],
   },
   // src/jobs/README.md: "the manager hands it the acquire, the fenced work and the in-flight count", and
   // `maintenance.ts` is "a manager's `maintenance: true`": the manager runs them, so they sit beside it.
