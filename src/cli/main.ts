@@ -114,32 +114,15 @@ export async function main(argv: string[], io: Io): Promise<number> {
     secrets.filter((s) => s.length >= 4).reduce((t, secret) => t.split(secret).join('***'), text);
   let knex: Knex | undefined;
   try {
-    const options = Object.fromEntries(
-      Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [
-        k,
-        { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
-      ]),
-    );
-    let parsed: ReturnType<typeof parseArgs>;
-    try {
-      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    const values = parsed.values as Record<string, string | boolean | undefined>;
-    const repeated = Object.fromEntries(
-      Object.entries({ ...command.options, ...COMMON_OPTIONS })
-        .filter(([, o]) => o.multiple)
-        .map(([k]) => [k, (parsed.values[k] ?? []) as string[]]),
-    );
+    const { values, repeated, positionals } = parseCommandLine(command, rest);
     if (values.help) {
       io.out(usageOf(command));
       return EXIT.done;
     }
-    if (parsed.positionals.length !== command.args.length) {
+    if (positionals.length !== command.args.length) {
       throw new UsageError(
         command.args.length === 0
-          ? `takes no arguments, got ${JSON.stringify(parsed.positionals.join(' '))}`
+          ? `takes no arguments, got ${JSON.stringify(positionals.join(' '))}`
           : `needs ${command.args.join(' ')}`,
       );
     }
@@ -172,7 +155,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     const ctx: CommandContext = {
       values,
       repeated,
-      positionals: parsed.positionals,
+      positionals,
       json: values.json === true,
       io,
       operator,
@@ -183,22 +166,48 @@ export async function main(argv: string[], io: Io): Promise<number> {
     if (command !== GRANTS_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens
     return await command.run(ctx);
   } catch (err) {
-    if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
-      io.err(
-        cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)),
-      );
-      return EXIT.usage;
-    }
-    const e = err as Error & { code?: string };
-    io.err(
-      cell(
-        scrub(
-          `mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`,
-        ),
-      ),
-    );
-    return EXIT.failed;
+    return reportError(command, err, scrub, io);
   } finally {
     await knex?.destroy();
   }
+}
+
+/** The command's flags and arguments from `args`, as parseArgs reads them: what it refuses is a UsageError. */
+function parseCommandLine(command: Command, args: string[]) {
+  const options = Object.fromEntries(
+    Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([k, o]) => [
+      k,
+      { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
+    ]),
+  );
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const repeated = Object.fromEntries(
+    Object.entries({ ...command.options, ...COMMON_OPTIONS })
+      .filter(([, o]) => o.multiple)
+      .map(([k]) => [k, (parsed.values[k] ?? []) as string[]]),
+  );
+  return { values, repeated, positionals: parsed.positionals };
+}
+
+/** A command's failure printed on stderr, scrubbed of the password; its exit code. */
+function reportError(command: Command, err: unknown, scrub: (text: string) => string, io: Io): number {
+  if (err instanceof UsageError || err instanceof InvalidOptionsError || err instanceof InvalidResourceIdError) {
+    io.err(
+      cell(scrub(`mysql-rwlock ${command.name}: ${(err as Error).message}; see mysql-rwlock ${command.name} --help`)),
+    );
+    return EXIT.usage;
+  }
+  const e = err as Error & { code?: string };
+  io.err(
+    cell(
+      scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`),
+    ),
+  );
+  return EXIT.failed;
 }

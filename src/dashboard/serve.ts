@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import type { Knex } from 'knex';
 import { query, withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, RwLockError } from '../errors.js';
-import { createLockManager } from '../lock/manager.js';
+import { createLockManager, type LockManager } from '../lock/manager.js';
 import {
   LIMITS,
   booleanOption,
@@ -87,141 +87,15 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const page = `dashboard@${hostname()}`;
   const locks = createLockManager({ knex, staleAfterMs, owner: page });
-  /** `NAME via dashboard@HOST`: the name the page asked for, checked, and where it was given. */
-  const releaserOf = (operator: unknown): string => {
-    const name = typeof operator === 'string' ? operator.trim() : '';
-    if (name === '' || /\p{Cc}/u.test(name))
-      throw new InvalidOptionsError(
-        `operator: the name of who releases is required (the page asks for it), without control characters`,
-      );
-    textOption('operator', name, OPERATOR_MAX_CHARS);
-    return [...`${name} via ${page}`].slice(0, LIMITS.maxOwnerChars).join('');
-  };
   const token = randomBytes(24).toString('hex');
   const [server0] = await withConnection(knex, (conn) =>
     query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'),
   );
   const database = `${server0?.db ?? '(no database)'} · ${server0?.version ?? ''}`;
-
-  const state = async () => {
-    const [stats, live, releases] = await Promise.all([
-      locks.stats(),
-      locks.list({ limit: LIVE_ROWS }),
-      withConnection(knex, (conn) => recentReleases(conn, RELEASE_ROWS)),
-    ]);
-    return { stats, live: live.grants, liveTruncated: live.next !== null, releases };
-  };
-
-  const readTimeline = async (params: URLSearchParams) => {
-    const windowMs = Number(params.get('window') ?? WINDOWS_MS[2]);
-    if (!WINDOWS_MS.includes(windowMs)) throw new HttpError(400, `window must be one of ${WINDOWS_MS.join(', ')}`);
-    const resourceId = params.get('resource') ?? '';
-    let resource: Buffer | undefined;
-    if (resourceId !== '') {
-      try {
-        resource = resourceKey(resourceId);
-      } catch (err) {
-        throw new HttpError(400, (err as Error).message);
-      }
-    }
-    return withConnection(knex, (conn) => timeline(conn, { resource, windowMs, maxResources: LANES, maxGrants: BARS }));
-  };
-
-  const release = async (req: http.IncomingMessage) => {
-    if (!allowRelease)
-      throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
-    // A cross-site page can send a POST but cannot read the token, send JSON without a preflight,
-    // or set a custom header; a browser always names the origin of a cross-site POST.
-    const sent = Buffer.from(String(req.headers['x-rwlock-token'] ?? ''));
-    if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token)))
-      throw new HttpError(403, 'missing or wrong token');
-    // The page's origin is the accepted Host it was opened at (checked before any path is served).
-    if (
-      req.headers.origin !== undefined &&
-      req.headers.origin.toLowerCase() !== `http://${String(req.headers.host).toLowerCase()}`
-    ) {
-      throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
-    }
-    if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? '')))
-      throw new HttpError(415, 'send application/json');
-    const body = await readBody(req, 4096);
-    let input: { grantId?: unknown; operator?: unknown; reason?: unknown };
-    try {
-      input = JSON.parse(body) as typeof input;
-    } catch {
-      throw new HttpError(400, 'the body is not JSON');
-    }
-    if (input === null || typeof input !== 'object' || Array.isArray(input))
-      throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "operator": NAME, "reason": TEXT }');
-    try {
-      const reason =
-        typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
-      // Who clicked, as the page asked them: the note records it beside the page's host.
-      const as = createLockManager({ knex, staleAfterMs, owner: releaserOf(input.operator) });
-      return { released: await as.forceRelease(input.grantId as number, { reason }) };
-    } catch (err) {
-      if (err instanceof InvalidOptionsError) throw new HttpError(400, err.message);
-      throw err;
-    }
-  };
-
+  const served: Served = { knex, locks, staleAfterMs, allowRelease, token, page, database, accepted };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://dashboard');
-    const send = (status: number, type: string, body: string): void => {
-      res
-        .writeHead(status, {
-          'content-type': type,
-          'cache-control': 'no-store',
-          'x-content-type-options': 'nosniff',
-          'x-frame-options': 'DENY',
-          'referrer-policy': 'no-referrer',
-          'content-security-policy':
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        })
-        .end(body);
-    };
-    const json = (status: number, value: unknown): void =>
-      send(status, 'application/json; charset=utf-8', JSON.stringify(value));
-    void (async () => {
-      try {
-        // DNS rebinding: another site's name pointed at this address must not read the page.
-        if (!accepted.has(hostName(req.headers.host)))
-          throw new HttpError(
-            421,
-            'unexpected Host header: start the dashboard with --allowed-host NAME for each name it is opened by',
-          );
-        if (req.method === 'GET' && url.pathname === '/') {
-          send(
-            200,
-            'text/html; charset=utf-8',
-            renderPage({
-              token: allowRelease ? token : null,
-              database,
-              staleAfterMs,
-              windows: WINDOWS_MS,
-              maxChars: { operator: OPERATOR_MAX_CHARS, reason: LIMITS.maxReasonChars },
-            }),
-          );
-        } else if (req.method === 'GET' && url.pathname === '/api/state') {
-          json(200, await state());
-        } else if (req.method === 'GET' && url.pathname === '/api/timeline') {
-          json(200, await readTimeline(url.searchParams));
-        } else if (req.method === 'POST' && url.pathname === '/api/release') {
-          json(200, await release(req));
-        } else {
-          throw new HttpError(
-            url.pathname === '/api/release' || url.pathname === '/' || url.pathname.startsWith('/api/') ? 405 : 404,
-            'not here',
-          );
-        }
-      } catch (err) {
-        if (err instanceof HttpError) json(err.status, { error: err.message });
-        else
-          json(500, {
-            error: err instanceof RwLockError ? err.message : `the database refused: ${(err as Error).message}`,
-          });
-      }
-    })();
+    void answer(served, url, req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -241,6 +115,159 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
         server.closeAllConnections();
       }),
   };
+}
+
+/** What the page's requests need, made once per start. */
+interface Served {
+  knex: Knex;
+  /** The page's own manager: its reads, and the owner `dashboard@HOST`. */
+  locks: LockManager;
+  staleAfterMs: number;
+  allowRelease: boolean;
+  /** The per-start token embedded in the page, which a release must carry. */
+  token: string;
+  /** `dashboard@HOST`: where a release was given, recorded beside who gave it. */
+  page: string;
+  /** The database and server version the page's header names. */
+  database: string;
+  /** The Host names the page answers to. */
+  accepted: Set<string>;
+}
+
+/** One request: its Host checked first (DNS rebinding), then its route; every failure answered as JSON. */
+async function answer(served: Served, url: URL, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const { accepted, allowRelease, token, database, staleAfterMs } = served;
+  const send = (status: number, type: string, body: string): void => {
+    res
+      .writeHead(status, {
+        'content-type': type,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        'x-frame-options': 'DENY',
+        'referrer-policy': 'no-referrer',
+        'content-security-policy':
+          "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+      })
+      .end(body);
+  };
+  const json = (status: number, value: unknown): void =>
+    send(status, 'application/json; charset=utf-8', JSON.stringify(value));
+  try {
+    // DNS rebinding: another site's name pointed at this address must not read the page.
+    if (!accepted.has(hostName(req.headers.host)))
+      throw new HttpError(
+        421,
+        'unexpected Host header: start the dashboard with --allowed-host NAME for each name it is opened by',
+      );
+    if (req.method === 'GET' && url.pathname === '/') {
+      send(
+        200,
+        'text/html; charset=utf-8',
+        renderPage({
+          token: allowRelease ? token : null,
+          database,
+          staleAfterMs,
+          windows: WINDOWS_MS,
+          maxChars: { operator: OPERATOR_MAX_CHARS, reason: LIMITS.maxReasonChars },
+        }),
+      );
+    } else if (req.method === 'GET' && url.pathname === '/api/state') {
+      json(200, await pageState(served));
+    } else if (req.method === 'GET' && url.pathname === '/api/timeline') {
+      json(200, await readTimeline(served, url.searchParams));
+    } else if (req.method === 'POST' && url.pathname === '/api/release') {
+      json(200, await releaseFromPage(served, req));
+    } else {
+      throw new HttpError(
+        url.pathname === '/api/release' || url.pathname === '/' || url.pathname.startsWith('/api/') ? 405 : 404,
+        'not here',
+      );
+    }
+  } catch (err) {
+    if (err instanceof HttpError) json(err.status, { error: err.message });
+    else
+      json(500, {
+        error: err instanceof RwLockError ? err.message : `the database refused: ${(err as Error).message}`,
+      });
+  }
+}
+
+/** `GET /api/state`: the cards and the two tables. */
+async function pageState({ knex, locks }: Served) {
+  const [stats, live, releases] = await Promise.all([
+    locks.stats(),
+    locks.list({ limit: LIVE_ROWS }),
+    withConnection(knex, (conn) => recentReleases(conn, RELEASE_ROWS)),
+  ]);
+  return { stats, live: live.grants, liveTruncated: live.next !== null, releases };
+}
+
+/** `GET /api/timeline?window=MS&resource=ID`: the grants of the busiest resources, or of one, over the window. */
+async function readTimeline({ knex }: Served, params: URLSearchParams) {
+  const windowMs = Number(params.get('window') ?? WINDOWS_MS[2]);
+  if (!WINDOWS_MS.includes(windowMs)) throw new HttpError(400, `window must be one of ${WINDOWS_MS.join(', ')}`);
+  const resourceId = params.get('resource') ?? '';
+  let resource: Buffer | undefined;
+  if (resourceId !== '') {
+    try {
+      resource = resourceKey(resourceId);
+    } catch (err) {
+      throw new HttpError(400, (err as Error).message);
+    }
+  }
+  return withConnection(knex, (conn) => timeline(conn, { resource, windowMs, maxResources: LANES, maxGrants: BARS }));
+}
+
+/**
+ * `POST /api/release`: refused unless the dashboard allows releases, the request carries the
+ * page's token, comes from the page's origin and is JSON; then the grant is released as the operator named.
+ */
+async function releaseFromPage({ knex, staleAfterMs, allowRelease, token, page }: Served, req: http.IncomingMessage) {
+  if (!allowRelease) throw new HttpError(403, 'read-only: start the dashboard with --allow-release to release grants');
+  // A cross-site page can send a POST but cannot read the token, send JSON without a preflight,
+  // or set a custom header; a browser always names the origin of a cross-site POST.
+  const sent = Buffer.from(String(req.headers['x-rwlock-token'] ?? ''));
+  if (sent.length !== token.length || !timingSafeEqual(sent, Buffer.from(token)))
+    throw new HttpError(403, 'missing or wrong token');
+  // The page's origin is the accepted Host it was opened at (checked before any path is served).
+  if (
+    req.headers.origin !== undefined &&
+    req.headers.origin.toLowerCase() !== `http://${String(req.headers.host).toLowerCase()}`
+  ) {
+    throw new HttpError(403, `cross-origin request from ${req.headers.origin}`);
+  }
+  if (!/^application\/json\b/.test(String(req.headers['content-type'] ?? '')))
+    throw new HttpError(415, 'send application/json');
+  const body = await readBody(req, 4096);
+  let input: { grantId?: unknown; operator?: unknown; reason?: unknown };
+  try {
+    input = JSON.parse(body) as typeof input;
+  } catch {
+    throw new HttpError(400, 'the body is not JSON');
+  }
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw new HttpError(400, 'the body must be a JSON object: { "grantId": N, "operator": NAME, "reason": TEXT }');
+  try {
+    const reason =
+      typeof input.reason === 'string' && input.reason.trim() !== '' ? input.reason : 'released from the dashboard';
+    // Who clicked, as the page asked them: the note records it beside the page's host.
+    const as = createLockManager({ knex, staleAfterMs, owner: releaserOf(input.operator, page) });
+    return { released: await as.forceRelease(input.grantId as number, { reason }) };
+  } catch (err) {
+    if (err instanceof InvalidOptionsError) throw new HttpError(400, err.message);
+    throw err;
+  }
+}
+
+/** `NAME via dashboard@HOST`: the name the page asked for, checked, and where it was given. */
+function releaserOf(operator: unknown, page: string): string {
+  const name = typeof operator === 'string' ? operator.trim() : '';
+  if (name === '' || /\p{Cc}/u.test(name))
+    throw new InvalidOptionsError(
+      `operator: the name of who releases is required (the page asks for it), without control characters`,
+    );
+  textOption('operator', name, OPERATOR_MAX_CHARS);
+  return [...`${name} via ${page}`].slice(0, LIMITS.maxOwnerChars).join('');
 }
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];

@@ -68,7 +68,27 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   const knex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
   const staleAfterMs = staleAfterOption(o.staleAfterMs);
   const registers = [registry];
+  const metrics = eventMetrics(registers);
+  const names: string[] = [
+    METRICS.acquireWait,
+    METRICS.hold,
+    METRICS.lost,
+    METRICS.fenceRefusals,
+    METRICS.reaped,
+    METRICS.reapRuns,
+  ];
+  if (knex) names.push(...registerGauges(knex, staleAfterMs, registers));
+  const unsubscribe = subscribeMetrics(metrics);
+  return {
+    unregister() {
+      unsubscribe();
+      for (const name of names) registry.removeSingleMetric(name);
+    },
+  };
+}
 
+/** The metrics counted from the channels' events, each known series exported at 0. */
+function eventMetrics(registers: Registry[]) {
   const acquireWait = new Histogram({
     name: METRICS.acquireWait,
     help: 'Time from an acquire call to its grant or failure, by mode, outcome (granted, busy: one attempt found it held, timeout, aborted, error) and section (true: the take of a one-commit section)',
@@ -114,76 +134,76 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     reaped.inc({ mode }, 0);
   }
   for (const outcome of ['ok', 'failed']) reapRuns.inc({ outcome }, 0);
-  const names = [
-    METRICS.acquireWait,
-    METRICS.hold,
-    METRICS.lost,
-    METRICS.fenceRefusals,
-    METRICS.reaped,
-    METRICS.reapRuns,
-  ];
+  return { acquireWait, hold, lost, fenceRefusals, reaped, reapRuns };
+}
 
-  if (knex) {
-    // All gauges of one scrape share one read: prom-client collects them concurrently.
-    let inflight: Promise<LockStats | null> | null = null;
-    const read = (): Promise<LockStats | null> =>
-      (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs))
-        .then(
-          (g) => g,
-          () => null,
-        )
-        .finally(() => {
-          inflight = null;
-        }));
-    const gauge = (
-      name: string,
-      help: string,
-      set: (g: Gauge, value: LockStats) => void,
-      labelNames: string[] = [],
-    ): void => {
-      new Gauge({
-        name,
-        help,
-        labelNames,
-        registers,
-        async collect() {
-          const value = await read();
-          this.reset();
-          if (value) set(this, value);
-        },
-      });
-      names.push(name as never);
-    };
-    gauge(
-      METRICS.liveGrants,
-      'Live grants in the database, by mode',
-      (g, v) => {
-        g.set({ mode: 'write' }, v.live.write);
-        g.set({ mode: 'read' }, v.live.read);
-        g.set({ mode: 'permit' }, v.live.permit);
-      },
-      ['mode'],
-    );
-    gauge(
-      METRICS.staleGrants,
-      `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`,
-      (g, v) => g.set(v.stale),
-    );
-    gauge(METRICS.waitingWriters, 'Held resources a writer is waiting for', (g, v) => g.set(v.waitingWriters));
-    gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) =>
-      g.set((v.oldestAgeMs ?? 0) / 1000),
-    );
+/** The gauges read from the database at scrape time; their names. */
+function registerGauges(knex: Knex, staleAfterMs: number, registers: Registry[]): string[] {
+  const names: string[] = [];
+  // All gauges of one scrape share one read: prom-client collects them concurrently.
+  let inflight: Promise<LockStats | null> | null = null;
+  const read = (): Promise<LockStats | null> =>
+    (inflight ??= withConnection(knex, (conn) => lockStats(conn, staleAfterMs))
+      .then(
+        (g) => g,
+        () => null,
+      )
+      .finally(() => {
+        inflight = null;
+      }));
+  const gauge = (
+    name: string,
+    help: string,
+    set: (g: Gauge, value: LockStats) => void,
+    labelNames: string[] = [],
+  ): void => {
     new Gauge({
-      name: METRICS.databaseUp,
-      help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)',
+      name,
+      help,
+      labelNames,
       registers,
       async collect() {
-        this.set((await read()) ? 1 : 0);
+        const value = await read();
+        this.reset();
+        if (value) set(this, value);
       },
     });
-    names.push(METRICS.databaseUp as never);
-  }
+    names.push(name);
+  };
+  gauge(
+    METRICS.liveGrants,
+    'Live grants in the database, by mode',
+    (g, v) => {
+      g.set({ mode: 'write' }, v.live.write);
+      g.set({ mode: 'read' }, v.live.read);
+      g.set({ mode: 'permit' }, v.live.permit);
+    },
+    ['mode'],
+  );
+  gauge(
+    METRICS.staleGrants,
+    `Live grants older than ${staleAfterMs} ms and not under an extended lease: the reaper's next work`,
+    (g, v) => g.set(v.stale),
+  );
+  gauge(METRICS.waitingWriters, 'Held resources a writer is waiting for', (g, v) => g.set(v.waitingWriters));
+  gauge(METRICS.oldestGrantAge, 'Age of the oldest live grant, database clock', (g, v) =>
+    g.set((v.oldestAgeMs ?? 0) / 1000),
+  );
+  new Gauge({
+    name: METRICS.databaseUp,
+    help: '1 when the gauges above could be read from the database at this scrape, else 0 (and they are absent)',
+    registers,
+    async collect() {
+      this.set((await read()) ? 1 : 0);
+    },
+  });
+  names.push(METRICS.databaseUp);
+  return names;
+}
 
+/** Counts the events of every lock manager and reaper call of this process; returns the unsubscribe. */
+function subscribeMetrics(metrics: ReturnType<typeof eventMetrics>): () => void {
+  const { acquireWait, hold, lost, fenceRefusals, reaped, reapRuns } = metrics;
   const startedAt = new WeakMap<object, number>();
   const grantedAt = new WeakMap<Grant, number>();
   const seconds = (from: number | undefined): number | undefined =>
@@ -248,11 +268,8 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
   };
   diagnostics.subscribe(CHANNELS.lost, onLost);
 
-  return {
-    unregister() {
-      for (const s of subscriptions.splice(0)) diagnostics.tracingChannel(s.channel).unsubscribe(s.handlers);
-      diagnostics.unsubscribe(CHANNELS.lost, onLost);
-      for (const name of names) registry.removeSingleMetric(name);
-    },
+  return () => {
+    for (const s of subscriptions.splice(0)) diagnostics.tracingChannel(s.channel).unsubscribe(s.handlers);
+    diagnostics.unsubscribe(CHANNELS.lost, onLost);
   };
 }

@@ -28,6 +28,43 @@ export async function startReaperServer(
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   registerLockMetrics({ registry, knex: db, staleAfterMs: options.staleAfterMs });
+  const { runs, purged, duration, lastRun, lastSuccess, disagreements, lastCheck } = jobMetrics(registry, health);
+  let checked = false;
+  const server = http.createServer(answer(registry, health));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    observe(line) {
+      if (line.event === 'reaper.counts' && typeof line.remaining === 'number') {
+        if (!checked) for (const g of [disagreements, lastCheck]) registry.registerMetric(g);
+        checked = true;
+        disagreements.set(line.remaining);
+        lastCheck.set(Date.now() / 1000);
+      }
+      if (line.event !== 'reaper.run') return;
+      const now = Date.now() / 1000;
+      runs.inc({ outcome: line.ok === true ? 'ok' : 'failed' });
+      if (typeof line.purged === 'number') purged.inc(line.purged);
+      if (typeof line.durationMs === 'number') duration.observe(line.durationMs / 1000);
+      lastRun.set(now);
+      if (line.ok === true) lastSuccess.set(now);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The job's own metrics on `registry`; the count check's two are made here and registered at the first check. */
+function jobMetrics(registry: Registry, health: ReaperHealth) {
   const registers = [registry];
   const runs = new Counter({
     name: 'mysql_rwlock_reaper_runs_total',
@@ -69,7 +106,6 @@ export async function startReaperServer(
     help: 'When the last count check finished (Unix time); absent before the first check',
     registers: [],
   });
-  let checked = false;
   new Gauge({
     name: 'mysql_rwlock_reaper_healthy',
     help: '1 when /healthz answers 200',
@@ -78,8 +114,12 @@ export async function startReaperServer(
       this.set(health.report().healthy ? 1 : 0);
     },
   });
+  return { runs, purged, duration, lastRun, lastSuccess, disagreements, lastCheck };
+}
 
-  const server = http.createServer((req, res) => {
+/** The server's requests: GET (or HEAD) /metrics and /healthz. */
+function answer(registry: Registry, health: ReaperHealth): http.RequestListener {
+  return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
@@ -99,35 +139,5 @@ export async function startReaperServer(
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: /metrics, /healthz\n');
     }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    observe(line) {
-      if (line.event === 'reaper.counts' && typeof line.remaining === 'number') {
-        if (!checked) for (const g of [disagreements, lastCheck]) registry.registerMetric(g);
-        checked = true;
-        disagreements.set(line.remaining);
-        lastCheck.set(Date.now() / 1000);
-      }
-      if (line.event !== 'reaper.run') return;
-      const now = Date.now() / 1000;
-      runs.inc({ outcome: line.ok === true ? 'ok' : 'failed' });
-      if (typeof line.purged === 'number') purged.inc(line.purged);
-      if (typeof line.durationMs === 'number') duration.observe(line.durationMs / 1000);
-      lastRun.set(now);
-      if (line.ok === true) lastSuccess.set(now);
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
   };
 }
