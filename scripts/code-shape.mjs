@@ -55,14 +55,6 @@ const PLACED = {
     'base',
     'src/lock/README.md: the types an application holds are declared in api.ts "so that nothing the grant depends on depends on it back"',
   ],
-  'src/observability/tracing.ts': [
-    'base',
-    'src/observability/README.md: "The diagnostics channels every layer publishes on"',
-  ],
-  'src/observability/hold-scope.ts': [
-    'lock',
-    'src/observability/README.md: "hold-scope.ts: the one hook the lock core calls beyond the channels"',
-  ],
 };
 
 const rel = (path) => relative(repo, path).split(sep).join('/');
