@@ -40,11 +40,18 @@ const LAYERS = [
   },
   // src/jobs/README.md: "the manager hands it the acquire, the fenced work and the in-flight count", and
   // `maintenance.ts` is "a manager's `maintenance: true`": the manager runs them, so they sit beside it.
-  // src/adapters/README.md: "the lock core uses `fromKnex` for `withWriteLock`".
-  { name: 'lock', units: ['src/lock', 'src/admin', 'src/jobs', 'src/adapters'] },
+  { name: 'lock', units: ['src/lock', 'src/admin', 'src/jobs'] },
   {
     name: 'built on the lock',
-    units: ['src/observability', 'src/decorators', 'src/nestjs', 'src/reaper', 'src/cli', 'src/dashboard'],
+    units: [
+      'src/observability',
+      'src/adapters',
+      'src/decorators',
+      'src/nestjs',
+      'src/reaper',
+      'src/cli',
+      'src/dashboard',
+    ],
   },
   { name: 'entry', units: ['src/index.ts'] },
 ];
