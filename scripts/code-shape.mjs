@@ -40,6 +40,7 @@ const LAYERS = [
   },
   // src/jobs/README.md: "the manager hands it the acquire, the fenced work and the in-flight count", and
   // `maintenance.ts` is "a manager's `maintenance: true`": the manager runs them, so they sit beside it.
+  // They keep their leases with the lock's `keepLeaseAhead`, so lock and jobs import each other (run time).
   { name: 'lock', units: ['src/lock', 'src/admin', 'src/jobs'] },
   {
     name: 'built on the lock',
@@ -58,6 +59,7 @@ const LAYERS = [
 
 /** Modules whose folder README puts them in a lower layer than their folder, with the words that do. */
 const PLACED = {
+  // Needed while src/options/ (base) types `onLockLost` with api.ts's `LockLostHandler`, a function of a Grant.
   'src/lock/api.ts': [
     'base',
     'src/lock/README.md: the types an application holds are declared in api.ts "so that nothing the grant depends on depends on it back"',
