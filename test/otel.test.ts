@@ -22,7 +22,7 @@ const { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError 
 const { fromKnex } = await import('../src/adapters/index.js');
 const { reapStaleGrants } = await import('../src/admin/index.js');
 const { instrumentLocks, SPANS } = await import('../src/observability/otel.js');
-const { inHoldScope } = await import('../src/observability/hold-scope.js');
+const { inHoldScope } = await import('../src/lock/hold-scope.js');
 const { migrate } = await import('../src/admin/index.js');
 const { startFlavour } = await import('../harness/server.js');
 const { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } = await import('../harness/database.js');

@@ -13,7 +13,7 @@ import {
   type ReapContext,
   type ReleaseContext,
 } from '../src/observability/tracing-entry.js';
-import { acquireChannel, isTraced, traced } from '../src/observability/tracing.js';
+import { acquireChannel, isTraced, traced } from '../src/lock/channels.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
 

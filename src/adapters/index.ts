@@ -1,61 +1,13 @@
 // `mysql-rwlock/adapters`: the fence's executor for each ORM's transaction. Each adapter is typed
 // with the few members it calls, declared here, so this module imports no ORM, at run time or in
-// its declarations: an app without the ORM installed type-checks it too.
-import { InvalidOptionsError } from '../errors.js';
+// its declarations: an app without the ORM installed type-checks it too. fromKnex and the checks
+// the adapters share are in src/lock/fence-executor.ts, since the lock's own fence uses fromKnex.
 import type { FenceExecutor } from '../lock/api.js';
+import { affectedRows, needObject, refuse, type Params } from '../lock/fence-executor.js';
 
 export type { FenceExecutor, GrantedWork } from '../lock/api.js';
 export type { WithGrantOptions } from '../options.js';
-
-/** The fence's parameters, as the executors hand them on. */
-type Params = (number | string)[];
-
-/** The affected-row count of a mysql2 result header (what knex, mysql2, TypeORM and Drizzle resolve to). */
-function affectedRows(header: unknown): number {
-  // Anything but a number (a driver that resolves otherwise) makes the fence throw LockInvariantError.
-  return (header as { affectedRows?: number } | null | undefined)?.affectedRows as number;
-}
-
-function refuse(what: string, why: string): never {
-  throw new InvalidOptionsError(`${what}: ${why}`);
-}
-
-function needObject(what: string, value: unknown): void {
-  if ((typeof value !== 'object' && typeof value !== 'function') || value === null)
-    refuse(what, `expected the transaction, got ${value === null ? 'null' : typeof value}`);
-}
-
-/** A knex transaction (client mysql2): what {@link fromKnex} calls. The knex instance has no `isCompleted`. */
-export interface KnexTransactionLike {
-  raw(sql: string, bindings: Params): PromiseLike<unknown>;
-  isCompleted(): boolean;
-}
-
-/**
- * The fence's executor for a knex transaction (client mysql2). Refuses the knex instance (it has no
- * `isCompleted`), which would run the fence on a pool connection of its own.
- *
- * @example
- * ```ts
- * import type { LockManager } from 'mysql-rwlock';
- * import { fromKnex } from 'mysql-rwlock/adapters';
- * import type { Knex } from 'knex';
- * declare const locks: LockManager;
- * declare const db: Knex;
- *
- * await locks.withWriteGrant('loan:7', (grant) =>
- *   db.transaction(async (trx) => {
- *     await trx('payments').insert({ loan_id: '7', amount: 10 });
- *     await grant.fence(fromKnex(trx));
- *   }),
- * );
- * ```
- */
-export function fromKnex(trx: KnexTransactionLike): FenceExecutor {
-  needObject('fromKnex', trx);
-  if (typeof trx.isCompleted !== 'function') refuse('fromKnex', 'expected a knex transaction, got the knex instance');
-  return async (sql, params) => affectedRows(((await trx.raw(sql, params)) as unknown[])[0]);
-}
+export { fromKnex, type KnexTransactionLike } from '../lock/fence-executor.js';
 
 /** A mysql2 promise connection: what {@link fromMysql2} calls. */
 export interface Mysql2ConnectionLike {

@@ -23,7 +23,7 @@ import {
 import { purgeBatch, purgeIdleResources, purgeNotesBatch } from '../sql/purge.js';
 import { reapCandidates, selectStale, type Candidate } from '../sql/reap.js';
 import type { ReapedGrant, ReapResult } from '../types.js';
-import { reapChannel, traced } from '../observability/tracing.js';
+import { reapChannel, traced } from '../lock/channels.js';
 
 export interface ReapOptions {
   /** Live grants older than this, on the database clock, are released. @defaultValue `DEFAULTS.staleAfterMs` */

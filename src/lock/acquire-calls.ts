@@ -7,7 +7,7 @@ import { acquireGroup, groupTargets, type HeldGroup } from './group.js';
 import type { HeldGrant } from './grant.js';
 import { keepLeaseAhead } from './lease.js';
 import { resolveCallOptions, type AcquireOptions, type PermitOptions } from '../options.js';
-import { acquireChannel, traced } from '../observability/tracing.js';
+import { acquireChannel, traced } from './channels.js';
 import type { LockMode } from '../types.js';
 import { SectionGrant } from './section.js';
 

@@ -8,7 +8,7 @@ import type { GrantedWork, LockedWork } from './api.js';
 import { resolveExclusiveOptions, type ExclusiveOptions } from '../options.js';
 import { resourceKey } from './resource-id.js';
 import { inspectResource } from '../sql/inspect.js';
-import { inHoldScope } from '../observability/hold-scope.js';
+import { inHoldScope } from './hold-scope.js';
 import { checkJobName, runExclusiveJob, type ExclusiveResult } from '../jobs/exclusive.js';
 
 /**

@@ -13,7 +13,7 @@ import type { HeldGrant } from './grant.js';
 import type { IsolationLevel } from '../options.js';
 import { withRetries } from '../sql/retry.js';
 import { isNeverSent } from '../sql/unreachable.js';
-import { fromKnex } from '../adapters/index.js';
+import { fromKnex } from './fence-executor.js';
 
 /**
  * What a fenced transaction runs under: one grant, or a group of grants whose fence is one

@@ -22,7 +22,7 @@ import {
   type GrantRef,
 } from '../sql/release.js';
 import { downgradeGrant, upgradeGrant } from '../sql/mode.js';
-import { fenceChannel, lostChannel, releaseChannel, traced } from '../observability/tracing.js';
+import { fenceChannel, lostChannel, releaseChannel, traced } from './channels.js';
 import { lostBy, RELEASED_BY, STATUS, type LockLostInfo, type LockMode } from '../types.js';
 import type { FenceExecutor, Grant } from './api.js';
 

@@ -8,7 +8,7 @@ import { acquire, type Target } from './acquire.js';
 import { LIMITS, optionsObject, permitOptions } from '../options.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseManyParams, releaseManySql, releaseParams } from '../sql/release.js';
 import { resourceKey } from './resource-id.js';
-import { fenceChannel, traced } from '../observability/tracing.js';
+import { fenceChannel, traced } from './channels.js';
 import type { LockMode } from '../types.js';
 import { testSwitches } from '../test-switches.js';
 

@@ -28,7 +28,7 @@ import {
 import { operatorRelease } from '../sql/release-note.js';
 import type { LockMode } from '../types.js';
 import type { Knex } from 'knex';
-import { releaseChannel, traced } from '../observability/tracing.js';
+import { releaseChannel, traced } from './channels.js';
 
 // The manager's reads (current, inspect, list, history, stats) and its operator release.
 

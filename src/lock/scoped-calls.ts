@@ -17,7 +17,7 @@ import {
   type WithLockOptions,
 } from '../options.js';
 import type { LockMode } from '../types.js';
-import { inHoldScope } from '../observability/hold-scope.js';
+import { inHoldScope } from './hold-scope.js';
 import { runSection } from './section.js';
 
 // The scoped calls (withWriteLock, withReadLock, withPermit, withLocks, withWriteGrant,

@@ -15,7 +15,7 @@ import {
   type SectionServer,
 } from '../sql/section.js';
 import { newToken } from './token.js';
-import { inHoldScope } from '../observability/hold-scope.js';
+import { inHoldScope } from './hold-scope.js';
 import { testSwitches } from '../test-switches.js';
 import { CommitCall, settleSectionCommit } from './section-commit.js';
 import { SectionGrant } from './section-grant.js';

@@ -1,6 +1,6 @@
 import type { LockContext } from './context.js';
 import type { Grant } from './api.js';
-import { acquireChannel, fenceChannel, isTraced, traced } from '../observability/tracing.js';
+import { acquireChannel, fenceChannel, isTraced, traced } from './channels.js';
 import type { SectionTarget } from './section-types.js';
 
 export interface Deferred<V> {

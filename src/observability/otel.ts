@@ -16,7 +16,7 @@ import type { Knex } from 'knex';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import type { Grant } from '../lock/api.js';
 import { booleanOption, knexOption, optionsObject, keysOf } from '../options.js';
-import { addHoldScope } from './hold-scope.js';
+import { addHoldScope } from '../lock/hold-scope.js';
 import { endWithServer, serverAttributesOf, SpanServers, type SpanServer } from './otel-servers.js';
 import { acquireOutcome } from './outcome.js';
 import {
@@ -26,7 +26,7 @@ import {
   type LostContext,
   type ReapContext,
   type ReleaseContext,
-} from './tracing.js';
+} from '../lock/channels.js';
 
 export interface LockInstrumentationOptions {
   /** The provider to take the tracer from. @defaultValue the global provider (`trace.getTracerProvider()`) */

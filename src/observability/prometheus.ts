@@ -17,7 +17,7 @@ import {
   type LostContext,
   type ReapContext,
   type ReleaseContext,
-} from './tracing.js';
+} from '../lock/channels.js';
 
 export interface LockMetricsOptions {
   /** The prom-client registry to register on (`new Registry()`, or prom-client's `register`). */

@@ -7,5 +7,5 @@ export {
   type ReleaseContext,
   type ReapContext,
   type LostContext,
-} from './tracing.js';
-export type { LockChannel, LockTracingChannel, LockTracingHandlers } from './tracing.js';
+} from '../lock/channels.js';
+export type { LockChannel, LockTracingChannel, LockTracingHandlers } from '../lock/channels.js';

@@ -1,6 +1,10 @@
+// The diagnostics channels the library publishes on and the context object of each. They live in
+// the lock client because their publishers do (src/lock/, and src/admin/'s reap beside it) and every
+// context names a Grant (api.ts): src/observability/, a layer above, only subscribes.
+// `mysql-rwlock/tracing` (src/observability/tracing-entry.ts) exports the names and the types.
 import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';
-import type { Grant } from '../lock/api.js';
+import type { Grant } from './api.js';
 import type { LockLostInfo, LockMode, ReapResult, ReleasedBy } from '../types.js';
 
 /**

@@ -3,7 +3,7 @@
 // channel can report that work but cannot make a tracer's span the active context inside it: that
 // needs the tracer's own context store, which it does not expose.
 // Internal: `mysql-rwlock/otel` registers a wrapper; no entry point exports this module.
-import type { Grant } from '../lock/api.js';
+import type { Grant } from './api.js';
 
 /**
  * Runs `run` (the scoped work under `grants`, through its commit and release) in a context of its
