@@ -98,7 +98,7 @@ describe('downgrade', () => {
     await g.release();
   });
 
-  it('inside withWriteLock: readers of another manager get in while the callback goes on, and the fence releases the read grant', async () => {
+  it('inside withWriteLock: readers of another manager get in while the callback goes on, see its writes only at the commit, and the fence releases the read grant', async () => {
     await db.knex.raw('CREATE TABLE IF NOT EXISTS dg_notes (v INT) ENGINE=InnoDB');
     const locks = createLockManager({ knex: db.knex });
     const other = createLockManager({ knex: db.knex });
@@ -111,6 +111,9 @@ describe('downgrade', () => {
       expect(r).not.toBeNull();
       await r!.release();
       expect(await other.tryAcquireWrite('dg-5')).toBeNull();
+      // The downgrade commits on its own connection; the callback's write commits only with the fence.
+      const [seen] = (await db.knex.raw('SELECT COUNT(*) AS n FROM dg_notes')) as unknown as [Array<{ n: number }>];
+      expect(Number(seen[0]!.n)).toBe(0);
     });
     expect(await logRow(id)).toMatchObject({ lock_type: 1, status: 2 });
     const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM dg_notes')) as unknown as [Array<{ n: number }>];
