@@ -211,7 +211,7 @@ describe('sql_safe_updates=1 on every connection of the pool', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('negative control: MariaDB refuses the group fence as one statement (1175), which the fence then sends a grant at a time', async (ctx) => {
+  it('negative control: MariaDB refuses the group fence as one statement (1175: primary-key ranges), which the fence then sends a grant at a time', async (ctx) => {
     if (!mariadb) ctx.skip(); // MySQL's safe mode takes the one statement
     const pool = poolWith(SAFE, 1);
     const locks = createLockManager({ knex: pool });

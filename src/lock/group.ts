@@ -153,8 +153,8 @@ export class HeldGroup implements LockGroup, FencedHold {
     } catch (err) {
       if (errnoOf(err) !== ER_UPDATE_WITHOUT_KEY_IN_SAFE_MODE) throw translate(err);
       // MariaDB's sql_safe_updates refuses a multi-table UPDATE that reads its rows by a range, as
-      // the one statement does when the optimizer reads the grants' rows so; it changed nothing
-      // and the transaction goes on. The same fence, a statement per grant: each names its rows by
+      // the one statement reads the grants' rows (by primary key); it changed nothing and the
+      // transaction goes on. The same fence, a statement per grant: each names its rows by
       // primary key, which safe mode takes.
       changed = await fenceOneByOne(execute, fenced);
     }
