@@ -92,6 +92,8 @@ export async function startGalera(options: { log?: (line: string) => void } = {}
   // Each node's own tmpdir: a MariaDB server deletes every #sql* file in its tmpdir as it starts.
   const nodeTmpdir = (i: number): string => join(dir, `tmp${i + 1}`);
   for (const i of [0, 1, 2]) mkdirSync(nodeTmpdir(i), { recursive: true });
+  // The bootstrap runs as mysql (--user) before the chown of the whole directory below.
+  spawnSync('chown', ['-R', 'mysql:mysql', ...[0, 1, 2].map(nodeTmpdir)]);
 
   const install = spawnSync(
     installer,
