@@ -363,7 +363,7 @@ export function fenceSuite(options: SuiteOptions): void {
 
     afterAll(async () => {
       await orm?.close().catch(() => undefined);
-      await proxy?.close();
+      await proxy?.closeWhenClientsLeft();
     });
 
     it('the server committed, its reply was lost: resolves undefined, the payment written once, the grant released by it', async () => {
