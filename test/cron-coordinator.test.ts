@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
 import { createLockManager, InvalidOptionsError, type Grant } from '../src/index.js';
 import { checkLockCounts, purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
-import { withConnection } from '../src/sql/connection.js';
-import { purgeIdleResources } from '../src/sql/purge.js';
+import { query, withConnection } from '../src/sql/connection.js';
+import { purgeIdleGates, purgeIdleResources } from '../src/sql/purge.js';
 import { createRunCoordinator } from '../src/jobs/cron.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations, resourceRows, snapshot } from './support/state.js';
@@ -221,6 +221,12 @@ describe('createRunCoordinator', () => {
 
 describe('the rows one-fire keys leave', () => {
   const DAY_MS = 86_400_000;
+  const gates = async (prefix: string): Promise<string[]> => {
+    const [rows] = (await db.knex.raw('SELECT resource_id FROM t_lock_gate ORDER BY resource_id')) as unknown as [
+      Array<{ resource_id: Buffer }>,
+    ];
+    return rows.map((r) => r.resource_id.toString('utf8')).filter((id) => id.startsWith(prefix));
+  };
 
   it('go with the purge after the retention period: the log rows and the resource rows nothing holds', async () => {
     const locks = createLockManager({ knex: db.knex });
@@ -244,6 +250,8 @@ describe('the rows one-fire keys leave', () => {
     expect(result).toEqual({ purged: 4, resources: 3 });
     const left = (await resourceRows(db.knex)).filter((r) => r.resource.startsWith('purge:')).map((r) => r.resource);
     expect(left).toEqual(['purge:again', 'purge:held']);
+    // The fires' gates went with their resource rows; the two ids still in use keep theirs.
+    expect(await gates('purge:')).toEqual(['purge:again', 'purge:held']);
     expect((await locks.history('purge:again')).grants.map((g) => g.id)).toEqual([fresh.id]);
     expect((await locks.inspect('purge:held')).holders.map((h) => h.id)).toEqual([held.id]);
     expect(await held.release()).toBe(true);
@@ -273,6 +281,63 @@ describe('the rows one-fire keys leave', () => {
     console.log(`[cron] the key's resource row was purged and created again ${rowsPurged} times`);
     expect(await invariantViolations(db.knex)).toEqual([]);
     expect((await checkLockCounts(db.knex)).disagreements).toEqual([]);
+  });
+
+  /** Runs `body` while another transaction holds `id`'s gate, as an acquire or a section in flight does. */
+  const whileGateHeld = <T>(id: string, body: () => Promise<T>): Promise<T> =>
+    db.knex.transaction(async (trx) => {
+      await trx.raw('SELECT 1 FROM t_lock_gate WHERE resource_id = ? FOR UPDATE', [id]);
+      return body();
+    });
+  /** A released grant of `id` created and released two days ago. */
+  const oldGrant = async (id: string): Promise<void> => {
+    await (await createLockManager({ knex: db.knex }).acquireRead(id)).release();
+    await db.knex.raw(
+      `UPDATE t_lock_log SET create_time = create_time - INTERVAL 2 DAY,
+         released_at = released_at - INTERVAL 2 DAY WHERE resource_id = ?`,
+      [id],
+    );
+  };
+
+  it('leaves a gate that another transaction holds for a later purge, without waiting for it', async () => {
+    const id = 'purge:gate-held';
+    await oldGrant(id);
+    expect(await gates(id)).toEqual([id]);
+    // The old grant and the idle resource row go; the held gate stays, and the purge returned while it was held.
+    const result = await whileGateHeld(id, () => purgeReleasedGrants(db.knex, { retentionMs: DAY_MS }));
+    expect(result).toEqual({ purged: 1, resources: 1 });
+    expect(await gates(id)).toEqual([id]);
+    // Nothing holds it now: the purge of idle gates deletes it.
+    expect(await withConnection(db.knex, (conn) => purgeIdleGates(conn, [Buffer.from(id)]))).toBe(1);
+    expect(await gates(id)).toEqual([]);
+    // Used again, the id makes its gate and rows anew, as on first use.
+    const locks = createLockManager({ knex: db.knex });
+    const grant = await locks.tryAcquireWrite(id);
+    expect(grant).not.toBeNull();
+    expect(await gates(id)).toEqual([id]);
+    expect(await grant!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('negative control: taking the gates without SKIP LOCKED waits for the holder (1205 within a 1 s lock wait)', async () => {
+    const id = 'purge:gate-held-control';
+    await oldGrant(id);
+    await db.knex.raw('DELETE FROM t_read_write_lock WHERE resource_id = ?', [id]);
+    const err = await whileGateHeld(id, () =>
+      withConnection(db.knex, async (conn) => {
+        await query(conn, 'SET SESSION innodb_lock_wait_timeout = 1');
+        try {
+          return await purgeIdleGates(conn, [Buffer.from(id)], false);
+        } finally {
+          await query(conn, 'SET SESSION innodb_lock_wait_timeout = DEFAULT');
+        }
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
+    expect((err as { errno?: number } | undefined)?.errno).toBe(1205);
+    expect(await gates(id)).toEqual([id]);
   });
 
   it("keeps a held resource's row (negative control: deleted without the guard, its holder's release finds nothing)", async () => {

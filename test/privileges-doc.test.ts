@@ -61,6 +61,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
       "GRANT SELECT, UPDATE, DELETE ON `locks`.`t_lock_log` TO 'reaper'@'10.0.%';",
       "GRANT SELECT, UPDATE, DELETE ON `locks`.`t_read_write_lock` TO 'reaper'@'10.0.%';",
       "GRANT SELECT, INSERT, DELETE ON `locks`.`t_lock_release_note` TO 'reaper'@'10.0.%';",
+      "GRANT SELECT, DELETE ON `locks`.`t_lock_gate` TO 'reaper'@'10.0.%';",
     ]);
   });
 

@@ -206,6 +206,9 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
         ),
       ).toHaveLength(2);
       expect(await rows('SELECT id FROM t_lock_log WHERE id = ?', [old.id])).toEqual([]);
+      // With its last grant its resource row and gate row went: the role may delete both.
+      expect(await rows('SELECT resource_id FROM t_read_write_lock WHERE resource_id = ?', ['reap:old'])).toEqual([]);
+      expect(await rows('SELECT resource_id FROM t_lock_gate WHERE resource_id = ?', ['reap:old'])).toEqual([]);
 
       // The library's functions, as the same user: a stale grant reaped, its row and note purged.
       const again = (await locks.tryAcquireWrite('reap:c'))!;

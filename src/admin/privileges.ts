@@ -37,7 +37,7 @@ export interface Role {
  * - the reaper: SELECT ... FOR UPDATE and UPDATE of stale grant rows (MySQL wants UPDATE or DELETE
  *   beside SELECT for a locking read), an INSERT ... SELECT of their release notes, the UPDATE of
  *   the resource rows; purging DELETEs old grant rows and old notes, then the idle resource rows
- *   whose last grant it deleted;
+ *   whose last grant it deleted and their gate rows (taken first with SELECT ... FOR UPDATE SKIP LOCKED);
  * - an operator's release: the release's UPDATE and an INSERT ... SELECT of its note; list,
  *   history, stats and the page only read, the notes included;
  * - the count repair: SELECT ... FOR UPDATE, UPDATE and (for a missing row) INSERT of resource rows;
@@ -68,6 +68,7 @@ export const ROLES = Object.freeze({
       { on: 't_lock_log', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
       { on: 't_read_write_lock', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
       { on: 't_lock_release_note', privileges: ['SELECT', 'INSERT', 'DELETE'] },
+      { on: 't_lock_gate', privileges: ['SELECT', 'DELETE'] },
     ],
   },
   operator: {

@@ -58,7 +58,48 @@ export async function purgeIdleResources(conn: RawConnection, resources: Buffer[
         AND NOT EXISTS (SELECT 1 FROM t_lock_log l WHERE l.resource_id = t_read_write_lock.resource_id)`,
     [resources],
   );
+  await purgeIdleGates(conn, resources);
   return result.affectedRows;
+}
+
+/**
+ * Deletes the gates (`t_lock_gate`) of `resources` that have no lock row any more, so one-use ids
+ * leave no gate row behind either. A gate row that no transaction holds means what a missing one
+ * means: the next acquire or section creates it and holds it exclusively until its commit, as on
+ * first use. The gates are taken `FOR UPDATE SKIP LOCKED` first: one that a section or an acquire
+ * holds is left for the next purge, so the purge never waits on a section. For the instant between
+ * that take and the commit, a `NOWAIT` acquire of the same id is refused as if the gate were held.
+ */
+export async function purgeIdleGates(conn: RawConnection, resources: Buffer[], skipLocked = true): Promise<number> {
+  const idle = await query<Array<{ resource_id: Buffer }>>(
+    conn,
+    `SELECT g.resource_id FROM t_lock_gate g LEFT JOIN t_read_write_lock r ON r.resource_id = g.resource_id
+      WHERE g.resource_id IN (?) AND r.resource_id IS NULL`,
+    [resources],
+  );
+  if (idle.length === 0) return 0;
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  await query(conn, 'START TRANSACTION');
+  try {
+    const taken = await query<Array<{ resource_id: Buffer }>>(
+      conn,
+      `SELECT resource_id FROM t_lock_gate WHERE resource_id IN (?) FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+      [idle.map((r) => r.resource_id)],
+    );
+    const deleted =
+      taken.length === 0
+        ? 0
+        : (
+            await query<{ affectedRows: number }>(conn, 'DELETE FROM t_lock_gate WHERE resource_id IN (?)', [
+              taken.map((r) => r.resource_id),
+            ])
+          ).affectedRows;
+    await query(conn, 'COMMIT');
+    return deleted;
+  } catch (err) {
+    await query(conn, 'ROLLBACK').catch(() => undefined);
+    throw err;
+  }
 }
 
 /**
