@@ -307,11 +307,14 @@ describe('the rows one-fire keys leave', () => {
     const result = await whileGateHeld(id, () => purgeReleasedGrants(db.knex, { retentionMs: DAY_MS }));
     expect(result).toEqual({ purged: 1, resources: 1 });
     expect(await gates(id)).toEqual([id]);
+    // While a purge holds the gate (between its take and its commit), a try of the free id answers null
+    // (api.md, rule 1); the refused try leaves the id as idle as it found it.
+    const locks = createLockManager({ knex: db.knex });
+    expect(await whileGateHeld(id, () => locks.tryAcquireWrite(id))).toBeNull();
     // Nothing holds it now: the purge of idle gates deletes it.
     expect(await withConnection(db.knex, (conn) => purgeIdleGates(conn, [Buffer.from(id)]))).toBe(1);
     expect(await gates(id)).toEqual([]);
     // Used again, the id makes its gate and rows anew, as on first use.
-    const locks = createLockManager({ knex: db.knex });
     const grant = await locks.tryAcquireWrite(id);
     expect(grant).not.toBeNull();
     expect(await gates(id)).toEqual([id]);

@@ -159,8 +159,8 @@ export interface PurgeResult {
 /**
  * Deletes released grants older than the retention period, in batches, so the log stays bounded,
  * and release notes older than it; then the resource rows whose last grant it deleted, if nothing
- * holds or waits for them, and their gate rows, if no transaction holds them. `purged` counts the grants, `resources` the resource rows. A grant
- * released less than `LIMITS.purgeFloorMs` ago is kept whatever the retention: a lost reply's
+ * holds or waits for them, and their gate rows, if no transaction holds them. `purged` counts the
+ * grants, `resources` the resource rows. A grant released less than `LIMITS.purgeFloorMs` ago is kept whatever the retention: a lost reply's
  * settling reads it.
  *
  * @example

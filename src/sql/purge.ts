@@ -66,9 +66,10 @@ export async function purgeIdleResources(conn: RawConnection, resources: Buffer[
  * Deletes the gates (`t_lock_gate`) of `resources` that have no lock row any more, so one-use ids
  * leave no gate row behind either. A gate row that no transaction holds means what a missing one
  * means: the next acquire or section creates it and holds it exclusively until its commit, as on
- * first use. The gates are taken `FOR UPDATE SKIP LOCKED` first: one that a section or an acquire
- * holds is left for the next purge, so the purge never waits on a section. For the instant between
- * that take and the commit, a `NOWAIT` acquire of the same id is refused as if the gate were held.
+ * first use. The gates are taken `FOR UPDATE SKIP LOCKED` first, so the purge never waits on a
+ * section: one that a section or an acquire holds stays, and goes with the purge of that id's later
+ * grants. Between that take and the commit, a `NOWAIT` acquire of the same id is refused as if the
+ * gate were held (api.md, rule 1). `skipLocked: false` exists for the test that shows the wait.
  */
 export async function purgeIdleGates(conn: RawConnection, resources: Buffer[], skipLocked = true): Promise<number> {
   const idle = await query<Array<{ resource_id: Buffer }>>(
@@ -86,14 +87,12 @@ export async function purgeIdleGates(conn: RawConnection, resources: Buffer[], s
       `SELECT resource_id FROM t_lock_gate WHERE resource_id IN (?) FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
       [idle.map((r) => r.resource_id)],
     );
-    const deleted =
-      taken.length === 0
-        ? 0
-        : (
-            await query<{ affectedRows: number }>(conn, 'DELETE FROM t_lock_gate WHERE resource_id IN (?)', [
-              taken.map((r) => r.resource_id),
-            ])
-          ).affectedRows;
+    let deleted = 0;
+    if (taken.length > 0) {
+      const ids = taken.map((r) => r.resource_id);
+      deleted = (await query<{ affectedRows: number }>(conn, 'DELETE FROM t_lock_gate WHERE resource_id IN (?)', [ids]))
+        .affectedRows;
+    }
     await query(conn, 'COMMIT');
     return deleted;
   } catch (err) {
