@@ -21,5 +21,5 @@ export interface LockContext {
    * What one-commit sections need of the server, asked by the first section (see
    * `detectSectionServer`); `statements` once 'auto' found no section procedure (migration 009).
    */
-  readonly sections: { server?: Promise<SectionServer>; statements?: boolean };
+  readonly sections: { server?: Promise<SectionServer>; statements?: boolean; beginApart?: boolean };
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { LockContext } from './context.js';
 import { ConnectionLostError, LockAbortedError, LockTimeoutError } from '../errors.js';
-import { isConnectionLost, isLockWaitTimeout, query, type RawConnection } from '../sql/connection.js';
+import { isConnectionLost, isLockWaitTimeout, query, type RawConnection, type SqlValue } from '../sql/connection.js';
 import {
   boundStatement,
   CREATE_GATE,
@@ -9,7 +9,9 @@ import {
   idList,
   restoreAfterTake,
   restoreBounds,
+  SECTION_BEGIN,
   SECTION_COMMIT,
+  SECTION_TAKE,
   SET_RELEASED,
   takeStatement,
   type SectionServer,
@@ -17,7 +19,8 @@ import {
 import { newToken } from './token.js';
 import { inHoldScope } from './hold-scope.js';
 import { testSwitches } from '../test-switches.js';
-import { CommitCall, settleSectionCommit } from './section-commit.js';
+import { SectionCalls } from './section-calls.js';
+import { settleSectionCommit } from './section-commit.js';
 import { SectionGrant } from './section-grant.js';
 import { Refused, takeKind, takeWithProcedure, takeWithStatements, type Taken } from './section-take.js';
 import type { Deferred, SectionTraces } from './section-traces.js';
@@ -39,10 +42,12 @@ export type Outcome<T> = { value: T } | { refused: SectionTarget } | { created: 
  * durable acquire never waits, so no cycle of waits forms. A plain read comes after every lock, so
  * under REPEATABLE READ its snapshot is taken after every gate was granted.
  *
- * Where the database has the section procedures (migration 009), the take is one call after the
- * transaction's BEGIN (`rwlock_section_take`: bounds, gates, rows, log rows) and the commit one
- * call in place of knex's COMMIT (`rwlock_section_commit`: release times, COMMIT, idle bound
- * restored); without them, one statement each, as `takeWithStatements` sends them.
+ * Where the database has the section procedures, the take is one call in place of knex's BEGIN
+ * (`rwlock_section_begin`, migration 012: the transaction's start, bounds, gates, rows, log rows;
+ * where only migration 009 is, `rwlock_section_take` after the BEGIN) and the commit one call in
+ * place of knex's COMMIT (`rwlock_section_commit`: release times, COMMIT, idle bound restored):
+ * the round trips of the plain transaction. Without them, one statement each, as
+ * `takeWithStatements` sends them.
  */
 export async function attempt<T>(
   ctx: LockContext,
@@ -75,7 +80,7 @@ export async function attempt<T>(
         signal,
         () => new LockTimeoutError(t.resourceId, t.mode, waitMs),
       );
-    const commits = new CommitCall(conn);
+    const calls = new SectionCalls(conn);
     let ended = false;
     let commitSent = false;
     /** Which bounds the session holds that the finally must restore: none, the statements', the procedure's. */
@@ -85,7 +90,20 @@ export async function attempt<T>(
     let commit: Deferred<void> | undefined;
     let failure: { error: unknown } | undefined;
     let again = false;
+    /** The take sent in place of knex's BEGIN (migration 012), armed before the transaction starts. */
+    let takeInBegin: Promise<Taken | { again: true }> | undefined;
+    const takeOptions = { isolationLevel, idleSec, lockWaitSec, intentMs, waits, deadline, signal, waitMs };
     try {
+      if (viaProcedure && !ctx.sections.beginApart) {
+        bounds = 'procedure';
+        const begin = calls.beforeBegin(SECTION_BEGIN, SECTION_TAKE, () => waits.interruption());
+        takeInBegin = takeWithProcedure(ctx, begin.send, SECTION_BEGIN, targets, kinds, tokens, {
+          ...takeOptions,
+          sent: begin.sent,
+        });
+        // Awaited in the transaction's callback, or in the finally when that never ran.
+        takeInBegin.catch(() => undefined);
+      }
       if (!viaProcedure) {
         const bound = boundStatement(server, idleSec, lockWaitSec);
         if (bound !== null) {
@@ -97,18 +115,13 @@ export async function attempt<T>(
       await ctx.knex.transaction(
         async (trx) => {
           let taken: Taken | { again: true };
-          if (viaProcedure) {
+          if (takeInBegin) {
+            calls.beginNow();
+            taken = await takeInBegin;
+          } else if (viaProcedure) {
             bounds = 'procedure';
-            taken = await takeWithProcedure(ctx, conn, targets, kinds, tokens, {
-              isolationLevel,
-              idleSec,
-              lockWaitSec,
-              intentMs,
-              waits,
-              deadline,
-              signal,
-              waitMs,
-            });
+            const send = (sql: string, values: SqlValue[]): Promise<unknown> => query(conn, sql, values);
+            taken = await takeWithProcedure(ctx, send, SECTION_TAKE, targets, kinds, tokens, takeOptions);
           } else {
             taken = await takeWithStatements(ctx, conn, server, targets, kinds, tokens, {
               isolationLevel,
@@ -135,7 +148,7 @@ export async function attempt<T>(
             throw error instanceof Error ? error : new Error('section work rejected');
           }
           // The release time, just before the commit: in the commit's own call where it can be.
-          if (viaProcedure) commits.arm(SECTION_COMMIT, [idList(ids), idleSec === null ? 0 : 1]);
+          if (viaProcedure) calls.beforeCommit(SECTION_COMMIT, [idList(ids), idleSec === null ? 0 : 1]);
           else await query(conn, SET_RELEASED, [ids]);
           commitSent = true;
           commit = traces.commit(grants);
@@ -144,7 +157,7 @@ export async function attempt<T>(
       );
       ended = true;
       // The commit's call restored the idle bound, after its COMMIT.
-      if (commits.used) bounds = 'none';
+      if (calls.committed) bounds = 'none';
       commit?.resolve();
       if (refusedWithIntent) return refusedWithIntent;
       return { value: value as T };
@@ -186,7 +199,10 @@ export async function attempt<T>(
       if (isLockWaitTimeout(err)) throw new LockTimeoutError(targets[0]!.resourceId, targets[0]!.mode, waitMs);
       throw err;
     } finally {
-      commits.remove();
+      calls.remove();
+      // A take armed for a BEGIN never sent has failed by now; one that was sent has settled unless
+      // the callback never ran: its KILL, if its wait was interrupted, answered before the restore.
+      await takeInBegin?.catch(() => undefined);
       for (const g of grants) g.end();
       grants = [];
       if (!waits.poisoned) await restoreSession(conn, server, ended, bounds, idleSec);

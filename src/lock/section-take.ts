@@ -2,11 +2,13 @@ import type { LockContext } from './context.js';
 import { LockTimeoutError, SchemaMissingError } from '../errors.js';
 import type { IsolationLevel } from '../options.js';
 import { errnoOf, ER_SP_DOES_NOT_EXIST, query, type RawConnection } from '../sql/connection.js';
+import type { Send } from './section-calls.js';
 import { WRITER_INTENT } from '../sql/acquire.js';
 import {
   callSectionTake,
   GATE_TAKE,
   logSection,
+  SECTION_BEGIN,
   READ_DECISION,
   READ_LOCKING_ROW,
   RESTORE_LOCK_WAIT,
@@ -43,13 +45,16 @@ export function takeKind(
 export type Taken = { ids: number[] } | { refused: SectionTarget };
 
 /**
- * The take as one call of `rwlock_section_take` (bounds, gates, rows, log rows), its wait ended by
- * the deadline and the signal. What was taken, or `again` when the procedure is missing (the
- * statements from the next try); other refusals throw Refused.
+ * The take as one call (bounds, gates, rows, log rows), its wait ended by the deadline and the
+ * signal: `rwlock_section_take` inside the open transaction, or `rwlock_section_begin` in place of
+ * its BEGIN (`send` then arms it, see SectionCalls). What was taken, or `again` when the procedure
+ * is missing (from the next try: the BEGIN and the take apart, or the statements); other refusals
+ * throw Refused.
  */
 export async function takeWithProcedure(
   ctx: LockContext,
-  conn: RawConnection,
+  send: Send,
+  sql: Parameters<typeof callSectionTake>[1],
   targets: readonly SectionTarget[],
   kinds: ReadonlyArray<ReturnType<typeof takeKind>>,
   tokens: readonly Buffer[],
@@ -62,6 +67,8 @@ export async function takeWithProcedure(
     deadline: number;
     signal: AbortSignal | undefined;
     waitMs: number;
+    /** Whether the call has gone, when `send` sends it later (see SectionWaits.run). */
+    sent?: () => boolean;
   },
 ): Promise<Taken | { again: true }> {
   const { isolationLevel, idleSec, lockWaitSec, intentMs, waits, deadline, signal, waitMs } = o;
@@ -71,7 +78,8 @@ export async function takeWithProcedure(
     reply = await waits.run(
       () =>
         callSectionTake(
-          conn,
+          send,
+          sql,
           targets.map((t, i) => ({ resource: t.resource, letter: letters[i]! })),
           ctx.ownerBytes,
           tokens,
@@ -82,16 +90,21 @@ export async function takeWithProcedure(
       deadline,
       signal,
       () => new LockTimeoutError(targets[0]!.resourceId, targets[0]!.mode, waitMs),
+      o.sent,
     );
   } catch (err) {
-    // A CALL of a missing procedure fails before running anything: the statements, from the next try.
-    if (
-      ctx.options.procedures === 'auto' &&
-      err instanceof SchemaMissingError &&
-      errnoOf(err.cause) === ER_SP_DOES_NOT_EXIST
-    ) {
-      ctx.sections.statements = true;
-      return { again: true };
+    // A CALL of a missing procedure fails before running anything. Without migration 012 (which
+    // lock managers do not need) the BEGIN and the take go apart from the next try, whatever
+    // `procedures` says; without 009, under 'auto', the statements.
+    if (err instanceof SchemaMissingError && errnoOf(err.cause) === ER_SP_DOES_NOT_EXIST) {
+      if (sql === SECTION_BEGIN) {
+        ctx.sections.beginApart = true;
+        return { again: true };
+      }
+      if (ctx.options.procedures === 'auto') {
+        ctx.sections.statements = true;
+        return { again: true };
+      }
     }
     throw err;
   }

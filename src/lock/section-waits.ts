@@ -75,11 +75,17 @@ export class SectionWaits {
     return this.#interrupted;
   }
 
+  /**
+   * Runs `statement`, ended by the deadline and the signal. `sent`, for a statement sent later than
+   * `statement` is called (a take armed for knex's BEGIN): whether it has gone; one interrupted
+   * before it went needs no KILL, as it is then never sent.
+   */
   async run<R>(
     statement: () => Promise<R>,
     deadline: number,
     signal: AbortSignal | undefined,
     timeout: () => RwLockError,
+    sent: () => boolean = () => true,
   ): Promise<R> {
     // Aborted before this statement is sent: nothing of the section's runs on the connection, so no
     // KILL. One sent now would land on whatever the connection runs when it arrives: the section's
@@ -98,11 +104,11 @@ export class SectionWaits {
     const arm = (): void => {
       const left = due - performance.now();
       if (left > 0) timer = setTimeout(arm, left);
-      else this.#interrupt(timeout());
+      else this.#interrupt(timeout(), sent);
     };
     arm();
     const unsubscribe = signal
-      ? onAbort(signal, () => this.#interrupt(new LockAbortedError(signal.reason)))
+      ? onAbort(signal, () => this.#interrupt(new LockAbortedError(signal.reason), sent))
       : undefined;
     let failure: { err: unknown } | undefined;
     let result: R | undefined;
@@ -127,9 +133,10 @@ export class SectionWaits {
     return result as R;
   }
 
-  #interrupt(err: RwLockError): void {
+  #interrupt(err: RwLockError, sent: () => boolean): void {
     if (this.#interrupted) return;
     this.#interrupted = err;
+    if (!sent()) return;
     const threadId = this.conn.threadId;
     if (testSwitches.section.killThroughPool) {
       // The negative control: the interruption before this one, which reached other users' queries.

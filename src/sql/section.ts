@@ -1,4 +1,4 @@
-import { firstRow, query, type RawConnection } from './connection.js';
+import { firstRow, query, type RawConnection, type SqlValue } from './connection.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
 
@@ -99,13 +99,19 @@ export interface TakeReply {
   ids: number[];
 }
 
+/** The take's call after the transaction's BEGIN (`rwlock_section_take`, migration 009). */
+export const SECTION_TAKE = 'CALL rwlock_section_take(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+/** The same take with the transaction's start, in place of its BEGIN (`rwlock_section_begin`, migration 012). */
+export const SECTION_BEGIN = 'CALL rwlock_section_begin(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+
 /**
- * The whole take in one round trip, inside the caller's open transaction: the bounds, every gate,
- * every lock row, the log rows (procedure `rwlock_section_take`, migration 009). The targets go
- * packed; the owner as UTF-8 bytes converted on the server.
+ * The whole take in one round trip: the bounds, every gate, every lock row, the log rows, sent by
+ * `send` as `sql` (`SECTION_TAKE` inside the open transaction, or `SECTION_BEGIN` in place of its
+ * BEGIN). The targets go packed; the owner as UTF-8 bytes converted on the server.
  */
 export async function callSectionTake(
-  conn: RawConnection,
+  send: (sql: string, values: SqlValue[]) => Promise<unknown>,
+  sql: typeof SECTION_TAKE | typeof SECTION_BEGIN,
   targets: ReadonlyArray<{ resource: Buffer; letter: TakeLetter }>,
   owner: Buffer,
   tokens: readonly Buffer[],
@@ -114,22 +120,18 @@ export async function callSectionTake(
   intentMs: number,
 ): Promise<TakeReply> {
   const packed = Buffer.concat(targets.flatMap((t) => [Buffer.from([t.resource.length]), t.resource]));
-  const result = await query(
-    conn,
-    'CALL rwlock_section_take(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)',
-    [
-      packed,
-      Buffer.from(targets.map((t) => t.letter).join(''), 'latin1'),
-      owner,
-      Buffer.concat(tokens),
-      idleSec,
-      lockWaitSec,
-      intentMs,
-    ],
-  );
+  const result = await send(sql, [
+    packed,
+    Buffer.from(targets.map((t) => t.letter).join(''), 'latin1'),
+    owner,
+    Buffer.concat(tokens),
+    idleSec,
+    lockWaitSec,
+    intentMs,
+  ]);
   const row = firstRow<{ outcome: string | Buffer; at: number | string | null; ids: string | Buffer | null }>(
     result,
-    'rwlock_section_take',
+    sql === SECTION_BEGIN ? 'rwlock_section_begin' : 'rwlock_section_take',
   );
   const ids = String(row.ids ?? '');
   return {
