@@ -9,6 +9,7 @@ import * as m001 from '../migrations/001_lock_tables.js';
 import * as m002 from '../migrations/002_acquire_v2.js';
 import * as m006 from '../migrations/006_invoker_routines.js';
 import * as m009 from '../migrations/009_section_take.js';
+import * as m012 from '../migrations/012_section_begin.js';
 import { CURRENT_PROCEDURES, MIGRATIONS } from '../migrations/index.js';
 import { migrate, normaliseRoutine } from '../src/admin/migrate.js';
 import { createLockManager, SchemaMissingError } from '../src/index.js';
@@ -17,7 +18,7 @@ import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
 /** Migration 009's routines, which the file's databases have beside rwlock_acquire. */
-const SECTION_PROCEDURES = Object.keys(m009.PROCEDURES).sort();
+const SECTION_PROCEDURES = [...Object.keys(m009.PROCEDURES), ...Object.keys(m012.PROCEDURES)].sort();
 
 const fresh = useTestDatabase(`${import.meta.filename}-fresh`, { migrate: false });
 const procs = useTestDatabase(`${import.meta.filename}-procs`, { procedures: true });

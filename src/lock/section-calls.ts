@@ -1,5 +1,11 @@
 import { SchemaMissingError } from '../errors.js';
-import { ER_SP_DOES_NOT_EXIST, translate, type DriverError, type RawConnection, type SqlValue } from '../sql/connection.js';
+import {
+  ER_SP_DOES_NOT_EXIST,
+  translate,
+  type DriverError,
+  type RawConnection,
+  type SqlValue,
+} from '../sql/connection.js';
 
 /** A statement to send in knex's place, and where its reply goes. */
 interface Armed {

@@ -102,7 +102,8 @@ export interface TakeReply {
 /** The take's call after the transaction's BEGIN (`rwlock_section_take`, migration 009). */
 export const SECTION_TAKE = 'CALL rwlock_section_take(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
 /** The same take with the transaction's start, in place of its BEGIN (`rwlock_section_begin`, migration 012). */
-export const SECTION_BEGIN = 'CALL rwlock_section_begin(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+export const SECTION_BEGIN =
+  'CALL rwlock_section_begin(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
 
 /**
  * The whole take in one round trip: the bounds, every gate, every lock row, the log rows, sent by
