@@ -101,6 +101,7 @@ export async function acquireGroup(
     if (atOnce) return atOnce[taken.length]!;
     if (oneCall && taken.length === 0) {
       atOnce = await acquireAtOnce(ctx, oneCall, { deadline, signal });
+      await testSwitches.group.afterOneCall?.(atOnce !== null);
       if (atOnce) {
         if (signal?.aborted) throw new LockAbortedError(signal.reason);
         return atOnce[0]!;
