@@ -3,7 +3,8 @@
 // holds against single-resource locks, and a lost reply is settled all or none.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { createLockManager, LockTimeoutError, type LockManager } from '../src/index.js';
+import { createLockManager, LockTimeoutError, type LockGroup, type LockManager } from '../src/index.js';
+import { LIMITS } from '../src/options.js';
 import { CURRENT_PROCEDURES } from '../migrations/index.js';
 import { testSwitches } from '../src/test-switches.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
@@ -73,6 +74,22 @@ describe.skipIf(!TEST_PROCEDURES)('a free group: one acquire transaction', () =>
     const fencedGroup = await cost(one, () => locks.withLocks({ write: ['ga:a', 'ga:b'] }, async () => undefined));
     expect(fencedSingle).toEqual({ calls: 1, commits: 2 });
     expect(fencedGroup).toEqual(fencedSingle);
+    await locks.close();
+  });
+
+  it('the largest group (LIMITS.maxGroupResources, ids of 255 bytes) fits the one call', async () => {
+    const one = db.connect({ poolMax: 1 });
+    const locks = createLockManager({ knex: one });
+    const ids = Array.from({ length: LIMITS.maxGroupResources }, (_, i) => `gm:${String(i).padStart(252, '0')}`);
+    let group: LockGroup | undefined;
+    expect(
+      await cost(one, async () => {
+        group = await locks.acquireMany({ write: ids.slice(1), read: ids.slice(0, 1) });
+      }),
+    ).toEqual({ calls: 1, commits: 1 });
+    expect(new Set(group!.grants.map((g) => g.resourceId))).toEqual(new Set(ids));
+    expect(await group!.release()).toBe(true);
+    expect(await invariantViolations(db.knex)).toEqual([]);
     await locks.close();
   });
 
