@@ -158,6 +158,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '008_resource_gate',
       '009_section_take',
       '010_permits',
+      '011_group_acquire',
     ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',
