@@ -77,8 +77,10 @@ export function inResourceOrder<T extends { resource: Buffer }>(targets: readonl
 export type TraceAcquire = (t: Target, waitMs: number, run: () => Promise<HeldGrant>) => Promise<HeldGrant>;
 
 /**
- * Takes every target, one after another in resource byte order (every group waits in the same
- * order, so two groups cannot each hold what the other waits for), all within one `waitMs`. All or
+ * Takes every target: first, where it applies (`oneCallApplies`), all of them in one acquire
+ * transaction (`acquireAtOnce`), which grants all or none; else, or when that was refused, one
+ * after another in resource byte order (every group waits in the same order, so two groups cannot
+ * each hold what the other waits for), all within one `waitMs`. All or
  * nothing: when one cannot be taken (timeout, abort, error) those already taken are released, a
  * lost reply settled as `Grant.release` settles it, and the error is rethrown; a timeout names the
  * resource that was not granted and the whole `waitMs`.
