@@ -50,11 +50,11 @@ export async function acquireAtOnce(
   wait: { deadline: number; signal?: AbortSignal | undefined },
 ): Promise<HeldGrant[] | null> {
   const connectionWait = { what: `group acquire of ${targets.length} resources`, ...wait };
-  await checkSchemaVersion(ctx.knex);
-  await ensureReleasable(ctx);
   let tokens: Buffer[] = [];
   let grants: HeldGrant[] | null;
   try {
+    await checkSchemaVersion(ctx.knex);
+    await ensureReleasable(ctx);
     grants = await withRetries(
       ctx.policy,
       'group acquire',
@@ -70,6 +70,8 @@ export async function acquireAtOnce(
       (err) => settleLostGroup(ctx, targets, tokens, err),
     );
   } catch (err) {
+    // The acquire per resource answers these as it always does: it tries again (pausing while no
+    // connection can be had) until the deadline.
     if (err instanceof TransactionConflictError || err instanceof DatabaseUnreachableError) return null;
     if (err instanceof SchemaMissingError && errnoOf(err.cause) === ER_SP_DOES_NOT_EXIST) {
       // A database migrated only to version 10, which lock managers accept: no one-call acquire.
