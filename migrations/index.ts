@@ -10,6 +10,7 @@ import * as m007 from './007_utc_times.js';
 import * as m008 from './008_resource_gate.js';
 import * as m009 from './009_section_take.js';
 import * as m010 from './010_permits.js';
+import * as m011 from './011_group_acquire.js';
 import * as m012 from './012_section_begin.js';
 
 /** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
@@ -47,6 +48,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '008_resource_gate', up: m008.up, down: m008.down },
   { name: '009_section_take', up: m009.up, down: m009.down },
   { name: '010_permits', up: m010.up, down: m010.down },
+  { name: '011_group_acquire', up: m011.up, down: m011.down },
   { name: '012_section_begin', up: m012.up, down: m012.down },
 ];
 
@@ -56,6 +58,7 @@ export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = {
   ...m008.PROCEDURES,
   ...m009.PROCEDURES,
   ...m010.PROCEDURES,
+  ...m011.PROCEDURES,
   ...m012.PROCEDURES,
 };
 /** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */

@@ -52,6 +52,8 @@
  *   LOOKUP_COMMIT_SETTLE  a lost COMMIT is settled by a non-locking look-up, its COMMIT still in flight
  *   REPAIR_COUNT_FIRST repairLockCounts counts the live grants before it locks the lock row
  *   GROUP_KEEPS        a group that times out keeps the grants it took (not all or nothing)
+ *   GROUP_PARTIAL      the one-call group acquire commits its take of the first resource when the
+ *                      second is refused (a grant nobody holds)
  *   HEAL_NO_GUARD      the heal releases the grant it read as stale without checking it again
  *                      (still stale, same version) under the row lock
  *   HEAL_AGE_ONLY      the heal judges a grant by its age alone, ignoring an extended lease
@@ -252,6 +254,8 @@ hidden byte i, j, nw, nr, q, cw, cr;
 #define ROW_HELD(res) (rx[res] != 0)
 #endif
 #define CAN_ACQUIRE(w, res) (GATE_BUSY(w, res) || !ROW_HELD(res))
+/* A writer's take of res in the one-call group acquire: ACQUIRE's gate and guard (write) would grant it. */
+#define GROUP_FREE(res) (!GATE_BUSY(1, res) && (!db.ex[res] || (db.wc[res] == 0 && db.rc[res] == 0)))
 #if NC == 3
 #define IN_WINDOW(t) (win[0] == (t) || win[1] == (t) || win[2] == (t))
 #else
@@ -629,7 +633,7 @@ next:
        rr = ORDR(c, 0);
        if
        :: kind == 1 || kind == 3 -> goto take
-       :: kind == 2 -> goto gtake
+       :: kind == 2 -> goto gone
        :: else
        fi
      };
@@ -969,9 +973,38 @@ ssettle: skip;
      fi;
 
      /*
-      * A durable group (kind 2): one acquire per resource in the order of the ids, within one wait;
-      * one fence for all; all or nothing when a take times out.
+      * A durable group (kind 2). First the one-call acquire (rwlock_acquire_group, migration 011):
+      * one transaction decides both resources, in the order of the ids, as ACQUIRE decides each
+      * (gate included); both are taken, or none is (rolled back, no intent marked). It waits, as
+      * the acquire does, only on a lock row another transaction holds while its gate is free.
+      * Refused, the group takes the acquire per resource below, within the same wait.
       */
+gone:
+     /* or skipped: a manager without procedures, or a waiter of its own queued for a resource */
+     if :: skip :: goto gtake fi;
+     atomic {
+       /* rr: the first resource in the ids' order (set as the cycle began), 1 - rr the second */
+       CAN_ACQUIRE(1, rr) && (!GROUP_FREE(rr) || CAN_ACQUIRE(1, 1 - rr));
+       if
+       :: GROUP_FREE(rr) && GROUP_FREE(1 - rr) ->
+          ACQUIRE(TOK(c, k), 1, 0, g, rr); k++;
+          ACQUIRE(TOK(c, k), 1, 0, g2, 1 - rr); k++;
+          assert(g != 0 && g2 != 0); si = 2
+#ifdef GROUP_PARTIAL
+       /* the defect: the take of the first resource is committed when the second is refused */
+       :: GROUP_FREE(rr) && !GROUP_FREE(1 - rr) -> ACQUIRE(TOK(c, k), 1, 0, id, rr); id = 0
+#endif
+       :: else
+       fi;
+       CHECK()
+     };
+     if
+     :: si == 2 -> goto gheld
+     :: else ->
+        /* refused: the client drops the call's grant ids and tokens, so nothing may be live under them */
+        d_step { FIND(TOK(c, k), i); assert(i == NG || db.g[i].st != LIVE); i = 0 }
+     fi;
+     /* The acquire per resource: in the order of the ids, within one wait; all or nothing when a take times out. */
 gtake:
      atomic { CAN_ACQUIRE(1, ORDR(c, si)); rr = ORDR(c, si); ACQUIRE(TOK(c, k), 1, 1, id, rr); CHECK() };
      if
@@ -994,6 +1027,7 @@ gtake:
            END_CYCLE
         fi
      fi;
+gheld: skip;
      d_step { NOT_WAITING(c) };
      if
      :: d_step {

@@ -15,9 +15,15 @@ export const testSwitches: {
   /**
    * src/lock/group.ts: `callerOrder: true` takes a group's locks in the order the caller named them
    * instead of by resource bytes (any other order can deadlock); `afterFirst` is awaited once the
-   * first is held; `fenceFirstOnly: true` fences the group's first grant alone.
+   * first is held; `fenceFirstOnly: true` fences the group's first grant alone; `afterOneCall` is
+   * awaited once the one-call group acquire has answered (granted or not), before any fallback.
    */
-  group: { callerOrder: boolean; afterFirst: (() => Promise<void>) | undefined; fenceFirstOnly: boolean };
+  group: {
+    callerOrder: boolean;
+    afterFirst: (() => Promise<void>) | undefined;
+    fenceFirstOnly: boolean;
+    afterOneCall: ((granted: boolean) => Promise<void>) | undefined;
+  };
   /**
    * src/lock/section-*.ts: `idleBound: false` runs sections without the server's idle bound (the
    * paused-holder test); `guard: false` takes rows with a plain read that neither checks the counts
@@ -51,7 +57,7 @@ export const testSwitches: {
   session: { guard: true },
   unreachable: { retry: true },
   privilegeProbe: { probe: true },
-  group: { callerOrder: false, afterFirst: undefined, fenceFirstOnly: false },
+  group: { callerOrder: false, afterFirst: undefined, fenceFirstOnly: false, afterOneCall: undefined },
   acquire: { permitUnguarded: false },
   heal: { ageOnly: false },
   maintenance: { during: undefined, refused: undefined, noGate: false },

@@ -158,6 +158,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '008_resource_gate',
       '009_section_take',
       '010_permits',
+      '011_group_acquire',
       '012_section_begin',
     ]);
     const utc = {

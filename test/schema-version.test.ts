@@ -126,7 +126,12 @@ describe('migrate() and the procedures it keeps current', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit', ...SECTION_PROCEDURES]);
+    expect(left.map((r) => r.n)).toEqual([
+      'rwlock_acquire',
+      'rwlock_acquire_group',
+      'rwlock_acquire_permit',
+      ...SECTION_PROCEDURES,
+    ]);
   });
 });
 
@@ -157,7 +162,12 @@ describe('replacing procedures: one home', () => {
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
     // The permit and section routines are migrations 009's and 010's, from this database's first migrate(), untouched.
-    expect(left.map((r) => r.n)).toEqual(['rwlock_acquire', 'rwlock_acquire_permit', ...SECTION_PROCEDURES]);
+    expect(left.map((r) => r.n)).toEqual([
+      'rwlock_acquire',
+      'rwlock_acquire_group',
+      'rwlock_acquire_permit',
+      ...SECTION_PROCEDURES,
+    ]);
     // 006's down puts back version 5's routines; its up, again, the current ones.
     await m006.down(procs.knex);
     expect(normaliseRoutine(await shownAcquire(procs.knex))).toBe(normaliseRoutine(m002.PROCEDURES.rwlock_acquire!));

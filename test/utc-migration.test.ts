@@ -81,6 +81,7 @@ describe('migration 007 converts times written in a session zone', () => {
       '008_resource_gate',
       '009_section_take',
       '010_permits',
+      '011_group_acquire',
       '012_section_begin',
     ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.

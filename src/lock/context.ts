@@ -15,8 +15,11 @@ export interface LockContext {
   readonly scopes: Scopes;
   /** The owner as UTF-8, as the acquire sends it. */
   readonly ownerBytes: Buffer;
-  /** Whether acquires run as plain statements: set at start, or once 'auto' finds no procedure. */
-  readonly acquirePath: { statements: boolean };
+  /**
+   * Whether acquires run as plain statements: set at start, or once 'auto' finds no procedure;
+   * `perResourceGroups` once a durable group found no one-call acquire (migration 011).
+   */
+  readonly acquirePath: { statements: boolean; perResourceGroups?: boolean };
   /**
    * What one-commit sections need of the server, asked by the first section (see
    * `detectSectionServer`); `statements` once 'auto' found no section procedure (migration 009).

@@ -1,10 +1,17 @@
 import { errnoOf, translate } from '../sql/connection.js';
 import type { LockContext } from './context.js';
-import { InvalidOptionsError, LockInvariantError, LockLostError, LockTimeoutError } from '../errors.js';
+import {
+  InvalidOptionsError,
+  LockAbortedError,
+  LockInvariantError,
+  LockLostError,
+  LockTimeoutError,
+} from '../errors.js';
 import type { FenceExecutor, LockGroup } from './api.js';
 import type { FencedHold } from './fenced.js';
 import type { HeldGrant } from './grant.js';
 import { acquire, type Target } from './acquire.js';
+import { acquireAtOnce, oneCallApplies } from './group-acquire.js';
 import { LIMITS, optionsObject, permitOptions } from '../options.js';
 import { RELEASE_SQL, RELEASED_ROWS, releaseManyParams, releaseManySql, releaseParams } from '../sql/release.js';
 import { resourceKey } from './resource-id.js';
@@ -70,8 +77,10 @@ export function inResourceOrder<T extends { resource: Buffer }>(targets: readonl
 export type TraceAcquire = (t: Target, waitMs: number, run: () => Promise<HeldGrant>) => Promise<HeldGrant>;
 
 /**
- * Takes every target, one after another in resource byte order (every group waits in the same
- * order, so two groups cannot each hold what the other waits for), all within one `waitMs`. All or
+ * Takes every target: first, where it applies (`oneCallApplies`), all of them in one acquire
+ * transaction (`acquireAtOnce`), which grants all or none; else, or when that was refused, one
+ * after another in resource byte order (every group waits in the same order, so two groups cannot
+ * each hold what the other waits for), all within one `waitMs`. All or
  * nothing: when one cannot be taken (timeout, abort, error) those already taken are released, a
  * lost reply settled as `Grant.release` settles it, and the error is rethrown; a timeout names the
  * resource that was not granted and the whole `waitMs`.
@@ -87,11 +96,27 @@ export async function acquireGroup(
   const order = testSwitches.group.callerOrder ? targets : sorted;
   const deadline = performance.now() + waitMs;
   const taken: HeldGrant[] = [];
+  // Granted all at once (in sorted order): each grant is then handed out by its own target's trace.
+  let atOnce: HeldGrant[] | null = null;
+  const oneCall = order === sorted && oneCallApplies(ctx, sorted) ? sorted : null;
+  const take = async (t: Target, left: number): Promise<HeldGrant> => {
+    if (atOnce) return atOnce[taken.length]!;
+    if (oneCall && taken.length === 0) {
+      atOnce = await acquireAtOnce(ctx, oneCall, { deadline, signal });
+      await testSwitches.group.afterOneCall?.(atOnce !== null);
+      if (atOnce) {
+        if (signal?.aborted) throw new LockAbortedError(signal.reason);
+        return atOnce[0]!;
+      }
+      left = Math.max(0, Math.ceil(deadline - performance.now()));
+    }
+    return acquire(ctx, t, left, signal);
+  };
   try {
     for (const t of order) {
       const left = Math.max(0, Math.ceil(deadline - performance.now()));
       try {
-        taken.push(await trace(t, left, () => acquire(ctx, t, left, signal)));
+        taken.push(await trace(t, left, () => take(t, left)));
         if (taken.length === 1) await testSwitches.group.afterFirst?.();
       } catch (err) {
         throw err instanceof LockTimeoutError ? new LockTimeoutError(t.resourceId, t.mode, waitMs) : err;
@@ -100,7 +125,8 @@ export async function acquireGroup(
   } catch (err) {
     // Newest first; a release that cannot be settled is left to the reaper, and the caller learns
     // why the group was not granted.
-    for (const grant of taken.reverse()) await grant.release().catch(() => undefined);
+    const held = atOnce ?? taken;
+    for (const grant of [...held].reverse()) await grant.release().catch(() => undefined);
     throw err;
   }
   return new HeldGroup(sorted.map((t) => taken.find((g) => g.ref.resource.equals(t.resource)) as HeldGrant));

@@ -49,6 +49,11 @@ export class WaitQueues {
     this.#queues.get(resourceHex)?.tickets[0]?.kick();
   }
 
+  /** Whether a waiter of this manager is queued for the resource. */
+  has(resourceHex: string): boolean {
+    return this.#queues.has(resourceHex);
+  }
+
   /** Waiters queued in this manager, by resource (hex); for tests and diagnostics. */
   get size(): number {
     return this.#queues.size;

@@ -8,6 +8,8 @@ import type { LockMode } from '../types.js';
  * How an acquire runs: 'auto' calls the `rwlock_acquire` procedure and, if the database has none
  * (migrated with `procedures: false`), uses plain statements from then on; `false` never calls a
  * procedure (TiDB, Vitess, PlanetScale, or a policy against stored routines); `true` requires it.
+ * Under 'auto' and `true` a durable group of free resources is granted by one call of
+ * `rwlock_acquire_group` (migration 011); a database without it takes groups one acquire per resource.
  */
 export type ProceduresMode = 'auto' | boolean;
 

@@ -88,6 +88,12 @@ const controls: Control[] = [
     breaks: '(g==0)',
   },
   {
+    defect: 'a one-call group acquire that commits its first take when the second is refused',
+    define: 'GROUP_PARTIAL',
+    defines: GROUPS,
+    breaks: '(db.g[i].st!=1)',
+  },
+  {
     defect: "section groups taking rows in the caller's order (deadlock)",
     define: 'CALLER_ORDER',
     defines: SECTION_GROUPS,
