@@ -335,8 +335,9 @@ async function unguardedForTests(conn: RawConnection, resource: Buffer, ask: Per
     [resource],
   );
   if (row === undefined || row.w_count > 0 || Number(row.r_count) + ask.count > ask.limit) return false;
-  // Widen the window between the read and the write, as a slow client would.
-  await query(conn, 'DO SLEEP(0.002)');
+  // Widen the window between the read and the write, as a slow client would: wide enough that
+  // several of the control's 32 workers read the same count on a busy 2-core machine.
+  await query(conn, 'DO SLEEP(0.02)');
   return (
     (
       await query<{ affectedRows: number }>(
