@@ -10,8 +10,11 @@
 # and .ci/docs-orms.sh compiles and runs them as written in a new app).
 # Then the README's quick start (examples/quickstart.ts), compiled once, runs from the installed
 # tarball on Node 20, 22 and 24 (the `node` npm package: a real binary from the registry) against a
-# server found as pack-check.sh finds one. Per toolchain, .ci/consumer/legacy/ (a NestJS service) is
-# type-checked with experimentalDecorators as well. Prints a table (check, result, seconds); exits 1 on any
+# server found as pack-check.sh finds one. The docs' blocks are also compiled under each TypeScript's own
+# `tsc --init` options (for esnext and es2022) and each run on Node 20, 22 and 24 against that server, in one
+# database made from docs/examples.sql (.ci/consumer/run-blocks.mjs), with a planted failing block as
+# control. Per toolchain, .ci/consumer/legacy/ (a NestJS service) is type-checked with experimentalDecorators
+# as well. Prints a table (check, result, seconds); exits 1 on any
 # failure. npm installs are cached under ~/.cache/mysql-rwlock/consumer, keyed by exact versions
 # (resolved from the registry on every run, so a new release is picked up), and the type-checks are
 # incremental, their .tsbuildinfo kept there too (CONSUMER_MATRIX_INCREMENTAL=0: from scratch).
@@ -255,6 +258,31 @@ for app in "${apps[@]}"; do
     check "$(basename "$app")+$2" typecheck_cached "$app" "$2" &
   done
 done
+# The docs' blocks under `tsc --init`'s options, as a new project has them (target esnext,
+# exactOptionalPropertyTypes, noUncheckedIndexedAccess, verbatimModuleSyntax, ...): each TypeScript's own
+# `tsc --init` output, with the one edit its comments ask of a Node project ("types": ["node"]), in the app of
+# that TypeScript with the newest @types/node of the matrix. Each compiles the blocks for esnext (as written)
+# and for es2022 (what the pages say decorators, and `await using` before Node 24, need); the blocks then run
+# from these builds below.
+declare -A init_app=()
+for app in "${apps[@]}"; do init_app[$(basename "${app%%+*}")]=$app; done
+init_configs() {
+  local app=$1 tmp target
+  tmp=$(mktemp -d "$work/init.XXXXXX")
+  (cd "$tmp" && node "$app/node_modules/typescript/bin/tsc" --init > /dev/null) || return 1
+  sed -e 's/"types": \[\],/"types": ["node"],/' -e '0,/{/s//{\n  "include": ["src\/examples"],/' "$tmp/tsconfig.json" > "$app/tsconfig.init.json"
+  grep -q '"types": \["node"\]' "$app/tsconfig.init.json" || fail "$(basename "$app"): tsc --init wrote no \"types\": [] to edit"
+  echo '{ "extends": "./tsconfig.init.json", "compilerOptions": { "rootDir": "src/examples", "outDir": "out/esnext" } }' > "$app/tsconfig.init-esnext.json"
+  # The same sources: the esnext build has type-checked them.
+  echo '{ "extends": "./tsconfig.init.json", "compilerOptions": { "target": "es2022", "noCheck": true, "rootDir": "src/examples", "outDir": "out/es2022" } }' > "$app/tsconfig.init-es2022.json"
+}
+for ts in "${!init_app[@]}"; do
+  init_configs "${init_app[$ts]}"
+  for target in esnext es2022; do
+    slot
+    check "$ts+init-$target" typecheck "${init_app[$ts]}" "tsconfig.init-$target.json" &
+  done
+done
 await_jobs || true
 [ -z "$api_app" ] || cat "$work/results/exports-covered.log"
 
@@ -278,6 +306,78 @@ for major in "${NODES[@]}"; do
   check "quickstart+node@${version[node@$major]}" run_quickstart "$cache/node@${version[node@$major]}/node_modules/node/bin/node"
   cat "$work/results/quickstart+node@${version[node@$major]}.log"
 done
+
+step "the docs' blocks run against the server on Node ${NODES[*]} (.ci/consumer/run-blocks.mjs)"
+# As compiled for esnext by the first TypeScript of the matrix; decorators and `await using` before Node 24
+# also as compiled for es2022 by each.
+blocks_ts=${TYPESCRIPT[0]}
+blocks_app=${init_app[typescript@${version[typescript@$blocks_ts]}]}
+# Every build runs from the one app, so that a block's imports and the harness's are the same modules.
+lowered=()
+for ts in "${!init_app[@]}"; do
+  rm -rf "$blocks_app/out/es2022-$ts"
+  cp -r "${init_app[$ts]}/out/es2022" "$blocks_app/out/es2022-$ts" 2>/dev/null || true
+  lowered+=("out/es2022-$ts")
+done
+builds_ok=1
+for result in "$work"/results/*+init-*.result; do
+  read -r status _ < "$result"
+  [ "$status" = pass ] || builds_ok=0
+done
+cp .ci/consumer/run-blocks.mjs "$blocks_app/"
+run_blocks() { cd "$blocks_app" && MYSQL_URL=$db_url "$1" run-blocks.mjs src/examples out/esnext "$repo" "${lowered[@]}"; }
+for major in "${NODES[@]}"; do
+  name="docs-blocks+node@${version[node@$major]}"
+  if [ "$builds_ok" = 1 ]; then
+    check "$name" run_blocks "$cache/node@${version[node@$major]}/node_modules/node/bin/node"
+    sed -n '/^docs blocks on /,$p' "$work/results/$name.log"
+  else
+    echo "not run: a tsc --init build of the blocks failed (results below)" > "$work/results/$name.log"
+    echo "FAIL 0" > "$work/results/$name.result"
+  fi
+done
+# Negative control: a block that compiles but writes a column no table has fails the run, and is named.
+control() {
+  local dir="$blocks_app/control"
+  mkdir -p "$dir/src" "$dir/out"
+  printf "import type { LockManager } from 'mysql-rwlock';\ndeclare const locks: LockManager;\n\nawait locks.withWriteLock('loan:loan-42', (trx) => trx('payments').insert({ loan_id: 'loan-42', amount: 125 }));\nexport {};\n" > "$dir/src/control-L1.ts"
+  printf "await locks.withWriteLock('loan:loan-42', (trx) => trx('payments').insert({ loan_id: 'loan-42', amount: 125 }));\nexport {};\n" > "$dir/out/control-L1.js"
+  local out status=0
+  out=$(cd "$blocks_app" && MYSQL_URL=$db_url node run-blocks.mjs control/src control/out "$repo" "${lowered[@]}" 2>&1) || status=$?
+  echo "$out" | sed -n '/^docs blocks on /,$p'
+  [ "$status" = 1 ] && grep -q "^  FAIL      control-L1 .*Unknown column 'amount'" <<<"$out"
+}
+check "docs-blocks-control" control
+
+# An application pinned to node-cron 3, as docs/jobs.md describes it: npm nests node-cron 4.6+ under
+# the package (its own range), and the page's coordinator block, which every app above compiles, fails
+# against the application's node-cron 3 and its @types/node-cron 3 (whose ScheduleOptions have no
+# `distributed`), so the mismatch shows at build time rather than as a task that never runs.
+cron3() {
+  local app="$work/node-cron-3" block out
+  block=$(grep -l "distributed: true" "$work/app-src/src/examples"/docs-jobs-L*.ts | head -1)
+  [ -n "$block" ] || { echo "no docs/jobs.md block schedules a distributed task"; return 1; }
+  mkdir -p "$app/src"
+  cp "$block" "$app/src/"
+  cd "$app" || return 1
+  npm init -y > /dev/null && npm pkg set type=module || return 1
+  quiet npm install --no-audit --no-fund --prefer-offline "$tarball" "knex@$(pkg peerDependencies.knex)" \
+    "mysql2@$(pkg peerDependencies.mysql2)" node-cron@3 @types/node-cron@3 \
+    "typescript@${version[typescript@${TYPESCRIPT[0]}]}" "@types/node@${version[@types/node@${TYPES_NODE[0]}]}" || return 1
+  local mine nested
+  mine=$(node -p "require('./node_modules/node-cron/package.json').version") || return 1
+  nested=$(node -p "require('./node_modules/mysql-rwlock/node_modules/node-cron/package.json').version") || return 1
+  echo "the application's node-cron: $mine; nested under mysql-rwlock: $nested"
+  [[ $mine == 3.* && $nested =~ ^4\.([6-9]|[1-9][0-9])\. ]] || return 1
+  echo '{ "compilerOptions": { "strict": true, "noEmit": true, "target": "es2022", "module": "nodenext", "moduleResolution": "nodenext", "types": ["node"] }, "include": ["src"] }' > tsconfig.json
+  if out=$(node node_modules/typescript/bin/tsc -p tsconfig.json 2>&1); then
+    echo "the coordinator block compiled against node-cron 3"
+    return 1
+  fi
+  echo "$out"
+  grep -q "'distributed' does not exist in type 'ScheduleOptions'" <<<"$out"
+}
+check "node-cron-3-pinned-fails-to-build" cron3
 
 step "results"
 failed=0

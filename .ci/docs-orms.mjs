@@ -22,7 +22,7 @@ const __db = __knex({ client: 'mysql2', connection: __url });
 const __client = await connect(__url);
 try {
   await __createLockManager({ knex: __db }).withWriteGrant('loan:${name}', (grant) => repay(__client, grant, '${name}', 125));
-  const [__rows] = (await __db.raw('SELECT repaid FROM loans WHERE id = ?', ['${name}'])) as unknown as [Array<{ repaid: number }>];
+  const [__rows] = (await __db.raw('SELECT repaid_cents AS repaid FROM loans WHERE id = ?', ['${name}'])) as unknown as [Array<{ repaid: number }>];
   console.log(\`${name}: repaid \${__rows[0]?.repaid}\`);
 } finally {
   const __c = __client as unknown as Record<string, (() => Promise<unknown>) | { end(): Promise<unknown> } | undefined>;

@@ -16,12 +16,19 @@ step "a clone of HEAD ($(git rev-parse --short HEAD))"
 git clone --quiet --no-hardlinks "$PWD" "$work/mysql-rwlock"
 [ ! -e "$work/mysql-rwlock/dist" ] || fail "the clone holds a dist/: the check would prove nothing"
 
-step "npm install git+file://…/mysql-rwlock knex mysql2 in a scratch app"
+step "the README's install line, with the clone's URL and HEAD, in a scratch app"
+# The one ```sh line of the README's "## Install" section, its placeholder URL and ref replaced.
+line=$(awk '/^## Install$/ { on = 1; next } /^## / { on = 0 } on && /^```sh$/ { block = 1; next } block && /^```$/ { exit } block' README.md)
+[ "$(wc -l <<<"$line")" = 1 ] || fail "the README's Install section has not exactly one line in its sh block: $line"
+placeholder='git+https://…/mysql-rwlock.git#<ref>'
+[[ $line == "npm install $placeholder "* ]] || fail "the README's install line is not 'npm install $placeholder …': $line"
+read -ra args <<<"${line#"npm install $placeholder "}"
+echo "npm install git+file://$work/mysql-rwlock#$(git rev-parse HEAD) ${args[*]}"
 mkdir "$work/app"
 cd "$work/app"
 npm init -y > /dev/null
 npm pkg set type=module
-npm install --no-audit --no-fund --prefer-offline "git+file://$work/mysql-rwlock" knex mysql2 > npm.log 2>&1 \
+npm install --no-audit --no-fund --prefer-offline "git+file://$work/mysql-rwlock#$(git -C "$work/mysql-rwlock" rev-parse HEAD)" "${args[@]}" > npm.log 2>&1 \
   || { cat npm.log >&2; fail "npm install from git"; }
 npm ls --depth=0
 

@@ -52,7 +52,7 @@ for required in package/package.json package/README.md package/LICENSE package/s
   package/dist/src/index.js package/dist/src/index.d.ts package/dist/src/observability/prometheus.js package/dist/migrations/index.js package/dist/jobs/reaper.js package/dist/src/cli/bin.js; do
   grep -qx "$required" <<<"$files" || fail "$required is not in the tarball"
 done
-if grep -Ev '^package/(package\.json|README\.md|LICENSE|CONTRIBUTING\.md|CHANGELOG\.md|examples/quickstart\.ts|examples/nestjs/[a-z.]+\.ts|docs/.+\.(md|png)|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
+if grep -Ev '^package/(package\.json|README\.md|LICENSE|CONTRIBUTING\.md|CHANGELOG\.md|examples/quickstart\.ts|examples/nestjs/[a-z.-]+\.ts|docs/.+\.(md|png|sql)|sql/[^/]+\.sql|dist/(src|migrations|jobs)/.+\.(js|d\.ts))$' <<<"$files"; then
   fail "the tarball holds files beyond what runs and its documentation (listed above)"
 fi
 

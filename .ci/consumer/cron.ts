@@ -4,6 +4,8 @@
 import type { LockManager } from 'mysql-rwlock';
 import {
   createRunCoordinator,
+  fireResourceId,
+  HASHED_KEY_MARK,
   type ExclusiveOptions,
   type ExclusiveResult,
   type RunCoordinatorOptions,
@@ -20,3 +22,7 @@ export async function nightly(): Promise<number> {
   const result: ExclusiveResult<number> = await locks.runExclusive('invoices:nightly', async () => 1, job);
   return result.ran ? result.value : 0;
 }
+
+// A fire's resource id: the prefix and node-cron's key, or its hash when that would be too long.
+export const fireId: string = fireResourceId('cron:', `${'report'.repeat(60)}:2026-11-27T03:00:00.000Z`);
+export const hashed: boolean = fireId.startsWith(`cron:${HASHED_KEY_MARK}`);

@@ -5,6 +5,7 @@
 // When the entry changes: edit the import list, then the one line per name below (grouped as the
 // entry groups them). Nothing here runs; it only has to compile.
 import type { Knex } from 'knex';
+import { fromKnex } from 'mysql-rwlock/adapters';
 import {
   createLockManager,
   type LockManager,
@@ -52,6 +53,9 @@ import {
   UnsupportedSettingError,
   ResourceKindError,
   PermitLimitError,
+  LeadershipError,
+  type Campaign,
+  type Term,
 } from 'mysql-rwlock';
 
 // The lock client.
@@ -163,14 +167,30 @@ export function describeError(err: unknown): string {
     UnsupportedSettingError,
     ResourceKindError,
     PermitLimitError,
+    LeadershipError,
   ];
   if (err instanceof PrivilegeError) return `${err.code}: ${err.denied} (role ${err.role ?? 'unknown'})`;
   if (err instanceof DatabaseUnreachableError && err.grantId !== null)
     return `${err.code}: grant ${err.grantId} left live`;
   if (err instanceof UnsupportedSettingError) return `${err.code}: ${err.setting}`;
   if (err instanceof PermitLimitError) return `${err.code}: asked ${err.asked}, held under ${err.heldLimit}`;
+  if (err instanceof LeadershipError)
+    return `${err.code}: ${err.leaderName} (${err.reason}, term ${err.term ?? 'none'})`;
   if (err instanceof ResourceKindError) return `${err.code}: ${err.resourceId} refused for ${err.asked}`;
   const known: RwLockError | undefined = err instanceof RwLockError ? err : undefined;
   const named = classes.find((c) => err instanceof c)?.name;
   return known ? `${known.code} ${named ?? known.name}: ${known.message}` : String(err);
+}
+
+// Leadership: a campaign, its terms, and the leader as others see it.
+export async function lead(locks: LockManager, db: Knex): Promise<void> {
+  const campaign: Campaign = await locks.campaign('outbox', async (term: Term) => {
+    if (!term.signal.aborted) await db.transaction((trx) => term.fence(fromKnex(trx)));
+    console.log(term.name, term.id, term.owner);
+  });
+  console.log(campaign.name, campaign.term?.id, (await locks.leader('outbox'))?.owner);
+  const { terms, next } = await locks.terms('outbox', { limit: 5 });
+  for (const t of terms) console.log(t.term, t.owner, t.since, t.endedAt, t.leaseUntil, t.how, t.releaser, t.reason);
+  console.log(next);
+  await campaign.close();
 }

@@ -2,7 +2,7 @@
 // and used (see index.ts beside this file for why and how to update it). @opentelemetry/api is the
 // app's, an optional peer of mysql-rwlock.
 import type { Knex } from 'knex';
-import { trace } from '@opentelemetry/api';
+import { metrics, trace } from '@opentelemetry/api';
 import {
   instrumentLocks,
   SPANS,
@@ -17,9 +17,10 @@ export async function spans(db: Knex): Promise<string> {
     knex: db,
     dbSystem: 'mariadb',
     recordResourceIds: false,
+    meterProvider: metrics.getMeterProvider(),
   };
   const handle: LockInstrumentation = instrumentLocks(options);
   await handle.ready;
   handle.disable();
-  return `${TRACER_NAME}: ${SPANS.acquire} ${SPANS.hold} ${SPANS.fence} ${SPANS.release} ${SPANS.reap}`;
+  return `${TRACER_NAME}: ${SPANS.acquire} ${SPANS.hold} ${SPANS.fence} ${SPANS.release} ${SPANS.reap} ${SPANS.term}`;
 }
