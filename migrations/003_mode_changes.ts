@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
-import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditional-ddl.js';
+import type { AddedInPlace } from './conditional-ddl.js';
+import { frozen } from './index.js';
 
 /**
  * Version 3: `t_lock_log.mode_changed_at`, when a grant was downgraded from write to read (or
@@ -8,18 +8,9 @@ import { runOnOneConnection, unlessPresent, type AddedInPlace } from './conditio
  *
  * Written as plain statements that add the column only when it is missing, so `up` stays
  * idempotent on MySQL (which has no ADD COLUMN IF NOT EXISTS) and sql/schema.sql can carry them.
+ *
+ * Its DDL is frozen in migrations/sql/003_mode_changes.ts; this module gives it the names it had.
  */
-export const ADDS: AddedInPlace = { kind: 'column', table: 't_lock_log', name: 'mode_changed_at' };
-
-export const STATEMENTS: readonly string[] = unlessPresent(
-  ADDS,
-  'ALTER TABLE t_lock_log ADD COLUMN mode_changed_at DATETIME(6) NULL DEFAULT NULL',
-);
-
-export async function up(knex: Knex): Promise<void> {
-  await runOnOneConnection(knex, STATEMENTS);
-}
-
-export async function down(knex: Knex): Promise<void> {
-  await knex.raw('ALTER TABLE t_lock_log DROP COLUMN mode_changed_at');
-}
+const m = frozen('003_mode_changes');
+export const ADDS: AddedInPlace = m.ADDS[0]!;
+export const { STATEMENTS, up, down } = m;

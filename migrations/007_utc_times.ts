@@ -1,14 +1,4 @@
-import type { Knex } from 'knex';
-import { PROCEDURES as V6 } from './006_invoker_routines.js';
-import { replaceProcedures } from './procedures.js';
-
-/**
- * The clock every statement of the library writes and compares grant times with: the server's
- * UTC, which no session's `time_zone` and no daylight-saving change moves. Statements and routines
- * are built from this one constant (src/sql/clock.ts re-exports it; test/utc-clock.test.ts checks
- * that no other clock is left in them).
- */
-export const DB_NOW = 'UTC_TIMESTAMP(6)';
+import { frozen, ROW_CONVERSIONS } from './index.js';
 
 /**
  * Version 7: grant times in UTC.
@@ -46,21 +36,15 @@ export const DB_NOW = 'UTC_TIMESTAMP(6)';
  * this release writes UTC: for as long as both run, ages are off by the zone's offset (an earlier
  * release's reaper on a zone ahead of UTC reaps fresh grants). Stop every process of an earlier
  * release (reapers first), migrate, then start this release; on a UTC server the order does not
- * matter. docs/operating.md says the same for operators.
+ * matter. docs/clock.md says the same for operators.
+ *
+ * Its DDL is frozen in migrations/sql/007_utc_times.ts; this module gives it the names it had.
  */
-export const PROCEDURES: Readonly<Record<string, string>> = {
-  rwlock_acquire: V6.rwlock_acquire!.replaceAll('NOW(6)', DB_NOW),
-};
-if (PROCEDURES.rwlock_acquire === V6.rwlock_acquire || PROCEDURES.rwlock_acquire!.includes('NOW('))
-  throw new Error('migration 007: the acquire procedure text did not match');
+/** The database clock, as this module exported it before its home moved to src/sql/clock.ts. */
+export { DB_NOW } from '../src/sql/clock.js';
 
-/** The column default, in place (instant on both servers: only the table's metadata changes). */
-export const STATEMENTS: readonly string[] = [
-  `ALTER TABLE t_lock_log ALTER COLUMN create_time SET DEFAULT (${DB_NOW})`,
-];
-
-const NAME = '007_utc_times';
-const TO_UTC = (column: string): string => `${column} = CONVERT_TZ(${column}, @@session.time_zone, '+00:00')`;
+const m = frozen('007_utc_times');
+export const { PROCEDURES, STATEMENTS, up, down } = m;
 
 /** Every time column the schema has, by table: what the conversion shifts. */
 export const TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
@@ -69,60 +53,7 @@ export const TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
   t_lock_release_note: ['released_at'],
 };
 
-/**
- * The conversion, each statement guarded by the absence of this migration's record; run in one
- * transaction that also writes the record (sql/schema.sql carries them the same way).
- */
+/** The conversion, each statement guarded by the absence of this migration's record in `migrationTable`. */
 export function conversion(migrationTable: string): readonly string[] {
-  const notYet = `NOT EXISTS (SELECT 1 FROM ${migrationTable} WHERE name = '${NAME}')`;
-  return Object.entries(TIME_COLUMNS).map(
-    ([table, columns]) =>
-      `UPDATE ${table} SET ${columns.map(TO_UTC).join(', ')} WHERE ${notYet} AND (${columns.map((c) => `${c} IS NOT NULL`).join(' OR ')})`,
-  );
-}
-
-async function exists(knex: Knex, name: string): Promise<boolean> {
-  const [rows] = (await knex.raw(
-    "SELECT COUNT(*) AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = ?",
-    [name],
-  )) as unknown as [Array<{ n: number | string }>];
-  return Number(rows[0]?.n) > 0;
-}
-
-/** migrations/index.ts's MigrationOptions (not imported: the index imports this file). */
-interface UpOptions {
-  procedures: boolean;
-  record?: { table: string; batch: number };
-}
-
-export async function up(knex: Knex, options: UpOptions = { procedures: true }): Promise<void> {
-  // With `procedures: false` a routine an earlier migration left is still replaced, so it cannot keep
-  // writing local times; none is created.
-  const wanted: Record<string, string> = {};
-  for (const [name, ddl] of Object.entries(PROCEDURES))
-    if (options.procedures || (await exists(knex, name))) wanted[name] = ddl;
-  await replaceProcedures(knex, wanted);
-  for (const sql of STATEMENTS) await knex.raw(sql);
-  // Converted once: migrate() passes where it records migrations. Without it (a direct call of
-  // `up`) there is no record to tell a second run by, and the rows are left as they are.
-  const record = options.record;
-  if (record === undefined) return;
-  await knex.transaction(async (trx) => {
-    const [recorded] = (await trx.raw(`SELECT COUNT(*) AS n FROM ${record.table} WHERE name = ? FOR UPDATE`, [
-      NAME,
-    ])) as unknown as [Array<{ n: number | string }>];
-    if (Number(recorded[0]?.n) > 0) return;
-    for (const sql of conversion(record.table)) await trx.raw(sql);
-    // migrate() then finds it recorded and does not record it again.
-    await trx.raw(`INSERT INTO ${record.table} (name, batch, migration_time) VALUES (?, ?, CURRENT_TIMESTAMP)`, [
-      NAME,
-      record.batch,
-    ]);
-  });
-}
-
-/** Back to version 6's acquire and the local default. Rows stay in UTC: a reverse shift is the operator's call. */
-export async function down(knex: Knex): Promise<void> {
-  await replaceProcedures(knex, { rwlock_acquire: V6.rwlock_acquire! });
-  await knex.raw('ALTER TABLE t_lock_log ALTER COLUMN create_time SET DEFAULT (CURRENT_TIMESTAMP(6))');
+  return ROW_CONVERSIONS(migrationTable).find((c) => c.name === m.name)!.statements;
 }

@@ -1,5 +1,4 @@
-import type { Knex } from 'knex';
-import { replaceProcedures } from './procedures.js';
+import { frozen } from './index.js';
 
 /**
  * Version 12: a one-commit section's BEGIN and take in one call.
@@ -15,24 +14,7 @@ import { replaceProcedures } from './procedures.js';
  *
  * Lock managers do not need this version: where the procedure is missing a section sends its BEGIN
  * and its take apart, as version 9 has them.
+ *
+ * Its DDL is frozen in migrations/sql/012_section_begin.ts; this module gives it the names it had.
  */
-export const PROCEDURES: Readonly<Record<string, string>> = {
-  rwlock_section_begin: `CREATE PROCEDURE rwlock_section_begin(
-  IN p_resources BLOB, IN p_kinds VARCHAR(64) CHARACTER SET ascii, IN p_owner VARCHAR(255) CHARACTER SET utf8mb4,
-  IN p_tokens VARBINARY(1024), IN p_idle_sec INT UNSIGNED, IN p_lock_wait_sec INT UNSIGNED, IN p_intent_ms INT UNSIGNED)
-  SQL SECURITY INVOKER
-BEGIN
-  START TRANSACTION;
-  CALL rwlock_section_take(p_resources, p_kinds, p_owner, p_tokens, p_idle_sec, p_lock_wait_sec, p_intent_ms);
-END`,
-};
-
-export async function up(knex: Knex, options = { procedures: true }): Promise<void> {
-  if (!options.procedures) return;
-  await replaceProcedures(knex, PROCEDURES);
-}
-
-/** Back to version 11: sections send their BEGIN and their take apart. */
-export async function down(knex: Knex): Promise<void> {
-  for (const name of Object.keys(PROCEDURES)) await knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
-}
+export const { PROCEDURES, up, down } = frozen('012_section_begin');

@@ -1,17 +1,8 @@
 import type { Knex } from 'knex';
 import type { AddedInPlace, CreatedIndex } from './conditional-ddl.js';
-import * as m001 from './001_lock_tables.js';
-import * as m002 from './002_acquire_v2.js';
-import * as m003 from './003_mode_changes.js';
-import * as m004 from './004_release_notes.js';
-import * as m005 from './005_history_index.js';
-import * as m006 from './006_invoker_routines.js';
-import * as m007 from './007_utc_times.js';
-import * as m008 from './008_resource_gate.js';
-import * as m009 from './009_section_take.js';
-import * as m010 from './010_permits.js';
-import * as m011 from './011_group_acquire.js';
-import * as m012 from './012_section_begin.js';
+import { CURRENT_ROUTINES } from '../src/sql/routines.js';
+import { frozenMigration, type FrozenMigration } from './run.js';
+import { RELEASED } from './sql/index.js';
 
 /** migrate()'s own bookkeeping table (knex's layout), which lock managers also read to check the schema's version. */
 export const MIGRATION_TABLE = 'rwlock_migrations';
@@ -32,53 +23,66 @@ export interface Migration {
   down(knex: Knex): Promise<void>;
 }
 
-/**
- * Every migration, in order. Migrations are immutable once released; changes come as new files.
- * Each `up` is idempotent (CREATE ... IF NOT EXISTS, procedures dropped and recreated), so running
- * them all again in order rebuilds whatever a schema lacks.
- */
-export const MIGRATIONS: readonly Migration[] = [
-  { name: '001_lock_tables', up: m001.up, down: m001.down },
-  { name: '002_acquire_v2', up: m002.up, down: m002.down },
-  { name: '003_mode_changes', up: m003.up, down: m003.down },
-  { name: '004_release_notes', up: m004.up, down: m004.down },
-  { name: '005_history_index', up: m005.up, down: m005.down },
-  { name: '006_invoker_routines', up: m006.up, down: m006.down },
-  { name: '007_utc_times', up: m007.up, down: m007.down },
-  { name: '008_resource_gate', up: m008.up, down: m008.down },
-  { name: '009_section_take', up: m009.up, down: m009.down },
-  { name: '010_permits', up: m010.up, down: m010.down },
-  { name: '011_group_acquire', up: m011.up, down: m011.down },
-  { name: '012_section_begin', up: m012.up, down: m012.down },
-];
+const byName = new Map<string, FrozenMigration>();
 
-/** The procedures the current schema has, by name: each from the newest migration that defines it. */
-export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = {
-  ...m007.PROCEDURES,
-  ...m008.PROCEDURES,
-  ...m009.PROCEDURES,
-  ...m010.PROCEDURES,
-  ...m011.PROCEDURES,
-  ...m012.PROCEDURES,
-};
+/** An earlier migration's text of a procedure: what a `down` restores. */
+function earlier(migration: string, procedure: string): string {
+  const ddl = byName.get(migration)?.PROCEDURES[procedure];
+  if (ddl === undefined) throw new Error(`migration ${migration} has no procedure ${procedure}`);
+  return ddl;
+}
+
+/** Every released migration, read from its frozen text (migrations/sql/), in order. */
+export const FROZEN: readonly FrozenMigration[] = RELEASED.map(({ name, text }) => {
+  const m = frozenMigration(name, text, earlier);
+  byName.set(name, m);
+  return m;
+});
+
+/** A released migration by name: what the per-version modules (001_lock_tables.ts, …) export. */
+export function frozen(name: string): FrozenMigration {
+  const m = byName.get(name);
+  if (m === undefined) throw new Error(`no released migration ${name}`);
+  return m;
+}
+
+/**
+ * Every migration, in order. Migrations are immutable once released (their texts are frozen and
+ * pinned); changes come as new ones. Each `up` is idempotent (CREATE ... IF NOT EXISTS, procedures
+ * dropped and recreated), so running them all again in order rebuilds whatever a schema lacks.
+ */
+export const MIGRATIONS: readonly Migration[] = FROZEN.map(({ name, up, down }) => ({ name, up, down }));
+
+/** The procedures the current schema has, by name: built from the decision's pieces (src/sql/routines.ts). */
+export const CURRENT_PROCEDURES: Readonly<Record<string, string>> = CURRENT_ROUTINES;
+
+/**
+ * What the frozen texts leave each procedure at: the newest migration's text of each, and which
+ * migration that is; retired procedures left out. test/unit/migration-texts.test.ts holds it equal
+ * to CURRENT_PROCEDURES, so that the pieces and the released schema cannot drift apart.
+ */
+export const FROZEN_PROCEDURES: Readonly<Record<string, { ddl: string; from: string }>> = (() => {
+  const out: Record<string, { ddl: string; from: string }> = {};
+  for (const m of FROZEN) {
+    for (const name of m.RETIRED_PROCEDURES) delete out[name];
+    for (const [name, ddl] of Object.entries(m.PROCEDURES)) out[name] = { ddl, from: m.name };
+  }
+  return out;
+})();
 /** Procedures earlier migrations created and a later one dropped: `migrate` drops them again if they reappear. */
-export const RETIRED_PROCEDURES: readonly string[] = m006.RETIRED_PROCEDURES;
-/** The tables the current schema has: created by the first, fourth and eighth migrations, then altered in place by these statements. */
-export const CURRENT_TABLES: readonly string[] = [...m001.TABLES, ...m004.TABLES, ...m008.TABLES];
-export const TABLE_CHANGES: readonly string[] = [
-  ...m003.STATEMENTS,
-  ...m005.STATEMENTS,
-  ...m007.STATEMENTS,
-  ...m010.STATEMENTS,
-];
+export const RETIRED_PROCEDURES: readonly string[] = FROZEN.flatMap((m) => m.RETIRED_PROCEDURES);
+/** The tables the current schema has, as created (version 1, 4, 8), then altered in place by these statements. */
+export const CURRENT_TABLES: readonly string[] = FROZEN.flatMap((m) => m.TABLES);
+export const TABLE_CHANGES: readonly string[] = FROZEN.flatMap((m) => m.STATEMENTS);
 /** Rows converted once, guarded by the record of their migration in `table` (sql/schema.sql carries them). */
-export const ROW_CONVERSIONS = (table: string): readonly { name: string; statements: readonly string[] }[] => [
-  { name: '007_utc_times', statements: m007.conversion(table) },
-];
+export const ROW_CONVERSIONS = (table: string): readonly { name: string; statements: readonly string[] }[] => {
+  if (table !== MIGRATION_TABLE) throw new Error(`the frozen row conversions check ${MIGRATION_TABLE}, not ${table}`);
+  return FROZEN.filter((m) => m.CONVERSION.length > 0).map((m) => ({ name: m.name, statements: m.CONVERSION }));
+};
 /** What those statements add to the tables, so that `migrate` can tell when one was dropped. */
-export const ADDED_IN_PLACE: readonly AddedInPlace[] = [m003.ADDS, m005.ADDS, m010.ADDS_LIMIT, m010.ADDS_PERMITS];
+export const ADDED_IN_PLACE: readonly AddedInPlace[] = FROZEN.flatMap((m) => m.ADDS);
 /** The indexes the tables were created with, and how to build each again in place. */
-export const CREATED_INDEXES: readonly CreatedIndex[] = [...m001.INDEXES, ...m004.INDEXES];
+export const CREATED_INDEXES: readonly CreatedIndex[] = FROZEN.flatMap((m) => m.INDEXES);
 
 /**
  * The newest migration the lock client's statements depend on: version 2's acquire (version 1's

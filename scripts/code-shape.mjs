@@ -12,12 +12,14 @@
 //    token (the comment above it left out) to its last. One over 80 lines is flagged, and counts
 //    as "reason given" when the comments just above it (its JSDoc and // lines; for a const, those
 //    above the `const`; for an overloaded method, above any of its signatures) say "Longer than 80
-//    lines on purpose", any case, followed by the reason, as src/lock/section-attempt.ts does. For
+//    lines on purpose", any case, followed by the reason, as src/lock/sections/section-attempt.ts does. For
 //    an exported function, put it in // lines above the JSDoc: the JSDoc is the API reference's.
 // 4. Imports between the folders of src/ (a top-level module counts as its own folder), `import`
 //    and `export ... from` alike, type-only ones counted apart; then every import that goes
 //    against the layers (LAYERS below: a module may import its own layer or a lower one), and the
-//    imports that leave src/.
+//    imports that leave src/; then the imports between the rooms of src/lock/ (LOCK_ROOMS) and any
+//    that runs up their order.
+// 5. The file names used more than once in src/ (index.ts and README.md aside).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,12 +38,22 @@ const REASON = new RegExp(`longer than ${FUNCTION_LIMIT} lines on purpose`, 'i')
 const LAYERS = [
   {
     name: 'base',
-    units: ['src/errors.ts', 'src/options.ts', 'src/options', 'src/types.ts', 'src/test-switches.ts', 'src/sql'],
+    units: [
+      'src/errors.ts',
+      'src/error-base.ts',
+      'src/errors-setup.ts',
+      'src/options.ts',
+      'src/options',
+      'src/types.ts',
+      'src/test-switches.ts',
+      'src/sql',
+      // src/contract/README.md: the types an application holds and the channels, which both the lock and
+      // the layers above it import.
+      'src/contract',
+    ],
   },
-  // src/jobs/README.md: "the manager hands it the acquire, the fenced work and the in-flight count", and
-  // `maintenance.ts` is "a manager's `maintenance: true`": the manager runs them, so they sit beside it.
-  // They keep their leases with the lock's `keepLeaseAhead`, so lock and jobs import each other (run time).
-  { name: 'lock', units: ['src/lock', 'src/admin', 'src/jobs'] },
+  // src/lock/scheduled/ (the manager's runExclusive and maintenance) runs src/admin/'s reap and purge.
+  { name: 'lock', units: ['src/lock', 'src/admin'] },
   {
     name: 'built on the lock',
     units: [
@@ -49,7 +61,8 @@ const LAYERS = [
       'src/adapters',
       'src/decorators',
       'src/nestjs',
-      'src/reaper',
+      'src/cron',
+      'src/reaper-daemon',
       'src/cli',
       'src/dashboard',
     ],
@@ -57,14 +70,18 @@ const LAYERS = [
   { name: 'entry', units: ['src/index.ts'] },
 ];
 
-/** Modules whose folder README puts them in a lower layer than their folder, with the words that do. */
-const PLACED = {
-  // Needed while src/options/ (base) types `onLockLost` with api.ts's `LockLostHandler`, a function of a Grant.
-  'src/lock/api.ts': [
-    'base',
-    'src/lock/README.md: the types an application holds are declared in api.ts "so that nothing the grant depends on depends on it back"',
-  ],
-};
+/**
+ * Modules whose folder README puts them in a lower layer than their folder, as
+ * `'src/folder/file.ts': ['layer', 'the README's words that do']`. None today: src/contract/ holds
+ * what used to need it.
+ */
+const PLACED = {};
+
+/**
+ * The rooms of src/lock/, top down, as src/lock/README.md lists them: a room may import its own
+ * modules and the rooms below it, never one above.
+ */
+const LOCK_ROOMS = ['manager', 'leader', 'groups', 'sections', 'scheduled', 'fence', 'durable', 'context', 'waiting'];
 
 const rel = (path) => relative(repo, path).split(sep).join('/');
 
@@ -203,7 +220,7 @@ console.log(
 
 const layerIndex = new Map(LAYERS.map((l, i) => [l.name, i]));
 
-/** src/lock/grant.ts -> src/lock; src/options.ts -> src/options.ts. */
+/** src/lock/durable/grant.ts -> src/lock; src/options.ts -> src/options.ts. */
 function unitOf(file) {
   const parts = rel(file).split('/');
   return parts.length === 2 ? parts.join('/') : parts.slice(0, 2).join('/');
@@ -258,7 +275,7 @@ for (const i of imports.filter((i) => i.inside && unitOf(i.from) !== unitOf(i.to
 console.log(`\n4. Imports between the folders of src/ (a module may import its own layer or a lower one)\n`);
 console.log('Layers, lowest first:');
 LAYERS.forEach((l, i) => console.log(`  ${i}. ${l.name}: ${l.units.join(', ')}`));
-console.log('Modules placed below their folder by its README:');
+if (Object.keys(PLACED).length > 0) console.log('Modules placed below their folder by its README:');
 for (const [file, [layer, why]] of Object.entries(PLACED)) console.log(`  ${file}: ${layer} (${why})`);
 console.log('');
 const keyWidth = Math.max(...[...pairs.keys()].map((k) => k.length)) + 2;
@@ -283,3 +300,38 @@ const outside = imports.filter((i) => !i.inside);
 console.log(`\nImports that leave src/: ${outside.length === 0 ? 'none' : outside.length}`);
 for (const i of outside)
   console.log(`  ${rel(i.from)}:${i.line} imports ${rel(i.to)}${i.typeOnly ? ' (type-only)' : ''}`);
+
+// ---- 4b. the rooms of src/lock/
+
+const lockDir = join(src, 'lock') + sep;
+const roomOf = (file) => (file.startsWith(lockDir) ? relative(lockDir, file).split(sep)[0] : undefined);
+const roomPairs = new Map();
+const roomsUp = [];
+for (const i of imports) {
+  const [a, b] = [roomOf(i.from), roomOf(i.to)];
+  if (a === undefined || b === undefined || a === b) continue;
+  for (const room of [a, b])
+    if (!LOCK_ROOMS.includes(room))
+      throw new Error(`src/lock/${room} is no room: add it to LOCK_ROOMS in scripts/code-shape.mjs`);
+  roomPairs.set(`${a} -> ${b}`, (roomPairs.get(`${a} -> ${b}`) ?? 0) + 1);
+  if (LOCK_ROOMS.indexOf(b) < LOCK_ROOMS.indexOf(a)) roomsUp.push(i);
+}
+console.log(`\nThe rooms of src/lock/, top down: ${LOCK_ROOMS.join(', ')}`);
+for (const [key, n] of [...roomPairs].sort(([a], [b]) => a.localeCompare(b)))
+  console.log(`  ${key.padEnd(26)} ${n} import${n === 1 ? '' : 's'}`);
+console.log(`Against the rooms' order: ${roomsUp.length === 0 ? 'none' : roomsUp.length}`);
+for (const i of roomsUp) console.log(`  ${rel(i.from)}:${i.line} imports ${rel(i.to)}`);
+
+// ---- 5. file names
+
+// A module's name says what it holds wherever it is read (a stack trace, an import, a search): two
+// modules of one name are two things under one word. index.ts (an entry point's folder module) and
+// README.md are the same kind of thing in every folder.
+const SAME_KIND = new Set(['index.ts', 'README.md']);
+const byName = new Map();
+for (const f of allFiles) if (!SAME_KIND.has(f.name)) byName.set(f.name, [...(byName.get(f.name) ?? []), rel(f.path)]);
+const repeated = [...byName].filter(([, paths]) => paths.length > 1);
+console.log(
+  `\n5. File names used more than once in src/ (index.ts and README.md aside): ${repeated.length === 0 ? 'none' : repeated.length}`,
+);
+for (const [name, paths] of repeated) console.log(`  ${name}: ${paths.join(', ')}`);

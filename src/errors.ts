@@ -1,12 +1,7 @@
-/** Base class of every error this library throws on purpose. `code` is stable across releases. */
-export class RwLockError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
-  }
-}
+import { RwLockError } from './error-base.js';
+
+export { RwLockError };
+export * from './errors-setup.js';
 
 /** The resource id is not a non-empty, well-formed string of at most 255 UTF-8 bytes. */
 export class InvalidResourceIdError extends RwLockError {
@@ -26,12 +21,31 @@ export class InvalidOptionsError extends RwLockError {
 export class LockTimeoutError extends RwLockError {
   readonly resourceId: string;
   readonly waitMs: number;
-  constructor(resourceId: string, mode: string, waitMs: number) {
-    super('ERR_RWLOCK_TIMEOUT', `${mode} lock on ${JSON.stringify(resourceId)} not granted within ${waitMs} ms`);
+  /**
+   * What the wait was on when `waitMs` ran out: `'lock'` (the resource was held), `'pool'` (no pool
+   * connection came free: a busy pool, the server reachable) or `'server'` (no connection could be
+   * had: the last DatabaseUnreachableError is the `cause`).
+   */
+  readonly waitedFor: WaitedFor;
+  constructor(resourceId: string, mode: string, waitMs: number, waitedFor: WaitedFor = 'lock', cause?: unknown) {
+    super(
+      'ERR_RWLOCK_TIMEOUT',
+      `${mode} lock on ${JSON.stringify(resourceId)} not granted within ${waitMs} ms${WAITED_FOR[waitedFor]}`,
+      cause === undefined ? undefined : { cause },
+    );
     this.resourceId = resourceId;
     this.waitMs = waitMs;
+    this.waitedFor = waitedFor;
   }
 }
+
+/** What a wait that ran out was on (LockTimeoutError's `waitedFor`). */
+export type WaitedFor = 'lock' | 'pool' | 'server';
+const WAITED_FOR: Readonly<Record<WaitedFor, string>> = {
+  lock: '',
+  pool: ' (waiting for a pool connection: the pool is busy)',
+  server: ' (no connection to the database could be had; see cause)',
+};
 
 /**
  * A waiting acquire was cancelled through its AbortSignal (the signal's reason is the `cause`).
@@ -101,21 +115,10 @@ export class GrantIdRangeError extends RwLockError {
         }[outcome] +
         't_lock_log ids reached it through an explicit id inserted by hand or a large auto_increment_increment: ' +
         'delete the log rows with id > 9007199254740991 (none is live) and run ALTER TABLE t_lock_log AUTO_INCREMENT = 1 ' +
-        '(the server moves it just past the largest id left); see docs/operating.md',
+        '(the server moves it just past the largest id left); see docs/data-model.md',
     );
     this.grantId = grantId;
     this.released = outcome === 'released';
-  }
-}
-
-/** The lock tables or procedures are missing: run `migrate(db)` (or apply sql/schema.sql) first. */
-export class SchemaMissingError extends RwLockError {
-  constructor(cause: unknown) {
-    super(
-      'ERR_RWLOCK_SCHEMA_MISSING',
-      'mysql-rwlock tables or procedures not found: run migrate(db) or apply sql/schema.sql',
-      { cause },
-    );
   }
 }
 
@@ -195,45 +198,6 @@ export class TransactionConflictError extends RwLockError {
 }
 
 /**
- * The server refused one of the lock's writes because it is read-only: `read_only` or
- * `super_read_only` (1290: a replica, or a primary that stepped down in a failover), or a read-only
- * session or transaction (1792). Nothing was changed. Connect to the writable primary (a pool may
- * still hold connections to a node that stopped being it).
- */
-export class ServerReadOnlyError extends RwLockError {
-  constructor(cause: unknown) {
-    super(
-      'ERR_RWLOCK_READ_ONLY',
-      "the server refused the lock's write: it is read-only (a replica, a primary that stepped down, or a read-only session); nothing was changed: connect to the writable primary",
-      { cause },
-    );
-  }
-}
-
-/**
- * A Galera node refused the lock's statement because it is not ready for clients (1047, "WSREP has
- * not yet prepared node for application use"): it is outside the cluster's primary component (cut
- * off from the majority) or still joining. Nothing was changed. Connect to a node of the primary
- * component, or try again once this one has rejoined.
- */
-export class NodeNotReadyError extends RwLockError {
-  constructor(cause: unknown) {
-    super(
-      'ERR_RWLOCK_NODE_NOT_READY',
-      "the Galera node refused the lock's statement: it is not ready for clients (outside the primary component, or still joining); nothing was changed: connect to a node of the primary component",
-      { cause },
-    );
-  }
-}
-
-/** Another migrate() held the migration lock for longer than `waitMs`, or a crashed one left it taken. */
-export class MigrationLockedError extends RwLockError {
-  constructor(message: string, cause?: unknown) {
-    super('ERR_RWLOCK_MIGRATION_LOCKED', message, { cause });
-  }
-}
-
-/**
  * A write lock was asked for inside a read lock on the same resource in the same async context:
  * waiting could deadlock (two readers each waiting for the other to leave), so it is refused at
  * once. Take the write lock outside, or use `grant.tryUpgrade()`.
@@ -292,56 +256,6 @@ export class ManagerClosedError extends RwLockError {
 }
 
 /**
- * The schema is not the one this version needs: its migrations stop short of what the lock's
- * statements depend on (an app upgraded without migrating, a database restored from before a
- * migration), or an object was changed by hand (a narrowed column, a procedure with another
- * signature). Nothing was changed. A SchemaMissingError, with its code and its fix: run migrate(db).
- */
-export class SchemaOutdatedError extends SchemaMissingError {
-  constructor(detail: string, cause?: unknown) {
-    super(cause);
-    this.message = `mysql-rwlock schema is not the one this version needs (${detail}): run migrate(db) or apply sql/schema.sql`;
-  }
-}
-
-/**
- * The server refused one of the lock's statements, or the login, for lack of a privilege (on a
- * table, column, routine or the database, or a global one), or refused the account itself (a wrong
- * user, host or password, a locked account). The message starts with the server's, `denied`, which
- * names what was refused; `mysql-rwlock grants --role ROLE` prints the GRANT statements each role
- * needs. The refused statement changed nothing.
- */
-export class PrivilegeError extends RwLockError {
-  readonly denied: string;
-  /** The role whose grants the refused operation needs, when the library knows it. */
-  readonly role: string | undefined;
-  constructor(denied: string, cause: unknown, role?: string) {
-    const roleFlag = role ?? 'ROLE';
-    super(
-      'ERR_RWLOCK_PRIVILEGE',
-      `${denied}; a privilege the lock needs is missing, or the login was refused: \`mysql-rwlock grants --role ${roleFlag} --user "'name'@'host'" --database DB\` ` +
-        `prints the grants ${role === undefined ? 'a role needs (`mysql-rwlock grants --help` lists the roles)' : `the ${role} role needs`}`,
-      { cause },
-    );
-    this.denied = denied;
-    this.role = role;
-  }
-}
-
-/**
- * A server or session setting under which the lock cannot keep its contract, refused on the
- * library's first use of a connection that has it, before anything is written; `setting` names it
- * (e.g. `sql_mode=ORACLE`). The tolerated and refused settings: docs/operating.md.
- */
-export class UnsupportedSettingError extends RwLockError {
-  readonly setting: string;
-  constructor(setting: string, why: string) {
-    super('ERR_RWLOCK_UNSUPPORTED_SETTING', `the session runs with ${setting}, which mysql-rwlock refuses: ${why}`);
-    this.setting = setting;
-  }
-}
-
-/**
  * A resource is held in another kind than the call asks for: a read or write lock asked where a
  * semaphore's permits hold it, or permits asked where readers or a writer hold it. Refused at once
  * (nothing written, no wait): the same id serves one kind at a time, and code that mixes them is
@@ -382,5 +296,39 @@ export class PermitLimitError extends RwLockError {
     this.resourceId = resourceId;
     this.asked = asked;
     this.heldLimit = heldLimit;
+  }
+}
+
+/**
+ * A campaign for leadership (`locks.campaign`) could not go on as asked, told apart by `reason`:
+ * - `'name-in-use'`: readers hold the name (a leader's name is held only by its terms' write
+ *   grants); refused with nothing held, as a semaphore's name is with ResourceKindError;
+ * - `'work-failed'`: the leader callback rejected or threw; its term ended and its grant was
+ *   released (`cause` is what it threw), and the campaign goes on;
+ * - `'work-stuck'`: `close()` waited `stopTimeoutMs` for a leader callback whose term had ended
+ *   and it had not settled; the grant was released all the same, so nothing is held, and the
+ *   callback's fenced commits are refused.
+ */
+export class LeadershipError extends RwLockError {
+  /** The name campaigned for. */
+  readonly leaderName: string;
+  readonly reason: 'name-in-use' | 'work-failed' | 'work-stuck';
+  /** The term the error concerns, if any. */
+  readonly term: number | null;
+  constructor(
+    name: string,
+    reason: 'name-in-use' | 'work-failed' | 'work-stuck',
+    term: number | null,
+    options?: { cause?: unknown },
+  ) {
+    const what = {
+      'name-in-use': `campaign for ${JSON.stringify(name)} refused: readers hold the name (a leader's name is held only by its terms' write grants)`,
+      'work-failed': `the leader callback of ${JSON.stringify(name)} failed in term ${String(term)}: the term ended and its grant was released`,
+      'work-stuck': `the leader callback of ${JSON.stringify(name)} had not returned when the campaign closed (term ${String(term)} ended and its grant was released)`,
+    }[reason];
+    super('ERR_RWLOCK_LEADERSHIP', what, options);
+    this.leaderName = name;
+    this.reason = reason;
+    this.term = term;
   }
 }

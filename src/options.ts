@@ -4,6 +4,7 @@ export { DEFAULTS, LIMITS, MAINTENANCE_RESOURCE } from './options/defaults.js';
 export { keysOf, OPTION_KEYS } from './options/keys.js';
 export {
   permitOptions,
+  sharedOptions,
   resolveCallOptions,
   resolveExclusiveOptions,
   resolveManagerOptions,
@@ -23,7 +24,7 @@ export type {
   ResolvedManagerOptions,
   WithGrantOptions,
   WithLockOptions,
-} from './options/types.js';
+} from './options/option-types.js';
 export {
   booleanOption,
   envNumber,

@@ -10,10 +10,10 @@ export const testSwitches: {
   session: { guard: boolean };
   /** src/sql/unreachable.ts: `retry: false` sends once where the library sends again while no connection can be had. */
   unreachable: { retry: boolean };
-  /** src/lock/privilege-probe.ts: `probe: false` acquires without first checking the user may release. */
+  /** src/lock/durable/privilege-probe.ts: `probe: false` acquires without first checking the user may release. */
   privilegeProbe: { probe: boolean };
   /**
-   * src/lock/group.ts: `callerOrder: true` takes a group's locks in the order the caller named them
+   * src/lock/groups/group.ts: `callerOrder: true` takes a group's locks in the order the caller named them
    * instead of by resource bytes (any other order can deadlock); `afterFirst` is awaited once the
    * first is held; `fenceFirstOnly: true` fences the group's first grant alone; `afterOneCall` is
    * awaited once the one-call group acquire has answered (granted or not), before any fallback.
@@ -25,7 +25,7 @@ export const testSwitches: {
     afterOneCall: ((granted: boolean) => Promise<void>) | undefined;
   };
   /**
-   * src/lock/section-*.ts: `idleBound: false` runs sections without the server's idle bound (the
+   * src/lock/sections/section-*.ts: `idleBound: false` runs sections without the server's idle bound (the
    * paused-holder test); `guard: false` takes rows with a plain read that neither checks the counts
    * nor locks (the exclusion tests); `lockRowShared: true` makes a reading section take the lock row
    * with a shared lock, as before the gate (durable readers then cannot share with it);
@@ -35,13 +35,15 @@ export const testSwitches: {
    */
   /**
    * src/sql/acquire.ts: `permitUnguarded: true` checks a permit's limit on a count read first, then
-   * adds to it with an UPDATE that checks nothing (the semaphore tests' negative control).
+   * adds to it with an UPDATE that checks nothing (the semaphore tests' negative control);
+   * `afterPermitRead`, when set, is awaited between that read and that write (in place of a short
+   * sleep), so a control can hold several callers there at once and make the overlap certain.
    */
-  acquire: { permitUnguarded: boolean };
-  /** src/lock/heal.ts: `ageOnly: true` judges a grant by its age alone, ignoring its lease. */
+  acquire: { permitUnguarded: boolean; afterPermitRead: (() => Promise<void>) | undefined };
+  /** src/lock/durable/heal-stale.ts: `ageOnly: true` judges a grant by its age alone, ignoring its lease. */
   heal: { ageOnly: boolean };
   /**
-   * src/jobs/maintenance.ts: `during` is awaited inside each sweep, under its grant (to hold a sweep
+   * src/lock/scheduled/maintenance.ts: `during` is awaited inside each sweep, under its grant (to hold a sweep
    * open); `refused` is called when a sweep's attempt at the grant is refused; `noGate: true` runs
    * sweeps without the grant.
    */
@@ -58,7 +60,7 @@ export const testSwitches: {
   unreachable: { retry: true },
   privilegeProbe: { probe: true },
   group: { callerOrder: false, afterFirst: undefined, fenceFirstOnly: false, afterOneCall: undefined },
-  acquire: { permitUnguarded: false },
+  acquire: { permitUnguarded: false, afterPermitRead: undefined },
   heal: { ageOnly: false },
   maintenance: { during: undefined, refused: undefined, noGate: false },
   section: { idleBound: true, guard: true, lockRowShared: false, killThroughPool: false, onKill: undefined },

@@ -1,13 +1,13 @@
 // `mysql-rwlock/adapters`: the fence's executor for each ORM's transaction. Each adapter is typed
 // with the few members it calls, declared here, so this module imports no ORM, at run time or in
 // its declarations: an app without the ORM installed type-checks it too. fromKnex and the checks
-// the adapters share are in src/lock/fence-executor.ts, since the lock's own fence uses fromKnex.
-import type { FenceExecutor } from '../lock/api.js';
-import { affectedRows, needObject, refuse, type Params } from '../lock/fence-executor.js';
+// the adapters share are in src/lock/fence/fence-executor.ts, since the lock's own fence uses fromKnex.
+import type { FenceExecutor } from '../contract/api.js';
+import { affectedRows, needObject, refuse, type Params } from '../lock/fence/fence-executor.js';
 
-export type { FenceExecutor, GrantedWork } from '../lock/api.js';
+export type { FenceExecutor, GrantedWork } from '../contract/api.js';
 export type { WithGrantOptions } from '../options.js';
-export { fromKnex, type KnexTransactionLike } from '../lock/fence-executor.js';
+export { fromKnex, type KnexTransactionLike } from '../lock/fence/fence-executor.js';
 
 /** A mysql2 promise connection: what {@link fromMysql2} calls. */
 export interface Mysql2ConnectionLike {

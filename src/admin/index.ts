@@ -2,7 +2,13 @@
 // whole (deploy, scheduled maintenance). What acts on grants through a lock manager (acquire,
 // with*, inspect, list, history, stats, forceRelease, close) is a method of the manager instead.
 export { migrate, type MigrateOptions, type MigrateResult } from './migrate.js';
-export { reapStaleGrants, purgeReleasedGrants, type ReapOptions, type PurgeOptions, type PurgeResult } from './reap.js';
+export {
+  reapStaleGrants,
+  purgeReleasedGrants,
+  type ReapOptions,
+  type PurgeOptions,
+  type PurgeResult,
+} from './reap-and-purge.js';
 export type { ReapResult, ReapedGrant } from '../types.js';
 export {
   checkLockCounts,
@@ -11,5 +17,5 @@ export {
   type CountCheck,
   type CountRepair,
   type CountDisagreement,
-} from './recount.js';
+} from './count-check.js';
 export { MigrationLockedError } from '../errors.js';

@@ -17,7 +17,8 @@ import {
   type MigrationOptions,
 } from '../../migrations/index.js';
 import { replaceProcedures } from '../../migrations/procedures.js';
-import { InvalidOptionsError, MigrationLockedError } from '../errors.js';
+import { DatabaseUnreachableError, InvalidOptionsError, MigrationLockedError, RwLockError } from '../errors.js';
+import { isRefusedAtConnect } from '../sql/unreachable.js';
 import { privilegeError } from '../sql/connection.js';
 import { DEFAULTS, integerOption, knexOption, LIMITS, optionsObject, keysOf } from '../options.js';
 
@@ -209,7 +210,7 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
  * import knex from 'knex';
  * import { migrate } from 'mysql-rwlock/admin';
  *
- * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+ * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL! });
  * const { applied, repaired } = await migrate(db);
  * console.log(`applied ${applied.join(', ') || 'nothing'}; rebuilt ${repaired.join(', ') || 'nothing'}`);
  * await db.destroy();
@@ -218,6 +219,10 @@ async function migrateLocked(db: Knex, options: MigrationOptions): Promise<Migra
 export function migrate(db: Knex, options?: MigrateOptions): Promise<MigrateResult> {
   // migrate() sends its DDL through knex, not the library's query(): its refusals are typed here.
   return migrateChecked(db, options).catch((err: unknown) => {
+    // No connection could be had for a statement: it was not sent (those before it were applied,
+    // and migrate() picks up where it stopped).
+    if (!(err instanceof RwLockError) && isRefusedAtConnect(err))
+      throw new DatabaseUnreachableError('migrate', err, 'that statement was not sent; run migrate() again');
     throw privilegeError(err, 'migrate') ?? err;
   });
 }

@@ -1,5 +1,5 @@
 // The privileges each role of the library needs, as data: the one home of the grants. The CLI's
-// `grants` command prints them as GRANT statements, `npm run docs:grants` writes the docs' table
+// `privileges` command prints them as GRANT statements, `npm run docs:privileges` writes the docs' table
 // from them, and test/privileges.test.ts runs every operation of each role as a user that has
 // exactly these grants and nothing else.
 import { InvalidOptionsError } from '../errors.js';
@@ -158,7 +158,7 @@ export function grantStatements(role: RoleName, user: string, database: string):
 }
 
 /** The docs' table: one row per role, its grants in words. */
-export function grantsTable(): string {
+export function privilegesTable(): string {
   const rows = ROLE_NAMES.map((name) => {
     const grants = ROLES[name].grants
       .map(

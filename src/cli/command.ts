@@ -1,13 +1,16 @@
 // What every command of the CLI shares: the exit codes, the command shape, common options.
 import type { Knex } from 'knex';
-import type { LockManager } from '../lock/manager.js';
+import type { LockManager } from '../lock/manager/manager.js';
 import { DEFAULTS } from '../options.js';
 
 /** Exit codes; the same for every command. */
 export const EXIT = Object.freeze({
-  /** done: something was found, listed or changed */
+  /** done, also when there was nothing to do or list (ls, reap, purge, migrate) */
   done: 0,
-  /** nothing found (no grant matched, no history) or nothing done (nothing to release, reap or purge) */
+  /**
+   * not found, where a script asks a yes-or-no question: inspect of a free resource, history of a
+   * resource with no grant, release of a grant that is not live, check with disagreements left
+   */
   nothing: 1,
   /** bad usage: unknown command or flag, a bad id, number or URL; nothing was changed */
   usage: 2,
@@ -50,6 +53,8 @@ export interface CommandContext {
 
 export interface Command {
   name: string;
+  /** Other names the command answers to (an earlier name kept working); --help names the first. */
+  aliases?: readonly string[];
   summary: string;
   /** Positional arguments, e.g. ['<grantId>']. */
   args: string[];

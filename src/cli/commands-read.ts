@@ -11,7 +11,7 @@ const status: Command = {
   args: [],
   options: { ...STALE_AFTER },
   details:
-    'With --json: the object locks.stats() returns ({ live: { write, read }, stale, leased, waitingWriters, oldestAgeMs, sections: { write, read, oldestAgeMs }, lastHour: { reaped, operator }, staleAfterMs }).',
+    "A permit grant (a semaphore's holder) counts once, whatever its permits.\nWith --json: the object locks.stats() returns ({ live: { write, read, permit }, stale, leased, waitingWriters, oldestAgeMs, sections: { write, read, oldestAgeMs }, lastHour: { reaped, operator }, staleAfterMs }).",
   async run({ locks, json: asJson, io }) {
     const s = await locks().stats();
     if (asJson) {
@@ -20,10 +20,13 @@ const status: Command = {
     }
     io.out(
       fields([
-        ['live grants', `${s.live.write + s.live.read} (write ${s.live.write}, read ${s.live.read})`],
+        [
+          'live grants',
+          `${s.live.write + s.live.read + s.live.permit} (write ${s.live.write}, read ${s.live.read}, permit ${s.live.permit})`,
+        ],
         [
           'stale',
-          `${s.stale} (older than ${duration(s.staleAfterMs)} and not under a lease: the reaper will release them)`,
+          `${s.stale} (lease run out, or older than ${duration(s.staleAfterMs)} without one: the reaper will release them)`,
         ],
         ['leased', `${s.leased} (kept from the reaper by an extended lease)`],
         ['waiting writers', `${plural(s.waitingWriters, 'resource')} with a writer waiting`],
@@ -45,7 +48,11 @@ const ls: Command = {
   summary: 'live grants and sections in progress across all resources, oldest first',
   args: [],
   options: {
-    mode: { type: 'string', value: 'write|read', help: 'only grants of this mode' },
+    mode: {
+      type: 'string',
+      value: 'write|read|permit',
+      help: "only grants of this mode (permit: semaphores' holders)",
+    },
     owner: { type: 'string', value: 'TEXT', help: 'only grants whose owner is exactly this' },
     stale: { type: 'boolean', help: 'only grants the reaper would release now' },
     prefix: { type: 'string', value: 'TEXT', help: 'only resources whose id starts with this' },
@@ -54,11 +61,11 @@ const ls: Command = {
     ...STALE_AFTER,
   },
   details:
-    'MODE says "section" for a one-commit section in progress.\nWith --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting, section }); the next page is --after the last id. Exit 1 when no grant matched.',
+    'MODE says "section" for a one-commit section in progress, "permit × N of L" for a holder of N permits of a semaphore of L.\nWith --json: an array of locks.list() rows ({ id, resourceId, mode, owner, createTime, ageMs, leaseUntil, stale, writerWaiting, section, and for a permit grant permits and permitLimit }); the next page is --after the last id. Exit 0 also when no grant matched (it says so; with --json: []).',
   async run({ locks, values, json: asJson, io }) {
     const mode = values.mode;
-    if (mode !== undefined && mode !== 'write' && mode !== 'read')
-      throw new UsageError(`--mode must be write or read, got ${JSON.stringify(mode)}`);
+    if (mode !== undefined && mode !== 'write' && mode !== 'read' && mode !== 'permit')
+      throw new UsageError(`--mode must be write, read or permit, got ${JSON.stringify(mode)}`);
     const options: ListOptions = {
       ...(mode ? { mode } : {}),
       ...(typeof values.owner === 'string' ? { owner: values.owner } : {}),
@@ -79,7 +86,7 @@ const ls: Command = {
           grants.map((g) => [
             String(g.id),
             cell(g.resourceId),
-            g.section ? `${g.mode} section` : g.mode,
+            modeCell(g),
             cell(g.owner),
             duration(g.ageMs),
             time(g.leaseUntil),
@@ -109,12 +116,22 @@ const ls: Command = {
         );
       }
     }
-    return grants.length > 0 ? EXIT.done : EXIT.nothing;
+    // Nothing matched is an answer, not a failure: a script reads the (empty) list.
+    return EXIT.done;
   },
 };
 
+/** A grant's MODE cell: a section's mode, a permit grant's count of permits. */
+function modeCell(g: { mode: string; section: boolean; permits?: number; permitLimit?: number }): string {
+  if (g.section) return `${g.mode} section`;
+  if (g.permits === undefined) return g.mode;
+  return `permit × ${g.permits}${g.permitLimit === undefined ? '' : ` of ${g.permitLimit}`}`;
+}
+
 /** What holds a resource: durable grants by their counts, sections in progress by their rows. */
 function heldBy(state: LockState): string {
+  if (state.permitLimit !== null)
+    return `${plural(state.live.read, 'permit')} of ${state.permitLimit} (${plural(state.holders.filter((h) => !h.section).length, 'holder')})`;
   if (state.live.write > 0) return 'write';
   if (state.live.read > 0) return `read × ${state.live.read}`;
   const sections = state.holders.filter((h) => h.section);
@@ -129,7 +146,7 @@ const inspect: Command = {
   args: ['<resourceId>'],
   options: { ...STALE_AFTER },
   details:
-    'MODE says "section" for a one-commit section in progress.\nWith --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, writerWaiting, holders }). Exit 1 when the resource has no live grant and no section in progress.',
+    'MODE says "section" for a one-commit section in progress, "permit × N" for a holder of N permits of a semaphore, whose limit HELD names.\nWith --json: the object locks.inspect() returns ({ resourceId, live: { write, read }, permitLimit, writerWaiting, holders }; live.read counts the permits held). Exit 1 when the resource has no live grant and no section in progress.',
   async run({ locks, positionals, json: asJson, io }) {
     const state = await locks().inspect(positionals[0]!);
     if (asJson) io.out(json(state));
@@ -138,6 +155,11 @@ const inspect: Command = {
         fields([
           ['resource', cell(state.resourceId)],
           ['held', heldBy(state)],
+          ...(state.permitLimit === null
+            ? []
+            : ([['permit limit', `${state.permitLimit} (the semaphore's limit, as its holders took it)`]] as Array<
+                [string, string]
+              >)),
           ['writer waiting', state.writerWaiting ? 'yes' : 'no'],
         ]),
       );
@@ -148,7 +170,7 @@ const inspect: Command = {
             ['GRANT', 'MODE', 'OWNER', 'GRANTED AT', 'AGE', 'LEASE UNTIL', 'STALE'],
             state.holders.map((h) => [
               String(h.id),
-              h.section ? `${h.mode} section` : h.mode,
+              modeCell(h),
               cell(h.owner),
               time(h.createTime),
               duration(h.ageMs),

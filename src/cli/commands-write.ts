@@ -1,8 +1,8 @@
 // The commands that change lock state: release, reap, purge, migrate, and check (which changes it with --repair).
 import { migrate } from '../admin/migrate.js';
 import { DEFAULTS } from '../options.js';
-import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap.js';
-import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/recount.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../admin/reap-and-purge.js';
+import { checkLockCounts, repairLockCounts, type CountDisagreement } from '../admin/count-check.js';
 import { EXIT, UsageError, wholeNumber, type Command } from './command.js';
 import { cell, duration, json, plural, table } from './format.js';
 
@@ -44,7 +44,7 @@ const reap: Command = {
     'batch-size': { type: 'string', value: 'N', help: `grants per transaction (default ${DEFAULTS.reap.batchSize})` },
   },
   details:
-    'With --json: the result of reapStaleGrants() ({ reaped, skipped, failed, problems, grants, durationMs }). Exit 1 when nothing was stale.',
+    'With --json: the result of reapStaleGrants() ({ reaped, skipped, failed, problems, grants, durationMs }). Exit 0 also when nothing was stale, so that a scheduled reap fails only when it could not do its work; 3 when a grant could not be reaped (each printed as a problem).',
   async run({ db, values, staleAfterMs, json: asJson, io }) {
     const batchSize = wholeNumber('--batch-size', values['batch-size']);
     const r = await reapStaleGrants(db(), {
@@ -66,8 +66,7 @@ const reap: Command = {
       }
       for (const p of r.problems) io.err(`problem: ${p}`);
     }
-    if (r.failed > 0) return EXIT.failed;
-    return r.reaped > 0 ? EXIT.done : EXIT.nothing;
+    return r.failed > 0 ? EXIT.failed : EXIT.done;
   },
 };
 
@@ -83,7 +82,7 @@ const purge: Command = {
     },
     'batch-size': { type: 'string', value: 'N', help: `rows per statement (default ${DEFAULTS.purge.batchSize})` },
   },
-  details: 'With --json: { purged, resources }. Exit 1 when nothing was old enough.',
+  details: 'With --json: { purged, resources }. Exit 0 also when nothing was old enough.',
   async run({ db, values, json: asJson, io }) {
     const retentionMs = wholeNumber('--retention', values.retention);
     const batchSize = wholeNumber('--batch-size', values['batch-size']);
@@ -92,7 +91,7 @@ const purge: Command = {
       ...(batchSize !== undefined ? { batchSize } : {}),
     });
     io.out(asJson ? json(r) : `purged ${plural(r.purged, 'released grant')}`);
-    return r.purged > 0 ? EXIT.done : EXIT.nothing;
+    return EXIT.done;
   },
 };
 

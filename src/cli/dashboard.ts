@@ -5,7 +5,8 @@ import { json } from './format.js';
 
 export const DASHBOARD_COMMAND: Command = {
   name: 'dashboard',
-  summary: 'serve the operator page: live holders, waiting writers, recent releases, a timeline of grants',
+  summary:
+    'serve the operator page: live holders, permits, waiting writers, jobs, leaders, recent releases, a timeline',
   args: [],
   options: {
     port: {
@@ -23,6 +24,18 @@ export const DASHBOARD_COMMAND: Command = {
       multiple: true,
       value: 'NAME',
       help: 'a host name or address the page is opened by, besides loopback names and --host (repeatable); other Host headers get 421',
+    },
+    job: {
+      type: 'string',
+      multiple: true,
+      value: 'NAME',
+      help: 'an exclusive job the Jobs section shows by name (repeatable); node-cron tasks and jobs with lockAtLeastFor are found without',
+    },
+    leader: {
+      type: 'string',
+      multiple: true,
+      value: 'NAME',
+      help: 'a leader name (locks.campaign) the Leaders section shows even when no term leads it (repeatable); names with a leased write grant are found without',
     },
     'allow-release': {
       type: 'boolean',
@@ -42,6 +55,8 @@ export const DASHBOARD_COMMAND: Command = {
       allowRelease,
       ...(typeof values.host === 'string' ? { host: values.host } : {}),
       allowedHosts: repeated['allowed-host'],
+      jobs: repeated.job,
+      leaders: repeated.leader,
       staleAfterMs,
     });
     io.out(

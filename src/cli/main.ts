@@ -3,8 +3,8 @@
 import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import knexFactory, { type Knex } from 'knex';
-import { InvalidOptionsError, InvalidResourceIdError } from '../errors.js';
-import { createLockManager, type LockManager } from '../lock/manager.js';
+import { InvalidOptionsError, InvalidResourceIdError, SchemaMissingError } from '../errors.js';
+import { createLockManager, type LockManager } from '../lock/manager/manager.js';
 import { envNumber, LIMITS, staleAfterOption } from '../options.js';
 import { connectionSecrets, parseConnectionUrl, type MysqlConnection } from '../sql/connection-url.js';
 import {
@@ -20,15 +20,25 @@ import { READ_COMMANDS } from './commands-read.js';
 import { WRITE_COMMANDS } from './commands-write.js';
 import { DASHBOARD_COMMAND } from './dashboard.js';
 import { cell } from './format.js';
-import { GRANTS_COMMAND } from './commands-grants.js';
+import { PRIVILEGES_COMMAND } from './commands-privileges.js';
+import { JOBS_COMMAND } from './commands-jobs.js';
+import { LEADERS_COMMAND } from './commands-leaders.js';
 
 export { EXIT } from './command.js';
 
 /**
  * Every command, in the order --help lists them.
- * The operator page (`dashboard`, in its own module) comes after the write commands.
+ * The jobs and leaders views (`jobs`, `leaders`) follow the read commands; the operator page
+ * (`dashboard`, in its own module) comes after the write commands.
  */
-export const COMMANDS: readonly Command[] = [...READ_COMMANDS, ...WRITE_COMMANDS, DASHBOARD_COMMAND, GRANTS_COMMAND];
+export const COMMANDS: readonly Command[] = [
+  ...READ_COMMANDS,
+  JOBS_COMMAND,
+  LEADERS_COMMAND,
+  ...WRITE_COMMANDS,
+  DASHBOARD_COMMAND,
+  PRIVILEGES_COMMAND,
+];
 
 function usageOf(c: Command): string {
   const all = { ...c.options, ...COMMON_OPTIONS };
@@ -50,8 +60,8 @@ function usageOf(c: Command): string {
 }
 
 const EXIT_HELP = `Exit codes:
-  0  done
-  1  nothing found or nothing done (check: disagreements remain)
+  0  done, also when there was nothing to list, reap or purge
+  1  not found (inspect: a free resource; history: no grant; release: not live; leaders NAME: no term leads); check: disagreements remain
   2  bad usage: unknown command or flag, bad id, number or URL (nothing was changed)
   3  failed: database unreachable, schema missing, or the server refused`;
 
@@ -100,7 +110,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     else io.out(mainUsage());
     return name === undefined ? EXIT.usage : EXIT.done;
   }
-  const command = COMMANDS.find((c) => c.name === name);
+  const command = COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
   if (!command) {
     io.err(
       `mysql-rwlock: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see mysql-rwlock --help)`,
@@ -119,11 +129,15 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io.out(usageOf(command));
       return EXIT.done;
     }
-    if (positionals.length !== command.args.length) {
+    // An argument in brackets may be left out.
+    const required = command.args.filter((a) => !a.startsWith('[')).length;
+    if (positionals.length < required || positionals.length > command.args.length) {
       throw new UsageError(
         command.args.length === 0
           ? `takes no arguments, got ${JSON.stringify(positionals.join(' '))}`
-          : `needs ${command.args.join(' ')}`,
+          : positionals.length > command.args.length
+            ? `takes ${command.args.join(' ')}, got ${JSON.stringify(positionals.join(' '))}`
+            : `needs ${command.args.join(' ')}`,
       );
     }
     const fromFlag = typeof values.url === 'string';
@@ -163,7 +177,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       staleAfterMs,
       locks: () => (locks ??= createLockManager({ knex: db(), owner: operator, staleAfterMs })),
     };
-    if (command !== GRANTS_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens
+    if (command !== PRIVILEGES_COMMAND) connection(); // a bad URL is bad usage, found before anything else happens
     return await command.run(ctx);
   } catch (err) {
     return reportError(command, err, scrub, io);
@@ -204,10 +218,13 @@ function reportError(command: Command, err: unknown, scrub: (text: string) => st
     return EXIT.usage;
   }
   const e = err as Error & { code?: string };
+  // The library's fix names its function; a shell user's is this command's own.
+  const message =
+    err instanceof SchemaMissingError
+      ? e.message.replace(/run migrate\(db\)/, 'run `mysql-rwlock migrate`')
+      : e.message;
   io.err(
-    cell(
-      scrub(`mysql-rwlock ${command.name}: ${e.message}${e.code && !e.message.includes(e.code) ? ` (${e.code})` : ''}`),
-    ),
+    cell(scrub(`mysql-rwlock ${command.name}: ${message}${e.code && !message.includes(e.code) ? ` (${e.code})` : ''}`)),
   );
   return EXIT.failed;
 }

@@ -59,11 +59,14 @@ $('busiest').onclick = function () { showResource(''); };
 function card(label, value, sub, level) {
   return el('div', { class: 'card' + (level ? ' ' + level : '') }, [el('div', { class: 'label', text: label }), el('div', { class: 'value', text: String(value) }), el('div', { class: 'sub', text: sub || '\\u00a0' })]);
 }
-function drawCards(s) {
+function drawCards(s, live, truncated) {
   var c = $('cards');
+  var permits = 0, semaphores = new Set();
+  live.forEach(function (g) { if (g.mode === 'permit') { permits += g.permits || 1; semaphores.add(g.resourceId); } });
   c.replaceChildren(
     card('Write held', s.live.write, 'exclusive grants'),
     card('Read held', s.live.read, 'shared grants'),
+    card('Permits held', s.live.permit, permits + (truncated ? '+' : '') + ' permits of ' + semaphores.size + (semaphores.size === 1 ? ' semaphore' : ' semaphores')),
     card('Stale', s.stale, 'older than ' + dur(s.staleAfterMs) + ', no lease', s.stale > 0 ? 'alert' : ''),
     card('Writers waiting', s.waitingWriters, 'held resources a writer waits for', s.waitingWriters > 0 ? 'warn' : ''),
     card('Oldest grant', s.oldestAgeMs == null ? '—' : dur(s.oldestAgeMs), s.leased + ' under an extended lease'),
@@ -97,11 +100,38 @@ function drawLive(grants, truncated) {
     return el('tr', { class: g.stale ? 'stale' : '', 'data-grant-id': String(g.id) }, [
       el('td', { class: 'mono', text: '#' + g.id }),
       el('td', {}, [resLink(g.resourceId)]),
-      el('td', {}, [el('span', { class: 'pill ' + g.mode, text: g.mode })]),
+      el('td', {}, [el('span', { class: 'pill ' + g.mode, text: modeText(g), title: g.mode === 'permit' ? g.permits + ' of ' + g.permitLimit + ' permits of the semaphore' : '' })]),
       el('td', { class: 'mono', text: g.owner, title: g.owner }),
       el('td', { class: 'num', text: dur(g.ageMs) }),
       el('td', {}, tags.length ? tags : ['ok']),
       el('td', {}, [action]),
+    ]);
+  }));
+}
+function modeText(g) { return g.mode === 'permit' && g.permits ? 'permit \u00d7 ' + g.permits + (g.permitLimit ? '/' + g.permitLimit : '') : g.mode; }
+function shorten(text, max) { return text.length <= max ? text : text.slice(0, Math.ceil(max / 2) - 1) + '\u2026' + text.slice(text.length - Math.floor(max / 2)); }
+var OUTCOME = { running: 'running', finished: 'finished', reaped: 'REAPED', operator: 'released by an operator', unknown: 'ended (unknown)' };
+function drawJobs(v) {
+  var body = $('jobs').tBodies[0];
+  var now = Date.parse(v.now);
+  $('jobs-empty').hidden = v.jobs.length > 0;
+  $('jobs-caption').textContent = '(' + v.jobs.length + (v.truncated ? '+' : '') + ' in the last ' + windowLabel(v.windowMs) + ')';
+  body.replaceChildren.apply(body, v.jobs.map(function (j) {
+    var r = j.last;
+    var started = r ? Date.parse(r.startedAt) : null;
+    var outcome = r ? [el('span', { class: 'tag ' + r.outcome, text: OUTCOME[r.outcome], title: r.outcome === 'finished' ? 'its holder released the grant: committed, or failed and rolled back (the log does not say which)' : (r.reason || '') })] : ['no run in the log'];
+    if (r && r.heldAfterRun) outcome.push(el('span', { class: 'tag lease', text: 'kept (lockAtLeastFor)' }));
+    var next = j.kind === 'exclusive' ? '\u2014' : j.nextFire ? clock(Date.parse(j.nextFire)) + ' (every ' + dur(j.periodMs) + ')' : 'unknown';
+    return el('tr', { 'data-job': j.name }, [
+      el('td', { class: 'kind', text: j.kind }),
+      el('td', {}, [resLink(j.name)]),
+      el('td', { title: r ? 'granted ' + clock(started, true) + (r.fireTime ? ', fire of ' + clock(Date.parse(r.fireTime)) : '') : '', text: r ? dur(now - started) + ' ago' : '\u2014' }),
+      el('td', {}, outcome),
+      el('td', { class: 'mono', text: r ? r.holder : '\u2014', title: r ? r.holder : '' }),
+      el('td', { class: 'num', text: r ? dur((r.endedAt ? Date.parse(r.endedAt) : now) - started) : '\u2014' }),
+      el('td', { text: next, title: j.kind === 'exclusive' ? '' : 'from the spacing of the last three fires: the schedule is not in the database' }),
+      el('td', { class: 'num', text: String(j.runs) }),
+      el('td', { class: 'num' + (j.reaped > 0 ? ' alert-text' : ''), text: String(j.reaped) }),
     ]);
   }));
 }
@@ -175,13 +205,15 @@ function drawTimeline(t) {
   }
   t.lanes.forEach(function (lane, i) {
     var lt = laneTops[i];
-    var shown = lane.resourceId.length > 26 ? lane.resourceId.slice(0, 25) + '\\u2026' : lane.resourceId;
+    // Cut in the middle: ids often share a prefix and differ at the end (tenant-7, tenant-8).
+    var shown = shorten(lane.resourceId, 26);
     var waits = state.waiting.has(lane.resourceId);
-    var label = sv('text', { class: 'lane-label', x: '8', y: String(lt.y + lt.h / 2 + (waits ? -1 : 4)) }, shown);
+    var sub = waits ? '\u25B2 writer waiting' : lane.fold === 'cron' ? 'node-cron task \u00b7 ' + new Set(lane.grants.map(function (g) { return g.resourceId; })).size + ' fires' : lane.fold === 'job' ? 'job \u00b7 with its #run grants' : '';
+    var label = sv('text', { class: 'lane-label', x: '8', y: String(lt.y + lt.h / 2 + (sub ? -1 : 4)) }, shown);
     label.appendChild(sv('title', {}, lane.resourceId + ' (' + lane.grants.length + ' grants)'));
     label.addEventListener('click', function () { showResource(lane.resourceId); });
     svg.appendChild(label);
-    if (waits) svg.appendChild(sv('text', { class: 'lane-wait', x: '8', y: String(lt.y + lt.h / 2 + 11) }, '\u25B2 writer waiting'));
+    if (sub) svg.appendChild(sv('text', { class: waits ? 'lane-wait' : 'lane-sub', x: '8', y: String(lt.y + lt.h / 2 + 11) }, sub));
     laneRows[i].forEach(function (b) {
       if (b.row >= 12) return;
       var g = b.g, x1 = x(b.s), x2 = x(b.e), y = lt.y + lanePad + b.row * rowH + (rowH - barH) / 2;
@@ -189,7 +221,7 @@ function drawTimeline(t) {
       var stale = ended === 'live' && state.staleIds.has(g.id);
       var rect = sv('rect', { class: 'bar ' + g.mode + ' ended-' + ended + (stale ? ' stale' : ''), x: String(x1), y: String(y), width: String(Math.max(ended === 'live' ? 4 : 2, x2 - x1)), height: String(barH), rx: '2',
         'data-grant-id': String(g.id), 'data-ended': ended, 'data-mode': g.mode });
-      var tip = '#' + g.id + ' ' + g.mode + ' on ' + lane.resourceId + '\\n' + g.owner + '\\ngranted ' + clock(b.s, true) + ', ' +
+      var tip = '#' + g.id + ' ' + modeText(g) + ' on ' + g.resourceId + '\\n' + g.owner + '\\ngranted ' + clock(b.s, true) + ', ' +
         (ended === 'live' ? 'held ' + dur(now - b.s) + ' so far' + (stale ? ' (STALE)' : '') : 'held ' + dur(b.e - b.s) + '\\n' + (ended === 'holder' ? 'released by its holder' : ended === 'reaper' ? 'REAPED (holder presumed dead)' : 'released by an operator' + (g.reason ? ': ' + g.reason : '')));
       rect.addEventListener('mousemove', function (ev) { var tp = $('tip'); tp.textContent = tip; tp.hidden = false; tp.style.left = (ev.clientX + 14) + 'px'; tp.style.top = (ev.clientY + 12) + 'px'; });
       rect.addEventListener('mouseleave', function () { $('tip').hidden = true; });
@@ -240,6 +272,8 @@ async function sendRelease(g, operator, reason) {
 }
 function showError(msg) { var e = $('error'); e.textContent = msg; e.hidden = !msg; }
 
+// The jobs view reads a day of the log: every fifth refresh is enough for runs of a second or more.
+var JOBS_EVERY = 4, jobsDue = 0;
 var inflight = false, timer = null;
 async function refresh() {
   if (inflight) return;
@@ -247,11 +281,13 @@ async function refresh() {
   clearTimeout(timer);
   try {
     var q = '/api/timeline?window=' + state.windowMs + (state.resource ? '&resource=' + encodeURIComponent(state.resource) : '');
-    var both = await Promise.all([getJson('/api/state'), getJson(q)]);
+    var both = await Promise.all([getJson('/api/state'), getJson(q), getJson('/api/leaders')]);
     var s = both[0], t = both[1];
     state.staleIds = new Set(s.live.filter(function (g) { return g.stale; }).map(function (g) { return g.id; }));
     state.waiting = new Set(s.live.filter(function (g) { return g.writerWaiting; }).map(function (g) { return g.resourceId; }));
-    drawCards(s.stats);
+    drawCards(s.stats, s.live, s.liveTruncated);
+    if (jobsDue-- <= 0) { jobsDue = JOBS_EVERY; drawJobs(await getJson('/api/jobs')); }
+    drawLeaders(both[2]);
     drawLive(s.live, s.liveTruncated);
     drawReleases(s.releases, Date.parse(t.now));
     drawTimeline(t);

@@ -14,7 +14,7 @@ header { display:flex; justify-content:space-between; align-items:center; paddin
 .dot.ok { background:var(--ok); box-shadow:0 0 0 3px rgba(62,207,142,.15); } .dot.bad { background:var(--stale); }
 .error { margin:12px 24px 0; padding:10px 14px; border:1px solid #6b2332; background:#2a1218; color:#ffb3c1; border-radius:8px; }
 main { padding:18px 24px 32px; display:flex; flex-direction:column; gap:18px; }
-.cards { display:grid; grid-template-columns:repeat(6,minmax(0,1fr)); gap:12px; }
+.cards { display:grid; grid-template-columns:repeat(7,minmax(0,1fr)); gap:12px; }
 .card { background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:12px 14px; }
 .card .label { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.6px; }
 .card .value { font-size:26px; font-weight:650; margin-top:2px; font-variant-numeric:tabular-nums; }
@@ -31,7 +31,7 @@ button:hover { border-color:#3b4a5e; } button.on { background:#22406b; border-co
 .seg { display:inline-flex; } .seg button { border-radius:0; margin-left:-1px; } .seg button:first-child { border-radius:6px 0 0 6px; } .seg button:last-child { border-radius:0 6px 6px 0; }
 .legend { display:flex; gap:16px; color:var(--muted); font-size:12px; margin:2px 0 8px; flex-wrap:wrap; }
 .sw { display:inline-block; width:18px; height:9px; border-radius:2px; margin-right:6px; vertical-align:-1px; }
-.sw.write { background:var(--write); } .sw.read { background:var(--read); }
+.sw.write { background:var(--write); } .sw.read { background:var(--read); } .sw.permit { background:var(--permit); }
 .sw.live { background:linear-gradient(90deg,var(--read) 70%,#fff 70%,#fff 80%,var(--read) 80%); }
 .sw.stale { background:var(--write); outline:2px solid var(--stale); outline-offset:0; }
 .sw.reaped { background:repeating-linear-gradient(135deg,var(--write) 0 3px,var(--reaped) 3px 6px); }
@@ -64,13 +64,19 @@ a.res { color:var(--text); text-decoration:none; border-bottom:1px dotted #4a5a7
 .tag.stale, .tag.reaper { background:#3b1420; color:#ff8aa0; } .tag.waiting { background:#3a2a0c; color:#ffc266; } .tag.operator { background:#281c45; color:#cdb4ff; } .tag.lease { background:#102a22; color:#6fe0b1; } .tag.section { background:#0f2238; color:#8cc8ff; }
 button.release { padding:1px 8px; font-size:11.5px; color:#ffb3c1; border-color:#6b2332; background:#22121a; }
 .empty { color:var(--muted); margin:10px 8px; } .scroll { overflow-x:auto; }
-svg .lane-wait { fill:#ffc266; font-size:10.5px; }
+svg .lane-wait { fill:#ffc266; font-size:10.5px; } svg .lane-sub { fill:var(--muted); font-size:10.5px; }
+.fold-note { font-size:11.5px; margin:0 0 6px; }
+.tag.running { background:#102a22; color:#6fe0b1; } .tag.finished { background:#1c2430; color:var(--text); } .tag.reaped { background:#3b1420; color:#ff8aa0; } .tag.unknown { background:#1c2430; color:var(--muted); }
+.tag.term-leading { background:#102a22; color:#6fe0b1; } .tag.term-lease-ran-out, .tag.term-reaped { background:#3b1420; color:#ff8aa0; }
+.tag.term-resigned, .tag.term-unleased, .tag.term-unknown, .tag.term-none { background:#1c2430; color:var(--text); } .tag.term-healed { background:#3a2a0c; color:#ffc266; } .tag.term-operator { background:#281c45; color:#cdb4ff; }
+td.terms .tag { margin:1px 4px 1px 0; }
+.kind { color:var(--muted); font-size:12px; } td.alert-text { color:#ff8aa0; font-weight:650; }
 dialog { background:var(--panel); color:var(--text); border:1px solid #34404f; border-radius:10px; padding:16px 18px; width:min(520px,92vw); box-shadow:0 12px 40px rgba(0,0,0,.6); }
 dialog::backdrop { background:rgba(5,8,12,.6); }
 dialog h3 { margin:0 0 6px; font-size:14px; overflow-wrap:anywhere; } dialog p { margin:0 0 10px; font-size:12.5px; }
 dialog label { display:block; color:var(--muted); font-size:12px; margin:8px 0 4px; }
 dialog input, dialog textarea { width:100%; background:#0e1217; border:1px solid var(--line); color:var(--text); border-radius:6px; padding:6px 9px; font:13px system-ui,sans-serif; }
 dialog .hint { color:#ffb3c1; margin:6px 0 0; } dialog .actions { display:flex; justify-content:flex-end; gap:8px; margin-top:14px; }
-@media (max-width:1100px) { .cards { grid-template-columns:repeat(3,minmax(0,1fr)); } }
+@media (max-width:1100px) { .cards { grid-template-columns:repeat(4,minmax(0,1fr)); } }
 @media (min-width:2000px) { .grid { grid-template-columns:minmax(0,1.1fr) minmax(0,1fr); } }
 `;

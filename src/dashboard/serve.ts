@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import type { Knex } from 'knex';
 import { query, withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, RwLockError } from '../errors.js';
-import { createLockManager, type LockManager } from '../lock/manager.js';
+import { createLockManager, type LockManager } from '../lock/manager/manager.js';
 import {
   LIMITS,
   booleanOption,
@@ -19,8 +19,10 @@ import {
   textOption,
   keysOf,
 } from '../options.js';
-import { resourceKey } from '../lock/resource-id.js';
+import { resourceKey } from '../lock/durable/resource-id.js';
 import { recentReleases, timeline } from './queries.js';
+import { JOBS_VIEW_DEFAULTS, jobsView } from '../sql/jobs.js';
+import { LEADERS_VIEW_DEFAULTS, leadersView } from '../sql/terms.js';
 import { renderPage } from './page.js';
 
 export interface DashboardOptions {
@@ -44,6 +46,17 @@ export interface DashboardOptions {
   allowRelease?: boolean;
   /** Age from which a live grant is shown as stale: use the reaper's STALE_AFTER_MS. @defaultValue `DEFAULTS.staleAfterMs` */
   staleAfterMs?: number;
+  /**
+   * Exclusive jobs (`runExclusive`, `@Exclusive`) the Jobs section shows by name. node-cron tasks
+   * run through `createRunCoordinator`, and exclusive jobs with `lockAtLeastFor`, are found without.
+   * @defaultValue []
+   */
+  jobs?: readonly string[];
+  /**
+   * Leader names (`locks.campaign`) the Leaders section shows even when no term leads them. Names
+   * whose live write grant holds a lease are found without. @defaultValue []
+   */
+  leaders?: readonly string[];
 }
 
 export interface Dashboard {
@@ -77,7 +90,16 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const o = optionsObject(
     'serveDashboard',
     options,
-    keysOf<DashboardOptions>()(['knex', 'port', 'host', 'allowedHosts', 'allowRelease', 'staleAfterMs']),
+    keysOf<DashboardOptions>()([
+      'knex',
+      'port',
+      'host',
+      'allowedHosts',
+      'allowRelease',
+      'staleAfterMs',
+      'jobs',
+      'leaders',
+    ]),
   );
   const knex = knexOption('knex', o.knex);
   const port = integerOption('port', o.port ?? DASHBOARD_DEFAULTS.port, 0, 65535);
@@ -85,6 +107,8 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
   const accepted = acceptedHosts(host, o.allowedHosts);
   const allowRelease = booleanOption('allowRelease', o.allowRelease, DASHBOARD_DEFAULTS.allowRelease);
   const staleAfterMs = staleAfterOption(o.staleAfterMs);
+  const jobs = resourceNames('jobs', o.jobs);
+  const leaders = resourceNames('leaders', o.leaders);
   const page = `dashboard@${hostname()}`;
   const locks = createLockManager({ knex, staleAfterMs, owner: page });
   const token = randomBytes(24).toString('hex');
@@ -92,7 +116,7 @@ export async function serveDashboard(options: DashboardOptions): Promise<Dashboa
     query<Array<{ db: string | null; version: string }>>(conn, 'SELECT DATABASE() AS db, VERSION() AS version'),
   );
   const database = `${server0?.db ?? '(no database)'} · ${server0?.version ?? ''}`;
-  const served: Served = { knex, locks, staleAfterMs, allowRelease, token, page, database, accepted };
+  const served: Served = { knex, locks, staleAfterMs, allowRelease, token, page, database, accepted, jobs, leaders };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://dashboard');
     void answer(served, url, req, res);
@@ -132,6 +156,10 @@ interface Served {
   database: string;
   /** The Host names the page answers to. */
   accepted: Set<string>;
+  /** Exclusive jobs shown by name. */
+  jobs: readonly string[];
+  /** Leader names shown whether a term leads them or not. */
+  leaders: readonly string[];
 }
 
 /** One request: its Host checked first (DNS rebinding), then its route; every failure answered as JSON. */
@@ -173,6 +201,10 @@ async function answer(served: Served, url: URL, req: http.IncomingMessage, res: 
       );
     } else if (req.method === 'GET' && url.pathname === '/api/state') {
       json(200, await pageState(served));
+    } else if (req.method === 'GET' && url.pathname === '/api/jobs') {
+      json(200, await readJobs(served));
+    } else if (req.method === 'GET' && url.pathname === '/api/leaders') {
+      json(200, await readLeaders(served));
     } else if (req.method === 'GET' && url.pathname === '/api/timeline') {
       json(200, await readTimeline(served, url.searchParams));
     } else if (req.method === 'POST' && url.pathname === '/api/release') {
@@ -216,6 +248,37 @@ async function readTimeline({ knex }: Served, params: URLSearchParams) {
     }
   }
   return withConnection(knex, (conn) => timeline(conn, { resource, windowMs, maxResources: LANES, maxGrants: BARS }));
+}
+
+/** `GET /api/jobs`: the jobs of the last day, each with its last run (src/sql/jobs.ts). */
+async function readJobs({ knex, jobs }: Served) {
+  return withConnection(knex, (conn) =>
+    jobsView(conn, { windowMs: JOBS_VIEW_DEFAULTS.windowMs, names: jobs, maxJobs: JOBS_VIEW_DEFAULTS.maxJobs }),
+  );
+}
+
+/** `GET /api/leaders`: each leader name with its leader and its latest terms (src/sql/terms.ts). */
+async function readLeaders({ knex, leaders }: Served) {
+  return withConnection(knex, (conn) =>
+    leadersView(conn, {
+      names: leaders,
+      termsPerName: LEADERS_VIEW_DEFAULTS.termsOnPage,
+      maxNames: LEADERS_VIEW_DEFAULTS.maxNames,
+    }),
+  );
+}
+
+/** `jobs`, `leaders`: resource ids, checked as any resource id is. */
+function resourceNames(option: 'jobs' | 'leaders', names: unknown): string[] {
+  const what = option === 'jobs' ? 'job' : 'leader';
+  if (names === undefined) return [];
+  if (!Array.isArray(names))
+    throw new InvalidOptionsError(`${option} must be an array of ${what} names, got ${typeof names}`);
+  return names.map((name: unknown) => {
+    if (typeof name !== 'string') throw new InvalidOptionsError(`${option}: each ${what} name must be a string`);
+    resourceKey(name);
+    return name;
+  });
 }
 
 /**

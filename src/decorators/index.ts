@@ -3,7 +3,8 @@
 // for `experimentalDecorators` (NestJS) from one implementation. A subpath, so that the main entry
 // stays small.
 import { InvalidOptionsError } from '../errors.js';
-import { LockManager } from '../lock/manager.js';
+import { LockManager } from '../lock/manager/manager.js';
+import { checkJobName } from '../lock/scheduled/exclusive.js';
 import {
   booleanOption,
   keysOf,
@@ -196,7 +197,9 @@ export function Exclusive<This = unknown>(
     options,
     DECORATOR_KEYS.exclusive,
   ) as unknown as ExclusiveDecoratorOptions<This>;
+  // The name too, when the class is defined: a name no run could lock is refused before any run.
   resolveExclusiveOptions(`@${what}`, jobOptions);
+  checkJobName(name);
   return methodDecorator<[], This>(what, manager, async (locks, _args, work) => {
     const result = await locks.runExclusive(name, work, jobOptions as ExclusiveOptions & { grant?: false });
     return result.ran ? result.value : undefined;

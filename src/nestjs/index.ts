@@ -12,7 +12,7 @@ import {
 import { migrate, type MigrateOptions } from '../admin/migrate.js';
 import { registerLockManager } from '../decorators/index.js';
 import { InvalidOptionsError } from '../errors.js';
-import { createLockManager, type LockManager } from '../lock/manager.js';
+import { createLockManager, type LockManager } from '../lock/manager/manager.js';
 import type { LockManagerOptions } from '../options.js';
 
 /** The injection token of the module's LockManager (the class is exported as a type only). */
@@ -54,7 +54,7 @@ const LIFECYCLE = 'mysql-rwlock:Lifecycle';
  * import knex from 'knex';
  * import { MysqlRwlockModule } from 'mysql-rwlock/nestjs';
  *
- * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+ * const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL! });
  *
  * @Module({ imports: [MysqlRwlockModule.forRoot({ knex: db, owner: 'loans-api', migrate: true })] })
  * export class AppModule {}

@@ -3,7 +3,7 @@
 // described once, its server's kind asked once.
 import { context as otelContext, ROOT_CONTEXT, type Attributes, type Span } from '@opentelemetry/api';
 import type { Knex } from 'knex';
-import type { Grant } from '../lock/api.js';
+import type { Grant } from '../contract/api.js';
 import { parseConnectionUrl } from '../sql/connection-url.js';
 import { query, withConnection } from '../sql/connection.js';
 

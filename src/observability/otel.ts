@@ -3,22 +3,25 @@
 import diagnostics from 'node:diagnostics_channel';
 import {
   context as otelContext,
+  metrics,
   SpanKind,
   SpanStatusCode,
   trace,
   type Attributes,
   type Context,
+  type MeterProvider,
   type Span,
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
 import type { Knex } from 'knex';
-import { InvalidOptionsError, LockLostError } from '../errors.js';
-import type { Grant } from '../lock/api.js';
+import { InvalidOptionsError, LockLostError, LockTimeoutError } from '../errors.js';
+import type { Grant } from '../contract/api.js';
 import { booleanOption, knexOption, optionsObject, keysOf } from '../options.js';
-import { addHoldScope } from '../lock/hold-scope.js';
+import { addHoldWrapper } from '../contract/hold-wrappers.js';
 import { endWithServer, serverAttributesOf, SpanServers, type SpanServer } from './otel-servers.js';
 import { acquireOutcome } from './outcome.js';
+import { instrumentLeadership, TERM_SPAN } from './otel-leader.js';
 import {
   CHANNELS,
   type AcquireContext,
@@ -26,7 +29,7 @@ import {
   type LostContext,
   type ReapContext,
   type ReleaseContext,
-} from '../lock/channels.js';
+} from '../contract/channels.js';
 
 export interface LockInstrumentationOptions {
   /** The provider to take the tracer from. @defaultValue the global provider (`trace.getTracerProvider()`) */
@@ -49,6 +52,11 @@ export interface LockInstrumentationOptions {
    * @defaultValue false
    */
   recordResourceIds?: boolean;
+  /**
+   * Where the meter of the campaigns gauge (`rwlock.campaigns`) comes from.
+   * @defaultValue the global provider (`metrics.getMeterProvider()`)
+   */
+  meterProvider?: MeterProvider;
 }
 
 /** What {@link instrumentLocks} returns. */
@@ -70,6 +78,8 @@ export const SPANS = Object.freeze({
   fence: 'rwlock.fence',
   release: 'rwlock.release',
   reap: 'rwlock.reap',
+  /** A term of leadership, from its election to its end (a root span). */
+  term: TERM_SPAN,
 } as const);
 
 /** The instrumentation scope name spans are recorded under. */
@@ -94,7 +104,8 @@ interface Hold {
  * Turns on OpenTelemetry spans for every lock manager and reaper call in this process:
  * `rwlock.acquire` (its duration is the wait; `rwlock.outcome` granted, busy, timeout, aborted or
  * error), `rwlock.hold` (from the grant to its release, fenced commit, or loss), `rwlock.fence`,
- * `rwlock.release` and `rwlock.reap`. Inside `withWriteLock` and `withReadLock` the hold span is the
+ * `rwlock.release`, `rwlock.reap`, and `rwlock.term` (a term of leadership, with a gauge of this
+ * process's campaigns, `rwlock.campaigns`, on `meterProvider`). Inside `withWriteLock` and `withReadLock` the hold span is the
  * active context, so spans the callback's queries make (knex's or mysql2's instrumentation) are its
  * children. Failures set status ERROR, `error.type` and an exception event. Each span names the
  * server and database of the manager (or `reapStaleGrants` call) that made it: `db.system.name`,
@@ -113,11 +124,14 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
   const o = optionsObject(
     'instrumentLocks',
     options,
-    keysOf<LockInstrumentationOptions>()(['tracerProvider', 'knex', 'dbSystem', 'recordResourceIds']),
+    keysOf<LockInstrumentationOptions>()(['tracerProvider', 'knex', 'dbSystem', 'recordResourceIds', 'meterProvider']),
   );
   const provider = o.tracerProvider as TracerProvider | undefined;
   if (provider !== undefined && typeof provider.getTracer !== 'function')
     throw new InvalidOptionsError('tracerProvider must be an OpenTelemetry TracerProvider');
+  const meterProvider = o.meterProvider as MeterProvider | undefined;
+  if (meterProvider !== undefined && typeof meterProvider.getMeter !== 'function')
+    throw new InvalidOptionsError('meterProvider must be an OpenTelemetry MeterProvider');
   if (o.dbSystem !== undefined && o.dbSystem !== 'mysql' && o.dbSystem !== 'mariadb')
     throw new InvalidOptionsError(`dbSystem must be 'mysql' or 'mariadb', got ${JSON.stringify(o.dbSystem)}`);
   const fallbackKnex = o.knex === undefined ? undefined : knexOption('knex', o.knex);
@@ -210,6 +224,8 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
       }),
     (c, span, parent, server) => {
       span.setAttribute('rwlock.outcome', acquireOutcome(c));
+      // A busy pool told apart from a held lock and from a server down: one is not an outage.
+      if (c.error instanceof LockTimeoutError) span.setAttribute('rwlock.waited_for', c.error.waitedFor);
       const grant = c.result;
       if (!grant) return;
       span.setAttribute('rwlock.grant.id', grant.id);
@@ -281,7 +297,7 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
 
   // The scoped call's work runs with the hold span active (a group's: its first grant's, the one a
   // group's errors name); each hold ends when the call returns, a section's at its commit.
-  const removeScope = addHoldScope(<T>(grants: readonly Grant[], run: () => Promise<T>): Promise<T> => {
+  const removeScope = addHoldWrapper(<T>(grants: readonly Grant[], run: () => Promise<T>): Promise<T> => {
     const held = grants.flatMap((grant) => {
       const hold = holds.get(grant);
       return hold ? [{ grant, hold }] : [];
@@ -312,6 +328,9 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
     );
   });
 
+  // Terms and campaigns: the term spans and the gauge `rwlock.campaigns`, from the leader channel.
+  const leadership = instrumentLeadership(tracer, (meterProvider ?? metrics.getMeterProvider()).getMeter(TRACER_NAME));
+
   let enabled = true;
   return {
     get ready() {
@@ -321,6 +340,7 @@ export function instrumentLocks(options?: LockInstrumentationOptions): LockInstr
       if (!enabled) return;
       enabled = false;
       removeScope();
+      leadership.disable();
       for (const s of subscriptions.splice(0))
         diagnostics.tracingChannel(s.channel).unsubscribe(s.handlers as diagnostics.TracingChannelSubscribers<object>);
       diagnostics.unsubscribe(CHANNELS.lost, onLost);

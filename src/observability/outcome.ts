@@ -1,6 +1,6 @@
 // How an acquire call ended, in the words the Prometheus metrics and the OpenTelemetry spans share.
 import { LockAbortedError, LockTimeoutError } from '../errors.js';
-import type { AcquireContext } from '../lock/channels.js';
+import type { AcquireContext } from '../contract/channels.js';
 
 /**
  * Outcome of an acquire call: granted, busy (one attempt found it held), timeout, aborted, error. The

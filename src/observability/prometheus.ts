@@ -6,10 +6,11 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { withConnection } from '../sql/connection.js';
 import { InvalidOptionsError, LockLostError } from '../errors.js';
 import { acquireOutcome } from './outcome.js';
-import type { Grant } from '../lock/api.js';
+import type { Grant } from '../contract/api.js';
 import { knexOption, optionsObject, staleAfterOption, keysOf } from '../options.js';
 import { lockStats, type LockStats } from '../sql/operate.js';
 import { LOST_BY } from '../types.js';
+import { trackCampaigns } from './campaign-states.js';
 import {
   CHANNELS,
   type AcquireContext,
@@ -17,7 +18,7 @@ import {
   type LostContext,
   type ReapContext,
   type ReleaseContext,
-} from '../lock/channels.js';
+} from '../contract/channels.js';
 
 export interface LockMetricsOptions {
   /** The prom-client registry to register on (`new Registry()`, or prom-client's `register`). */
@@ -43,6 +44,7 @@ export const METRICS = Object.freeze({
   waitingWriters: 'mysql_rwlock_waiting_writers',
   oldestGrantAge: 'mysql_rwlock_oldest_grant_age_seconds',
   databaseUp: 'mysql_rwlock_gauges_up',
+  campaigns: 'mysql_rwlock_campaigns',
 } as const);
 
 const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -51,7 +53,8 @@ const HOLD_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300,
 /**
  * Registers the lock's metrics on `registry` and subscribes to the tracing channels: everything
  * this process's lock managers and reaper calls do is counted from then on. No label carries a
- * resource id (unbounded cardinality). `unregister()` removes the metrics and the subscriptions.
+ * resource id (unbounded cardinality), but for the campaigns gauge's `name`: the names an
+ * application campaigns for are its own few. `unregister()` removes the metrics and the subscriptions.
  */
 export function registerLockMetrics(options: LockMetricsOptions): { unregister(): void } {
   const o = optionsObject(
@@ -76,12 +79,25 @@ export function registerLockMetrics(options: LockMetricsOptions): { unregister()
     METRICS.fenceRefusals,
     METRICS.reaped,
     METRICS.reapRuns,
+    METRICS.campaigns,
   ];
   if (knex) names.push(...registerGauges(knex, staleAfterMs, registers));
   const unsubscribe = subscribeMetrics(metrics);
+  const campaigns = trackCampaigns();
+  new Gauge({
+    name: METRICS.campaigns,
+    help: "This process's campaigns for leadership (locks.campaign), by name and state (leading, campaigning): who campaigns is recorded in no database, so the fleet's count is the sum over its processes",
+    labelNames: ['name', 'state'],
+    registers,
+    collect() {
+      this.reset();
+      for (const c of campaigns.counts()) this.set({ name: c.name, state: c.state }, c.count);
+    },
+  });
   return {
     unregister() {
       unsubscribe();
+      campaigns.stop();
       for (const name of names) registry.removeSingleMetric(name);
     },
   };

@@ -7,5 +7,5 @@ export {
   type ReleaseContext,
   type ReapContext,
   type LostContext,
-} from '../lock/channels.js';
-export type { LockChannel, LockTracingChannel, LockTracingHandlers } from '../lock/channels.js';
+} from '../contract/channels.js';
+export type { LockChannel, LockTracingChannel, LockTracingHandlers } from '../contract/channels.js';

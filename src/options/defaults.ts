@@ -1,6 +1,6 @@
 // The library's constants: every option's default (`DEFAULTS`) and every bound validation holds
 // to (`LIMITS`), each with its reason. An option's TSDoc names the entry it defaults to.
-import type { ProceduresMode } from './types.js';
+import type { ProceduresMode } from './option-types.js';
 
 /**
  * The default of every option of the library, in one place. At the top: `createLockManager`'s
@@ -9,6 +9,12 @@ import type { ProceduresMode } from './types.js';
  */
 export const DEFAULTS = deepFreeze({
   staleAfterMs: 600_000,
+  /**
+   * How long past the end of its lease a leased grant turns stale (src/sql/decision.ts, STALE_AT_SQL):
+   * room for a renewal sent near the end to land. Not an option: the reaper, every manager's heal
+   * and sweep, and every holder's renewals must agree on it, in every process.
+   */
+  leaseGraceMs: 1_000,
   waitMs: 30_000,
   backoffMinMs: 2,
   backoffMaxMs: 100,
@@ -38,6 +44,11 @@ export const DEFAULTS = deepFreeze({
   createRunCoordinator: { prefix: 'cron:', lockAtLeastFor: 0 },
   /** `acquirePermit()`, `tryAcquirePermit()`, `withPermit()`: how many permits a call takes */
   permit: { count: 1 },
+  /**
+   * `campaign()`: the term's lease (renewed every third of it unless `renewEveryMs` says otherwise),
+   * and how long `close()` waits for a leader callback whose term ended
+   */
+  campaign: { leaseMs: 15_000, stopTimeoutMs: 10_000 },
 });
 
 function deepFreeze<T extends object>(
@@ -79,7 +90,7 @@ export const LIMITS = Object.freeze({
    * less than this ago, whatever its retention, because settling a lost reply reads that row: a lost
    * commit's settle ends within `maxResolveTimeoutMs` of the loss (plus one probe's lock wait), and a
    * lost acquire's statement reaches the server within TCP's retransmission limit of being sent or
-   * never. docs/design.md ("Lost replies") gives the reasoning.
+   * never. docs/lost-replies.md gives the reasoning.
    */
   purgeFloorMs: 86_400_000,
   maxBackoffMs: 60_000,

@@ -3,9 +3,10 @@ import type {
   AcquireOptions,
   ExclusiveOptions,
   LockManagerOptions,
+  PermitOptions,
   WithGrantOptions,
   WithLockOptions,
-} from './types.js';
+} from './option-types.js';
 
 /**
  * `keys`, checked when compiled to be exactly the keys of `T`: a list that leaves one out, or names
@@ -29,6 +30,11 @@ export const OPTION_KEYS = Object.freeze({
   scoped: keysOf<WithLockOptions>()(['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section']),
   /** `withWriteGrant`, `withReadGrant` */
   granted: keysOf<WithGrantOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
+  /**
+   * `tryAcquirePermit`; and `acquirePermit`, `withPermit` beside the `acquire` and `scoped` names
+   * (their own names taken apart first, see `sharedOptions`)
+   */
+  permit: keysOf<PermitOptions>()(['permits', 'count']),
   /** `runExclusive` */
   exclusive: keysOf<ExclusiveOptions>()(['lockAtMostFor', 'lockAtLeastFor', 'leaseMs', 'grant']),
   /** `createLockManager` */

@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidOptionsError } from '../errors.js';
-import type { LockLostHandler } from '../lock/api.js';
+import type { LockLostHandler } from '../contract/api.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
 import { OPTION_KEYS } from './keys.js';
 import type {
@@ -12,7 +12,7 @@ import type {
   ResolvedAcquireOptions,
   ResolvedExclusiveOptions,
   ResolvedManagerOptions,
-} from './types.js';
+} from './option-types.js';
 import {
   booleanOption,
   describe,
@@ -162,8 +162,24 @@ export function resolveExclusiveOptions(what: string, input: unknown): ResolvedE
   return { lockAtMostFor, lockAtLeastFor, leaseMs, grant: booleanOption('grant', o.grant, false) };
 }
 
-/** A semaphore's limit and a call's count, validated: typed errors before anything is written. */
-export function permitOptions(what: string, input: unknown): { limit: number; count: number } {
+/**
+ * A permit call's options without its own (`OPTION_KEYS.permit`): the options it shares with its
+ * read-write call, which that call's validator checks.
+ */
+export function sharedOptions(input: unknown): Record<string, unknown> {
+  if (typeof input !== 'object' || input === null) return {};
+  const own: readonly string[] = OPTION_KEYS.permit;
+  return Object.fromEntries(Object.entries(input).filter(([key]) => !own.includes(key)));
+}
+
+/**
+ * A permit call's own options (`OPTION_KEYS.permit`), the semaphore's limit and the call's count,
+ * validated: typed errors before anything is written. `alone`: they are all the call takes
+ * (`tryAcquirePermit`), so any other name is refused; else the others are the read-write call's
+ * (`sharedOptions`), which its validator checks.
+ */
+export function permitOptions(what: string, input: unknown, alone = false): { limit: number; count: number } {
+  if (alone) optionsObject(what, input ?? null, OPTION_KEYS.permit);
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new InvalidOptionsError(`${what} needs options with permits (the semaphore's limit), e.g. { permits: 5 }`);
   const o = input as Record<string, unknown>;

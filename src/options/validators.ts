@@ -4,7 +4,7 @@
 import type { Knex } from 'knex';
 import { InvalidOptionsError } from '../errors.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
-import type { ProceduresMode } from './types.js';
+import type { ProceduresMode } from './option-types.js';
 
 /**
  * The options argument of `what`: undefined becomes {}, anything but a plain object is refused,

@@ -1,6 +1,20 @@
 import { errnoOf, ER_LOCK_WAIT_TIMEOUT, firstRow, query, type RawConnection } from './connection.js';
-import { LOCK_TYPE, STATUS, type LockMode } from '../types.js';
-import { DB_NOW } from './clock.js';
+import { LOCK_TYPE, type LockMode } from '../types.js';
+import {
+  createGate,
+  firstUse,
+  gateRead,
+  LOCKING,
+  logGrant,
+  permitConflict,
+  permitFirstUse,
+  permitGuard,
+  PERMITS_HOLD,
+  readGuard,
+  rowRead,
+  writeGuard,
+  writerIntent,
+} from './decision.js';
 import { testSwitches } from '../test-switches.js';
 
 /**
@@ -57,34 +71,31 @@ export async function callAcquire(
 }
 
 /*
- * The same decision as plain statements, for databases without stored routines. The procedure's
- * body lives in an applied migration and cannot change; these statements must decide exactly as it
- * does (test/procedures.test.ts runs the exclusion check on both paths).
+ * The same decision as plain statements, for databases without stored routines: the routine's
+ * pieces (src/sql/decision.ts) spelled with `?`, so both paths decide alike by construction
+ * (test/procedures.test.ts runs the exclusion check on both paths).
  */
 const GUARDED_UPDATE: Readonly<Record<'write' | 'read', string>> = {
-  write: `UPDATE t_read_write_lock SET w_count = 1, w_wait_until = NULL, version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
-  read: `UPDATE t_read_write_lock SET r_count = r_count + 1, permit_limit = NULL, version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (permit_limit IS NULL OR r_count = 0)
-   AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
+  write: writeGuard('?', ''),
+  read: readGuard('?', ''),
 };
 /** A refused read or write attempt: whether permit holders are what it met (migration 010's `mixed`). */
-const PERMITS_HOLD =
-  'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ? AND w_count = 0 AND r_count > 0 AND permit_limit IS NOT NULL';
+const MIXED = `${rowRead('1 AS found', '?', '')} AND ${PERMITS_HOLD}`;
 /** First use of a resource: the row is created already holding the lock. IGNORE: 0 rows when it exists. */
-const FIRST_USE = 'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, version) VALUES (?, ?, ?, 1)';
+const FIRST_USE = firstUse('INSERT IGNORE', '?', '?', '?', '');
 /** First use of a resource's gate. IGNORE: 0 rows when another first user made it. */
-const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (?)';
+const CREATE_GATE = createGate('?');
 /** The lock row, taken without waiting: a writer stopped at the gate marks its intent only if it can have it at once. */
-const ROW_NOWAIT = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ? FOR UPDATE NOWAIT';
+const ROW_NOWAIT = rowRead('1 AS found', '?', LOCKING.exclusiveNowait);
 
 /**
  * The gate, taken without waiting: a writer exclusively, a reader shared (a reading section holds
  * it shared, a writing section exclusively). MariaDB spells the shared NOWAIT form differently.
  */
 export function gateNowait(mode: LockMode, mariadb: boolean): string {
-  const lock = mode === 'write' ? 'FOR UPDATE NOWAIT' : mariadb ? 'LOCK IN SHARE MODE NOWAIT' : 'FOR SHARE NOWAIT';
-  return `SELECT 1 AS found FROM t_lock_gate WHERE resource_id = ? ${lock}`;
+  const lock =
+    mode === 'write' ? LOCKING.exclusiveNowait : mariadb ? LOCKING.sharedNowaitMariadb : LOCKING.sharedNowaitMysql;
+  return gateRead('1 AS found', '?', lock);
 }
 
 /** Whether the connection's server is MariaDB, from its handshake (or asked once when the driver keeps none). */
@@ -100,11 +111,10 @@ export async function isMariadb(conn: RawConnection): Promise<boolean> {
 }
 
 /** Marks a waiting writer: new readers hold back for `intentMs` (parameters: µs, resource, µs / 2). */
-export const WRITER_INTENT = `UPDATE t_read_write_lock
-   SET w_wait_until = ${DB_NOW} + INTERVAL ? MICROSECOND, version = version + 1
- WHERE resource_id = ? AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW} + INTERVAL ? MICROSECOND)`;
-const LOG_GRANT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token)
-VALUES (?, ?, ${STATUS.live}, ${DB_NOW}, 0, CONVERT(? USING utf8mb4), ?)`;
+export const WRITER_INTENT = writerIntent('?', '?', '?', '');
+/** The owner travels as UTF-8 bytes, converted on the server whatever the connection's character set. */
+const OWNER = 'CONVERT(? USING utf8mb4)';
+const LOG_GRANT = logGrant({ resource: '?', type: '?', owner: OWNER, token: '?' }, '');
 
 /** MySQL's answer to a NOWAIT read of a locked row; MariaDB answers it with 1205. */
 const ER_LOCK_NOWAIT = 3572;
@@ -113,6 +123,24 @@ const ER_LOCK_NOWAIT = 3572;
 export function isLockedNowait(err: unknown): boolean {
   const errno = errnoOf(err);
   return errno === ER_LOCK_NOWAIT || errno === ER_LOCK_WAIT_TIMEOUT;
+}
+
+/**
+ * An acquire whose statement met a row lock it could not have within the server's lock wait
+ * timeout (1205; MySQL's 3572 for a NOWAIT read): the lock row of a holder whose fence is in flight
+ * (its business transaction's COMMIT to come), a heal, a reap, a repair. That is contention, not a
+ * failure: the transaction is rolled back (a procedure's error leaves its transaction open) and
+ * the attempt answers refused, nothing granted, so a try answers null and a wait tries again.
+ * Bounded by the server's `innodb_lock_wait_timeout` per attempt, and by the holder's commit.
+ */
+export async function refusedOnLockWait<T>(conn: RawConnection, send: () => Promise<T>, refused: T): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    if (!isLockedNowait(err)) throw err;
+    await query(conn, 'ROLLBACK');
+    return refused;
+  }
 }
 
 /** A NOWAIT locking read of one row: taken, missing (no such row, nothing locked) or busy. */
@@ -161,29 +189,16 @@ export async function acquireWithStatements(
   token: Buffer,
   intentMs: number,
 ): Promise<AcquireReply> {
-  // READ COMMITTED, as in the procedure: a locking read or UPDATE of a resource not yet used would
-  // otherwise take a gap lock, and first users of neighbouring new ids would deadlock on each other.
-  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-  await query(conn, 'START TRANSACTION');
-  try {
-    const busy = (await takeGate(conn, mode, resource)) === 'busy';
-    const guarded = async (): Promise<boolean> =>
-      (await query<{ affectedRows: number }>(conn, GUARDED_UPDATE[mode === 'write' ? 'write' : 'read'], [resource]))
-        .affectedRows === 1;
-    let granted = false;
-    if (!busy) {
-      granted = await guarded();
-      if (!granted) {
-        const write = mode === 'write' ? 1 : 0;
-        granted =
-          (await query<{ affectedRows: number }>(conn, FIRST_USE, [resource, write, 1 - write])).affectedRows === 1;
-        // The row exists, and may have been committed by another first user only since the UPDATE
-        // above looked: decide on it again, as the procedure does.
-        if (!granted) granted = await guarded();
-      }
-    }
+  return gateFirst(conn, mode, resource, async (busy) => {
+    const write = mode === 'write' ? 1 : 0;
+    const granted =
+      !busy &&
+      (await guardOrFirstUse(
+        () => query(conn, GUARDED_UPDATE[mode === 'write' ? 'write' : 'read'], [resource]),
+        () => query(conn, FIRST_USE, [resource, write, 1 - write]),
+      ));
     let id: number | null = null;
-    const mixed = !granted && !busy && (await query<unknown[]>(conn, PERMITS_HOLD, [resource])).length > 0;
+    const mixed = !granted && !busy && (await query<unknown[]>(conn, MIXED, [resource])).length > 0;
     if (granted) {
       id = Number(
         (await query<{ insertId: number | string }>(conn, LOG_GRANT, [resource, LOCK_TYPE[mode], owner, token]))
@@ -197,14 +212,45 @@ export async function acquireWithStatements(
     ) {
       await query(conn, WRITER_INTENT, [intentMs * 1000, resource, intentMs * 500]);
     }
-    await query(conn, 'COMMIT');
     return mixed ? { id, busy, conflict: { kind: 'mixed' } } : { id, busy };
+  });
+}
+
+/**
+ * An attempt's own READ COMMITTED transaction, as in the procedures: the gate of `resource` taken
+ * first without waiting (in `mode`'s lock), then `decide`, told whether the gate was busy; committed,
+ * or rolled back on an error. READ COMMITTED: a locking read or UPDATE of a resource not yet used
+ * would otherwise take a gap lock, and first users of neighbouring new ids would deadlock on each other.
+ */
+async function gateFirst<T>(
+  conn: RawConnection,
+  mode: LockMode,
+  resource: Buffer,
+  decide: (busy: boolean) => Promise<T>,
+): Promise<T> {
+  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  await query(conn, 'START TRANSACTION');
+  try {
+    const reply = await decide((await takeGate(conn, mode, resource)) === 'busy');
+    await query(conn, 'COMMIT');
+    return reply;
   } catch (err) {
     // A dead connection rolls back on the server; on a live one, end the transaction before the
     // connection goes back to the pool.
     await query(conn, 'ROLLBACK').catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The guard, then on a refusal the lock row created on first use, then, when another first user made
+ * the row only since the guard looked (READ COMMITTED reads the last committed version), the guard
+ * again, as the procedures decide. Each changes 1 row when it grants.
+ */
+async function guardOrFirstUse(guard: () => Promise<unknown>, firstUse: () => Promise<unknown>): Promise<boolean> {
+  const changed = async (sent: () => Promise<unknown>): Promise<boolean> =>
+    ((await sent()) as { affectedRows: number }).affectedRows === 1;
+  return (await changed(guard)) || (await changed(firstUse)) || changed(guard);
 }
 
 /** A permit attempt: how many permits it takes of a semaphore of `limit`. */
@@ -252,22 +298,14 @@ function permitReply(
   return { id, busy, conflict: { kind: 'mixed' } };
 }
 
-/**
- * The permit guard: no writer, and either no holder at all (the caller's limit becomes the row's) or
- * holders of the same limit with room for this many more. The decision is this one statement's, on
- * the row it locks: never a count read first and written after.
- */
-const PERMIT_GUARD = `UPDATE t_read_write_lock
-   SET r_count = r_count + ?, permit_limit = ?, version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (r_count = 0 OR (permit_limit = ? AND r_count + ? <= ?))`;
-const PERMIT_FIRST_USE =
-  'INSERT IGNORE INTO t_read_write_lock (resource_id, w_count, r_count, permit_limit, version) VALUES (?, 0, ?, ?, 1)';
+/** The permit guard (parameters: count, limit, resource, count, limit, limit, count, limit). */
+const PERMIT_GUARD = permitGuard('?', '?', '?', '');
+/** First use of a semaphore (parameters: resource, count, limit, count, limit). IGNORE: 0 rows when it exists. */
+const PERMIT_FIRST_USE = permitFirstUse('INSERT IGNORE', '?', '?', '?', '');
 /** A refused permit attempt: why, from the row as it is now (a report; the guard decided). */
-const PERMIT_REFUSAL = `SELECT IF(w_count > 0 OR (permit_limit IS NULL AND r_count > 0), 1,
-          IF(r_count > 0 AND permit_limit <> ?, 2, 0)) AS conflict, permit_limit AS held_limit
+const PERMIT_REFUSAL = `SELECT ${permitConflict('?', '')} AS conflict, permit_limit AS held_limit
  FROM t_read_write_lock WHERE resource_id = ?`;
-const LOG_PERMIT = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, permits)
-VALUES (?, ${LOCK_TYPE.permit}, ${STATUS.live}, ${DB_NOW}, 0, CONVERT(? USING utf8mb4), ?, ?)`;
+const LOG_PERMIT = logGrant({ resource: '?', type: `${LOCK_TYPE.permit}`, owner: OWNER, token: '?', permits: '?' }, '');
 
 /**
  * One permit attempt as plain statements in one READ COMMITTED transaction, deciding as
@@ -281,50 +319,34 @@ export async function acquirePermitWithStatements(
   owner: Buffer,
   token: Buffer,
 ): Promise<AcquireReply> {
-  await query(conn, 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-  await query(conn, 'START TRANSACTION');
-  try {
-    // Shared, as a reader's acquire takes it.
-    const busy = (await takeGate(conn, 'read', resource)) === 'busy';
+  // The gate shared, as a reader's acquire takes it.
+  return gateFirst(conn, 'read', resource, async (busy) => {
     const { limit, count } = ask;
-    const guarded = async (): Promise<boolean> => {
-      if (testSwitches.acquire.permitUnguarded) return unguardedForTests(conn, resource, ask);
-      return (
-        (await query<{ affectedRows: number }>(conn, PERMIT_GUARD, [count, limit, resource, limit, count, limit]))
-          .affectedRows === 1
-      );
-    };
-    let granted = false;
+    const guarded = async (): Promise<{ affectedRows: number }> =>
+      testSwitches.acquire.permitUnguarded
+        ? { affectedRows: (await unguardedForTests(conn, resource, ask)) ? 1 : 0 }
+        : query(conn, PERMIT_GUARD, [count, limit, resource, count, limit, limit, count, limit]);
     let conflict: number | string | null = null;
     let heldLimit: number | string | null = null;
-    if (!busy) {
-      granted = await guarded();
-      if (!granted) {
-        granted =
-          (await query<{ affectedRows: number }>(conn, PERMIT_FIRST_USE, [resource, count, limit])).affectedRows === 1;
-        if (!granted) granted = await guarded();
-      }
-      if (!granted) {
-        const [why] = await query<Array<{ conflict: number | string; held_limit: number | string | null }>>(
-          conn,
-          PERMIT_REFUSAL,
-          [limit, resource],
-        );
-        conflict = why?.conflict ?? null;
-        heldLimit = why?.held_limit ?? null;
-      }
+    const granted =
+      !busy &&
+      (await guardOrFirstUse(guarded, () => query(conn, PERMIT_FIRST_USE, [resource, count, limit, count, limit])));
+    if (!busy && !granted) {
+      const [why] = await query<Array<{ conflict: number | string; held_limit: number | string | null }>>(
+        conn,
+        PERMIT_REFUSAL,
+        [limit, resource],
+      );
+      conflict = why?.conflict ?? null;
+      heldLimit = why?.held_limit ?? null;
     }
     let id: number | null = null;
     if (granted)
       id = Number(
         (await query<{ insertId: number | string }>(conn, LOG_PERMIT, [resource, owner, token, count])).insertId,
       );
-    await query(conn, 'COMMIT');
     return permitReply(id, busy, conflict, heldLimit);
-  } catch (err) {
-    await query(conn, 'ROLLBACK').catch(() => undefined);
-    throw err;
-  }
+  });
 }
 
 /** The broken check of `testSwitches.acquire.permitUnguarded`: a plain read of the count, then an UPDATE that checks nothing. */
@@ -335,9 +357,12 @@ async function unguardedForTests(conn: RawConnection, resource: Buffer, ask: Per
     [resource],
   );
   if (row === undefined || row.w_count > 0 || Number(row.r_count) + ask.count > ask.limit) return false;
-  // Widen the window between the read and the write, as a slow client would: wide enough that
-  // several of the control's 32 workers read the same count on a busy 2-core machine.
-  await query(conn, 'DO SLEEP(0.02)');
+  // Widen the window between the read and the write, as a slow client would: the control's own hook
+  // where it has one (it holds callers there together), else long enough that several of the reliability
+  // suite's workers read the same count.
+  const hold = testSwitches.acquire.afterPermitRead;
+  if (hold) await hold();
+  else await query(conn, 'DO SLEEP(0.02)');
   return (
     (
       await query<{ affectedRows: number }>(

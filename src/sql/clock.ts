@@ -1,11 +1,10 @@
-import { DB_NOW } from '../../migrations/007_utc_times.js';
-
 /**
- * The database clock every statement uses: the server's UTC (its home is migration 007, whose
- * routine is built from it). Times are written and compared in UTC, so neither a session's
- * `time_zone` nor a daylight-saving change moves a grant's age.
+ * The database clock every statement and routine of the library writes and compares grant times
+ * with: the server's UTC, which no session's `time_zone` and no daylight-saving change moves
+ * (migration 007 moved every routine and statement to it; test/utc-clock.test.ts checks that no
+ * other clock is left in them).
  */
-export { DB_NOW };
+export const DB_NOW = 'UTC_TIMESTAMP(6)';
 
 /**
  * The time a row is changed, in UTC, rather than the time its statement began (DB_NOW): for a

@@ -26,10 +26,13 @@ const URL_PARTS = new Set(['host', 'port', 'user', 'password', 'database']);
 
 /**
  * Parses `mysql://user:password@host:port/database?option=value` (or `mariadb://`). The user and
- * password are everything before the LAST `@`, split at their first `:`, so a password may hold
- * `/ # ? @ :` unencoded; `%` starts percent-encoding (write a literal `%` as `%25`). User, password
- * and database are percent-decoded. Throws InvalidOptionsError whose message starts with `name`
- * and never repeats any part of what precedes the last `@`.
+ * password are everything before the LAST `@`, split at their first `:`; `%` starts
+ * percent-encoding (write a literal `%` as `%25`). User, password and database are percent-decoded.
+ * A URL that knex, given the same string as `connection`, would read otherwise is refused (see
+ * `knexReading`): a password with `/ # ?` unencoded, a database name with percent-encoding. So one
+ * MYSQL_URL serves the application's `knex({ connection: url })` and this parser alike. Throws
+ * InvalidOptionsError whose message starts with `name` and never repeats any part of what precedes
+ * the last `@`.
  *
  * knex would read a string it cannot parse as a sqlite file name, which mysql2 then ignores: a typo
  * would become an anonymous connection to localhost:3306. Hence a checked object, not the string.
@@ -92,7 +95,58 @@ export function parseConnectionUrl(raw: string | undefined, name = 'MYSQL_URL'):
     if (user !== '') connection.user = user;
     if (password !== undefined && password !== '') connection.password = password;
   }
+  const differing = partsKnexReadsOtherwise(raw, connection);
+  if (differing.length > 0) {
+    throw new InvalidOptionsError(
+      `${name} is read otherwise by knex({ connection: url }) (its ${differing.join(', ')}): ` +
+        'percent-encode / # ? in the user and password (# as %23, / as %2F, ? as %3F), and name a database ' +
+        'that needs no percent-encoding, so that the application and this tool connect alike',
+    );
+  }
   return { connection, target: `${hostPort[1]}:${port}/${database}` };
+}
+
+/** The parts of a connection knex and mysql2 read. */
+type KnexRead = { host?: string; port?: string; user?: string; password?: string; database: string };
+
+/**
+ * What knex 3 makes of a connection URL string given as `connection` (its parse-connection: the
+ * WHATWG URL parser, user and password percent-decoded, the database name as written), or null
+ * where it reads none (knex then takes the string for a sqlite file name, and mysql2 connects
+ * to localhost anonymously) or throws. test/connection-url.test.ts holds it to the real knex.
+ */
+export function knexReading(raw: string): KnexRead | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  try {
+    return {
+      database: url.pathname.replace(/^\//, ''),
+      ...(url.hostname ? { host: url.hostname } : {}),
+      ...(url.port ? { port: url.port } : {}),
+      ...(url.username || url.password ? { user: decodeURIComponent(url.username) } : {}),
+      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** The names of the parts knex reads otherwise than `ours`; none of their values. */
+function partsKnexReadsOtherwise(raw: string, ours: MysqlConnection): string[] {
+  const theirs = knexReading(raw);
+  if (theirs === null) return ['every part: knex finds no URL in it and connects to localhost without a user'];
+  const parts: Array<[string, boolean]> = [
+    ['host', (theirs.host ?? '').replace(/^\[(.*)\]$/, '$1') === ours.host],
+    ['port', (theirs.port === undefined ? 3306 : Number(theirs.port)) === ours.port],
+    ['user', (theirs.user ?? '') === (ours.user ?? '')],
+    ['password', (theirs.password ?? '') === (ours.password ?? '')],
+    ['database', theirs.database === ours.database],
+  ];
+  return parts.filter(([, same]) => !same).map(([part]) => part);
 }
 
 /**

@@ -54,6 +54,12 @@ export interface ConnectionWait {
   /** A waiting call's own deadline: a pool connection that comes later is too late. */
   deadline?: number;
   signal?: AbortSignal;
+  /**
+   * The error a wait that reached `deadline` without a pool connection ends with: a waiting call's
+   * LockTimeoutError (`waitedFor: 'pool'`), the pool's busy state its `cause`. Without it,
+   * DatabaseUnreachableError.
+   */
+  timeout?: (cause: Error, waitedFor: 'pool' | 'server') => RwLockError;
 }
 
 /**
@@ -63,7 +69,8 @@ export interface ConnectionWait {
  *
  * A connection that cannot be had is not a lost reply: nothing was sent. It is
  * DatabaseUnreachableError (the pool's or driver's error its cause), or PrivilegeError for a login
- * refused for lack of a privilege, or LockAbortedError when `wait.signal` aborts the wait for one.
+ * refused for lack of a privilege, or LockAbortedError when `wait.signal` aborts the wait for one,
+ * or `wait.timeout`'s error when its deadline passes first (a busy pool is not an unreachable server).
  */
 export async function withConnection<T>(
   db: Knex,
@@ -112,8 +119,15 @@ export function acquirePooled(client: PoolClient, wait: ConnectionWait): Promise
         ? undefined
         : setTimeout(
             () => {
-              if (end())
-                reject(failure(new Error('no pool connection came free before the wait ended (the pool is busy)')));
+              if (!end()) return;
+              // A connection still being made (the server slow to answer, or refusing and asked again)
+              // is a wait for the server; none free and none being made, a busy pool.
+              const pool = (client as { pool?: { numPendingCreates?: () => number } }).pool;
+              const connecting = (pool?.numPendingCreates?.() ?? 0) > 0;
+              const why = connecting
+                ? new Error('no connection to the database was made before the wait ended')
+                : new Error('no pool connection came free before the wait ended (the pool is busy)');
+              reject(wait.timeout?.(why, connecting ? 'server' : 'pool') ?? failure(why));
             },
             Math.max(0, deadline - performance.now()),
           );

@@ -1,7 +1,7 @@
 import { query, type RawConnection } from './connection.js';
 import { STATUS } from '../types.js';
 import { DB_NOW } from './clock.js';
-import { STALE_SQL, type Candidate } from './reap.js';
+import { STALE_AT_SQL, STALE_SQL, type Candidate } from './reap.js';
 
 /** A resource's live grants as a self-healing acquire sees them (src/lock/heal.ts). */
 export interface ResourceStaleness {
@@ -9,7 +9,7 @@ export interface ResourceStaleness {
   stale: Candidate[];
   /**
    * How long, in milliseconds on the database clock, until the first of the other live grants
-   * can turn stale (its cutoff passed and its lease run out); null when there is none.
+   * turns stale (STALE_AT_SQL), unless extended first; null when there is none.
    */
   nextInMs: number | null;
 }
@@ -28,8 +28,7 @@ export async function resourceStaleness(
   const rows = await query<Array<{ id: string; version: number; stale: number | string; until_us: number | string }>>(
     conn,
     `SELECT CAST(id AS CHAR) AS id, version, ${staleSql} AS stale,
-            TIMESTAMPDIFF(MICROSECOND, ${DB_NOW},
-              GREATEST(create_time + INTERVAL ? MICROSECOND, COALESCE(lease_until, create_time))) AS until_us
+            TIMESTAMPDIFF(MICROSECOND, ${DB_NOW}, ${STALE_AT_SQL}) AS until_us
        FROM t_lock_log WHERE status = ${STATUS.live} AND resource_id = ?`,
     [staleUs, staleUs, resource],
   );

@@ -2,22 +2,25 @@ import { query, type RawConnection } from './connection.js';
 import { readUncommitted } from './operate.js';
 import { STATUS, modeOf, type GrantSummary } from '../types.js';
 import { DB_NOW, epochUs, utcDate } from './clock.js';
+import { STALE_SQL } from './reap.js';
 
 /** A live grant of a resource, as `inspect()` lists it. */
 export interface Holder extends GrantSummary {
-  /** Set by Grant.extend(): the reaper leaves the grant alone until then. */
+  /** The grant's lease (`leaseMs`, `lockAtMostFor`, `extend()`): it is stale once this and the grace have passed. */
   leaseUntil: Date | null;
   /**
-   * Older than the manager's staleAfterMs and not under an extended lease: the reaper, or the next
-   * acquire of the resource, will release it.
+   * Stale by the lease rule (docs/healing.md), with the manager's staleAfterMs as the cutoff of a
+   * grant without a lease: the reaper, or the next acquire of the resource, will release it.
    */
   stale: boolean;
   /**
    * A one-commit section in progress (`{ section: true }`), not a durable grant: it holds the
    * resource by its transaction's row locks, not by the counts in `live`, and is never stale. Seen
-   * where the reading session can see uncommitted rows (docs/operating.md).
+   * where the reading session can see uncommitted rows (docs/admin.md).
    */
   section: boolean;
+  /** How many permits a permit grant holds (as `Grant.permits`); absent for read and write grants. */
+  permits?: number;
 }
 
 /** What `inspect()` returns. */
@@ -54,15 +57,16 @@ export async function inspectResource(
     create_us: number | string;
     lease_us: number | string | null;
     age_us: number | string;
-    leased: number | null;
+    stale: number | null;
   };
   const holders = (status: number): string =>
     `SELECT id, lock_type, permits, status, owner, ${epochUs('create_time')} AS create_us, ${epochUs('lease_until')} AS lease_us,
-            TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us, lease_until >= ${DB_NOW} AS leased
+            TIMESTAMPDIFF(MICROSECOND, create_time, ${DB_NOW}) AS age_us, ${STALE_SQL} AS stale
        FROM t_lock_log WHERE status = ${status} AND resource_id = ? ORDER BY id`; // scans live grants (or running sections) only, via (status, create_time)
-  const live = await query<Row[]>(conn, holders(STATUS.live), [resource]);
+  const params = [staleAfterMs * 1000, resource];
+  const live = await query<Row[]>(conn, holders(STATUS.live), params);
   // The sections in progress, in their own uncommitted transactions.
-  const sections = await readUncommitted<Row[]>(conn, holders(STATUS.sectionInProgress), [resource]);
+  const sections = await readUncommitted<Row[]>(conn, holders(STATUS.sectionInProgress), params);
   const rows = [...live, ...sections].sort((a, b) => Number(a.id) - Number(b.id));
   const c = counts[0];
   return {
@@ -79,8 +83,9 @@ export async function inspectResource(
         createTime: utcDate(r.create_us),
         leaseUntil: utcDate(r.lease_us),
         ageMs,
-        stale: Number(r.status) === STATUS.live && ageMs > staleAfterMs && Number(r.leased) !== 1,
+        stale: Number(r.status) === STATUS.live && Number(r.stale) === 1,
         section: Number(r.status) === STATUS.sectionInProgress,
+        ...(r.permits === null ? {} : { permits: Number(r.permits) }),
       };
     }),
   };

@@ -12,13 +12,17 @@ import { gateNowait, isMariadb, takeNowait } from './acquire.js';
  * Turns a live write grant into a read grant in place, in one statement: the grant row changes
  * its type and the resource gives up its writer for one reader, both or neither, so no writer can
  * get in between. True when the grant was a live write grant and now is a read grant.
+ * It clears `permit_limit`, as the read guard does: the write guard leaves the limit a resource's
+ * last semaphore wrote, and a reader on a row with a limit would count as a permit of it (a permit
+ * granted beside the reader, a reader refused as of another kind; the model's DOWNGRADE_KEEPS_LIMIT).
  */
 export async function downgradeGrant(conn: RawConnection, grant: GrantRef): Promise<boolean> {
   const result = await query<{ affectedRows: number }>(
     conn,
     `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
         SET l.lock_type = ${LOCK_TYPE.read}, l.mode_changed_at = ${DB_ROW_NOW}, l.version = l.version + 1,
-            r.w_count = r.w_count - 1, r.r_count = r.r_count + 1, r.version = r.version + 1
+            r.w_count = r.w_count - 1, r.r_count = r.r_count + 1, r.permit_limit = NULL,
+            r.version = r.version + 1
       WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ${LOCK_TYPE.write} AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`,
     [grant.id, hex(grant.resource), hex(grant.token)],
   );

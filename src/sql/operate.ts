@@ -18,16 +18,20 @@ export interface ListedGrant extends GrantSummary {
   resourceId: string;
   /** Set by `extend()`/`leaseMs`: the reaper leaves the grant alone until then. */
   leaseUntil: Date | null;
-  /** The reaper's own test with the manager's `staleAfterMs`: older than it and not under a lease. */
+  /** The reaper's own test (the lease rule, docs/healing.md) with the manager's `staleAfterMs` as the cutoff of a grant without a lease. */
   stale: boolean;
   /** A writer is waiting for this grant's resource (its writer-intent mark is current). */
   writerWaiting: boolean;
   /**
    * A one-commit section in progress (`{ section: true }`): its transaction holds the resource and
    * has not committed yet. Never stale (no reaper ends a section: its idle bound and its commit do).
-   * Seen where the reading session can see uncommitted rows: see docs/operating.md.
+   * Seen where the reading session can see uncommitted rows: see docs/admin.md.
    */
   section: boolean;
+  /** How many permits a permit grant holds (as `Grant.permits`); absent for read and write grants. */
+  permits?: number;
+  /** A permit grant's semaphore limit, as its holders took it (see `inspect().permitLimit`); absent for read and write grants. */
+  permitLimit?: number;
 }
 
 export interface ListFilter {
@@ -85,7 +89,7 @@ export function listQuery(
   const sql = `SELECT l.id, l.resource_id, l.lock_type, l.permits, l.owner, ${epochUs('l.create_time')} AS create_us,
             ${epochUs('l.lease_until')} AS lease_us,
             TIMESTAMPDIFF(MICROSECOND, l.create_time, ${DB_NOW}) AS age_us, ${sections ? '0' : STALE_SQL} AS stale,
-            r.w_wait_until > ${DB_NOW} AS writer_waiting
+            r.w_wait_until > ${DB_NOW} AS writer_waiting, r.permit_limit
        FROM t_lock_log l LEFT JOIN t_read_write_lock r ON r.resource_id = l.resource_id
       WHERE ${where.join(' AND ')}
       ORDER BY l.create_time, l.id LIMIT ?`;
@@ -143,6 +147,7 @@ export async function listLive(
     age_us: number | string;
     stale: number;
     writer_waiting: number | null;
+    permit_limit: number | null;
     section?: boolean;
   };
   const { sql, params } = listQuery(f, staleAfterMs, cursor);
@@ -162,6 +167,8 @@ export async function listLive(
     stale: Number(r.stale) === 1,
     writerWaiting: Number(r.writer_waiting) === 1,
     section: r.section === true,
+    ...(r.permits === null ? {} : { permits: Number(r.permits) }),
+    ...(r.permits === null || r.permit_limit === null ? {} : { permitLimit: Number(r.permit_limit) }),
   }));
   return { grants, next: rows.length > f.limit ? grants.at(-1)!.id : null };
 }
@@ -270,7 +277,7 @@ export interface LockStats {
   oldestAgeMs: number | null;
   /**
    * One-commit sections in progress, by mode, and the age of the oldest (null when none): read
-   * uncommitted, where the reading session can see them (docs/operating.md). Not in `live`.
+   * uncommitted, where the reading session can see them (docs/admin.md). Not in `live`.
    */
   sections: { write: number; read: number; oldestAgeMs: number | null };
   /** Grants released in the last hour by the reaper and by operators (from `t_lock_release_note`). */

@@ -1,9 +1,9 @@
 import { query, type RawConnection } from './connection.js';
 import { LockInvariantError } from '../errors.js';
-import { LIMITS } from '../options.js';
 import { LOCK_TYPE, RELEASED_BY, STATUS, modeOf, type ReapedGrant } from '../types.js';
 import { noteReleases } from './release-note.js';
 import { DB_NOW, epochUs, utcDate } from './clock.js';
+import { STALE_SQL } from './decision.js';
 import { isLockedNowait } from './acquire.js';
 
 /** A stale grant as first read. The id is exact (a bigint): an id past 2^53 is not a JS number. */
@@ -12,32 +12,12 @@ export interface Candidate {
   version: number;
 }
 
-/**
- * The furthest ahead of now the library ever dates a grant, in microseconds: a lease is at most
- * `LIMITS.maxTimerMs` long, and a grant's creation is now. A time further ahead was not written by
- * the library (a row planted by hand, say leased to 2099) and protects nothing.
- */
-const BEYOND_ANY_LEASE_US = LIMITS.maxTimerMs * 1000;
+/** The staleness test (its home is src/sql/decision.ts), re-exported for the reaper's readers. */
+export { agedSql, STALE_AT_SQL, STALE_SQL } from './decision.js';
 
 /**
- * When a live grant is stale, the reaper's own test, on the database clock: granted more than the
- * cutoff ago (the one parameter, in microseconds) and not under a lease extended past now. Every
- * reader that calls a grant stale (`list()`, `stats()`) uses this, so they agree with the reaper. A
- * creation or a lease dated further ahead than the library could have dated it (see
- * BEYOND_ANY_LEASE_US) counts as stale and as no lease: such a row would otherwise block its
- * resource for as long as its date says.
- */
-export const STALE_SQL = `(${agedSql()}
-   AND (lease_until IS NULL OR lease_until < ${DB_NOW} OR lease_until > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND))`;
-
-/** The first half of STALE_SQL: granted more than the cutoff (the one parameter, µs) ago, or dated beyond any lease. */
-export function agedSql(): string {
-  return `(create_time < ${DB_NOW} - INTERVAL ? MICROSECOND OR create_time > ${DB_NOW} + INTERVAL ${BEYOND_ANY_LEASE_US} MICROSECOND)`;
-}
-
-/**
- * Stale live grants, read without locking through the (status, create_time) index. A grant whose
- * lease was extended past now is not stale, however old.
+ * Stale live grants, read without locking through the (status, create_time) index: its live part,
+ * since a leased grant can be stale however young (the cost follows the number of live grants).
  */
 export async function selectStale(
   conn: RawConnection,

@@ -1,6 +1,13 @@
 import type { Knex } from 'knex';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isConflict, isConnectionLost, withConnection, withLockWaitTimeout, type RawConnection } from './connection.js';
+import {
+  isConflict,
+  isConnectionLost,
+  isLockWaitTimeout,
+  withConnection,
+  withLockWaitTimeout,
+  type RawConnection,
+} from './connection.js';
 import {
   ConnectionLostError,
   DatabaseUnreachableError,
@@ -38,6 +45,26 @@ export function conflictBackoffMs(attempts: number): number {
 /** The first pause after a connection that could not be had; it doubles per failure, up to UNREACHABLE_PAUSE_MAX_MS. */
 export const UNREACHABLE_PAUSE_MIN_MS = 50;
 export const UNREACHABLE_PAUSE_MAX_MS = 1_000;
+
+/**
+ * After a pause for an unreachable server, the least of the wait that must be left to try again. A
+ * timer can end up to a millisecond before the time it was set for, as performance.now() reads it:
+ * an attempt begun in that last millisecond could not have its connection, but the pool would go on
+ * making it after the wait had ended.
+ */
+export const UNREACHABLE_LAST_ATTEMPT_MS = 2;
+
+/**
+ * After a pause for an unreachable server: true when less than `UNREACHABLE_LAST_ATTEMPT_MS` of the
+ * wait is left, once the rest of it has passed, so the wait still ends only after its deadline, as
+ * every wait does; false when there is time for another attempt.
+ */
+export async function waitedOut(deadline: number): Promise<boolean> {
+  const left = deadline - performance.now();
+  if (left >= UNREACHABLE_LAST_ATTEMPT_MS) return false;
+  if (left >= 0) await sleep(left + 1);
+  return true;
+}
 
 /**
  * The pause after the `failures`-th connection in a row (from 0) that could not be had: random in
@@ -128,5 +155,24 @@ export async function askDatabase<T>(
     const left = deadline - performance.now();
     if (left <= 0) return undefined;
     await sleep(Math.min(pause, left));
+  }
+}
+
+/**
+ * Sends a one-statement write of the library's (a release) again while it fails on a row lock it
+ * could not have within the server's lock wait timeout (1205: the row of a fence in flight, whose
+ * business transaction has yet to commit, or of a heal, reap or repair): the statement was rolled
+ * back, nothing changed, so sending it again is safe. For up to the policy's `resolveTimeoutMs`,
+ * then TransactionConflictError with the last 1205 as its cause: never the server's raw error.
+ */
+export async function whileRowBusy<T>(policy: RetryPolicy, what: string, send: () => Promise<T>): Promise<T> {
+  const deadline = performance.now() + policy.resolveTimeoutMs;
+  for (let n = 1; ; n++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!isLockWaitTimeout(err)) throw err;
+      if (performance.now() >= deadline) throw new TransactionConflictError(what, n, err);
+    }
   }
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { CLIENT_NEEDS, MIGRATION_TABLE, MIGRATIONS } from '../../migrations/index.js';
 import { DatabaseUnreachableError, SchemaOutdatedError } from '../errors.js';
-import { errnoOf, query, withConnection } from './connection.js';
+import { errnoOf, query, withConnection, type ConnectionWait } from './connection.js';
 
 const NEEDED = MIGRATIONS.slice(0, MIGRATIONS.findIndex((m) => m.name === CLIENT_NEEDS) + 1).map((m) => m.name);
 const ER_NO_SUCH_TABLE = 1146;
@@ -18,12 +18,15 @@ const checked = new WeakSet<Knex>();
  *
  * It can only tell where migrate() keeps its bookkeeping and this user may read it: a schema
  * applied from sql/schema.sql has none, and a user without SELECT on `rwlock_migrations` cannot
- * see it. Both are let through (missing tables still give SchemaMissingError).
+ * see it. Both are let through (missing tables still give SchemaMissingError). `wait` bounds its
+ * wait for a pool connection as the acquire's own (a wait that ended is asked again next time).
  */
-export async function checkSchemaVersion(db: Knex): Promise<void> {
+export async function checkSchemaVersion(db: Knex, wait: ConnectionWait = {}): Promise<void> {
   if (checked.has(db)) return;
-  const done = await withConnection(db, (conn) =>
-    query<Array<{ name: string }>>(conn, `SELECT name FROM ${MIGRATION_TABLE}`),
+  const done = await withConnection(
+    db,
+    (conn) => query<Array<{ name: string }>>(conn, `SELECT name FROM ${MIGRATION_TABLE}`),
+    wait,
   ).then(
     (rows) => new Set(rows.map((r) => String(r.name))),
     (err: unknown) => {

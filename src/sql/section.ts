@@ -1,6 +1,17 @@
 import { firstRow, query, type RawConnection, type SqlValue } from './connection.js';
-import { LOCK_TYPE, RELEASED_BY, STATUS, type LockMode } from '../types.js';
+import { LOCK_TYPE, type LockMode } from '../types.js';
 import { DB_NOW } from './clock.js';
+import {
+  createGate,
+  gateRead,
+  LOCKING,
+  logSection as logSectionRow,
+  NO_WRITER_INTENT,
+  READER_FREE,
+  rowRead,
+  sectionGuard,
+  sectionReleased,
+} from './decision.js';
 
 /*
  * The statements of a one-commit section (see runSection in src/lock/section.ts). A section takes
@@ -19,8 +30,8 @@ import { DB_NOW } from './clock.js';
  * (`CREATE_GATE`).
  */
 export const GATE_TAKE: Readonly<Record<'shared' | 'exclusive', string>> = {
-  shared: 'SELECT 1 AS taken FROM t_lock_gate WHERE resource_id = ? LOCK IN SHARE MODE',
-  exclusive: 'SELECT 1 AS taken FROM t_lock_gate WHERE resource_id = ? FOR UPDATE',
+  shared: gateRead('1 AS taken', '?', LOCKING.shared),
+  exclusive: gateRead('1 AS taken', '?', LOCKING.exclusive),
 };
 
 /**
@@ -30,11 +41,8 @@ export const GATE_TAKE: Readonly<Record<'shared' | 'exclusive', string>> = {
  * which holds back readers only); a reader needs no writer and no writer intent in force.
  */
 export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
-  write: `UPDATE t_read_write_lock SET version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND r_count = 0`,
-  readExclusive: `UPDATE t_read_write_lock SET version = version + 1
- WHERE resource_id = ? AND w_count = 0 AND (permit_limit IS NULL OR r_count = 0)
-   AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW})`,
+  write: sectionGuard('write', '?', ''),
+  readExclusive: sectionGuard('read', '?', ''),
 };
 
 /**
@@ -48,8 +56,7 @@ export const TAKE: Readonly<Record<'write' | 'readExclusive', string>> = {
  * `free` is 1 when no writer and no semaphore's permits hold and no writer intent is in force; no
  * row: never used.
  */
-export const READ_DECISION = `SELECT w_count = 0 AND (permit_limit IS NULL OR r_count = 0)
-   AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) AS free
+export const READ_DECISION = `SELECT ${READER_FREE} AS free
  FROM t_read_write_lock WHERE resource_id = ?`;
 
 /**
@@ -58,16 +65,16 @@ export const READ_DECISION = `SELECT w_count = 0 AND (permit_limit IS NULL OR r_
  * without waiting, be refused by) every reading section.
  */
 export const READ_LOCKING_ROW = `SELECT 1 AS taken FROM t_read_write_lock
- WHERE resource_id = ? AND w_count = 0 AND (w_wait_until IS NULL OR w_wait_until < ${DB_NOW}) LOCK IN SHARE MODE`;
+ WHERE resource_id = ? AND w_count = 0 AND ${NO_WRITER_INTENT} ${LOCKING.shared}`;
 
 /** After a refused take: whether the row exists at all (a resource never used has none). */
-export const ROW_EXISTS = 'SELECT 1 AS found FROM t_read_write_lock WHERE resource_id = ?';
+export const ROW_EXISTS = rowRead('1 AS found', '?', '');
 
 /** First use of a resource by a section: a free row. IGNORE: nothing when another first user made it. */
 export const CREATE_ROW = 'INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)';
 
 /** First use of a resource's gate by a section. IGNORE: nothing when another first user made it. */
-export const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES (?)';
+export const CREATE_GATE = createGate('?');
 
 /**
  * The section's log row, marked `released_by = section` so that history tells it from a durable
@@ -77,12 +84,10 @@ export const CREATE_GATE = 'INSERT IGNORE INTO t_lock_gate (resource_id) VALUES 
  * history gives the section's true span. Nobody but a READ UNCOMMITTED reader (the operator's view
  * of sections in progress, `SECTIONS_IN_PROGRESS`) ever sees it in progress.
  */
-const LOG_SECTION = `INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
-VALUES (?, ?, ${STATUS.sectionInProgress}, ${DB_NOW}, 1, CONVERT(? USING utf8mb4), ?, NULL, ${RELEASED_BY.section})`;
+const LOG_SECTION = logSectionRow({ resource: '?', type: '?', owner: 'CONVERT(? USING utf8mb4)', token: '?' }, '');
 
 /** The section's end, just before its COMMIT and in its transaction: its log rows released now. */
-export const SET_RELEASED = `UPDATE t_lock_log SET status = ${STATUS.released}, released_at = ${DB_NOW}
- WHERE id IN (?) AND status = ${STATUS.sectionInProgress}`;
+export const SET_RELEASED = sectionReleased(DB_NOW, 'id IN (?)', '');
 
 /**
  * How `rwlock_section_take` (migration 009) takes one target: `w` a writer (exclusive gate, guarded
@@ -104,6 +109,19 @@ export const SECTION_TAKE = 'CALL rwlock_section_take(?, CONVERT(? USING ascii),
 /** The same take with the transaction's start, in place of its BEGIN (`rwlock_section_begin`, migration 012). */
 export const SECTION_BEGIN =
   'CALL rwlock_section_begin(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+/**
+ * A one-resource section's start and take (`rwlock_section_begin_one`, migration 013): the same
+ * values and reply as `SECTION_BEGIN`, with no nested CALL and no loop over packed targets.
+ */
+export const SECTION_BEGIN_ONE =
+  'CALL rwlock_section_begin_one(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+
+/** The procedure each take's call runs, as its reply names it. */
+const PROCEDURE_OF = {
+  [SECTION_TAKE]: 'rwlock_section_take',
+  [SECTION_BEGIN]: 'rwlock_section_begin',
+  [SECTION_BEGIN_ONE]: 'rwlock_section_begin_one',
+} as const;
 
 /**
  * The whole take in one round trip: the bounds, every gate, every lock row, the log rows, sent by
@@ -112,7 +130,7 @@ export const SECTION_BEGIN =
  */
 export async function callSectionTake(
   send: (sql: string, values: SqlValue[]) => Promise<unknown>,
-  sql: typeof SECTION_TAKE | typeof SECTION_BEGIN,
+  sql: typeof SECTION_TAKE | typeof SECTION_BEGIN | typeof SECTION_BEGIN_ONE,
   targets: ReadonlyArray<{ resource: Buffer; letter: TakeLetter }>,
   owner: Buffer,
   tokens: readonly Buffer[],
@@ -132,7 +150,7 @@ export async function callSectionTake(
   ]);
   const row = firstRow<{ outcome: string | Buffer; at: number | string | null; ids: string | Buffer | null }>(
     result,
-    sql === SECTION_BEGIN ? 'rwlock_section_begin' : 'rwlock_section_take',
+    PROCEDURE_OF[sql],
   );
   const ids = String(row.ids ?? '');
   return {
@@ -144,6 +162,8 @@ export async function callSectionTake(
 
 /** The section's commit in one call (`rwlock_section_commit`): release times, COMMIT, idle bound restored. */
 export const SECTION_COMMIT = 'CALL rwlock_section_commit(CONVERT(? USING ascii), ?)';
+/** A one-resource section's commit (`rwlock_section_commit_one`, migration 013): the same values as `SECTION_COMMIT`. */
+export const SECTION_COMMIT_ONE = 'CALL rwlock_section_commit_one(CONVERT(? USING ascii), ?)';
 
 /** The ids `SECTION_COMMIT` takes: comma-separated, as bytes (the library sends no strings). */
 export function idList(ids: readonly number[]): Buffer {

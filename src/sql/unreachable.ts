@@ -19,6 +19,19 @@ export function isNeverSent(err: unknown): boolean {
   return errno !== undefined && REFUSED_AT_CONNECT.has(errno);
 }
 
+/** The socket's refusals that can only come before anything is sent: nothing listens, no route, no such host. */
+const REFUSED_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * isNeverSent, and also a connect refused as the driver reports it when the statement went through
+ * knex's query builder (not withConnection, which types it first): `migrate()`'s DDL.
+ */
+export function isRefusedAtConnect(err: unknown): boolean {
+  if (isNeverSent(err)) return true;
+  const code = driverErrorOf(err)?.code ?? (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && REFUSED_CODES.has(code);
+}
+
 /**
  * Runs `send` (which gets a connection and sends the library's statement on it) again while it
  * fails for want of a connection, pausing a little longer each time, for up to the policy's
