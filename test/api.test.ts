@@ -1,7 +1,8 @@
+// covers: src/lock/manager/acquire-calls.ts, src/lock/durable/durable-acquire.ts, src/lock/durable/grant.ts, src/lock/durable/resource-id.ts, src/sql/acquire.ts, src/sql/release.ts, src/sql/mode.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
 import { RELEASE_SQL } from '../src/sql/release.js';
-import { resourceKey } from '../src/lock/resource-id.js';
+import { resourceKey } from '../src/lock/durable/resource-id.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations, resourceRows } from './support/state.js';
 

@@ -3,6 +3,7 @@
 // server: test/unit/cli-usage.test.ts. The bin's source is bundled once for this file (esbuild,
 // packages left to node_modules), so each of the file's runs starts plain node: through tsx each
 // start cost about a second of CPU, two to four on a busy machine, for every one of ~50 runs.
+// covers: src/cli/bin.ts, src/cli/main.ts, src/cli/command.ts, src/cli/commands-read.ts, src/cli/commands-write.ts, src/cli/format.ts, src/sql/inspect.ts, src/cli/commands-jobs.ts
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,9 @@ import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
+import cron from 'node-cron';
 import { createLockManager, LockLostError } from '../src/index.js';
+import { createRunCoordinator } from '../src/cron/index.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, snapshot } from './support/state.js';
@@ -97,7 +100,7 @@ describe('reading commands', () => {
     });
     expect(Object.keys(printed).sort()).toEqual(Object.keys(expected).sort());
     expect(asTable.status).toBe(0);
-    expect(asTable.stdout).toMatch(/^live grants +2 \(write 1, read 1\)$/m);
+    expect(asTable.stdout).toMatch(/^live grants +2 \(write 1, read 1, permit 0\)$/m);
     expect(asTable.stdout).toMatch(/^stale +1 /m);
     expect(asTable.stdout).toMatch(/^oldest grant +11m \d\ds$/m);
     // --stale-after moves the cutoff, as the reaper's STALE_AFTER_MS would.
@@ -139,7 +142,7 @@ describe('reading commands', () => {
   );
 
   it(
-    'ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 1 when none matched',
+    'ls prints live grants as a table, --json as an array of list() rows, filters and pages, and exits 0 when none matched',
     SLOW,
     async () => {
       await releaseAll(db.knex);
@@ -189,9 +192,9 @@ describe('reading commands', () => {
       expect(page1.stdout).toContain(`more: mysql-rwlock ls --limit 2 --after ${grants[1]!.id}`);
       const page2 = await cli(['ls', '--limit', '2', '--after', String(grants[1]!.id), '--json']);
       expect((JSON.parse(page2.stdout) as Array<{ id: number }>).map((r) => r.id)).toEqual([grants[2]!.id]);
-      expect(none).toMatchObject({ status: 1, stdout: 'no live grants matched\n' });
+      expect(none).toMatchObject({ status: 0, stdout: 'no live grants matched\n' });
       const emptyJson = await cli(['ls', '--owner', 'nobody', '--json']);
-      expect(emptyJson.status).toBe(1);
+      expect(emptyJson.status).toBe(0);
       expect(JSON.parse(emptyJson.stdout)).toEqual([]);
       await releaseAll(db.knex);
     },
@@ -217,6 +220,152 @@ describe('reading commands', () => {
     });
     await g.release();
   });
+});
+
+describe('permits and jobs', () => {
+  it(
+    'status counts permit grants, ls --mode permit lists them with their count and limit, inspect shows the limit',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const locks = createLockManager({ knex: db.knex, owner: 'svc-permits' });
+      await locks.tryAcquireWrite('cli-perm:w');
+      await locks.tryAcquireRead('cli-perm:r');
+      const p1 = (await locks.tryAcquirePermit('cli-perm:exports', { permits: 5, count: 2 }))!;
+      const p2 = (await locks.tryAcquirePermit('cli-perm:exports', { permits: 5 }))!;
+      const [status, statusJson, ls, lsPermit, inspect, inspectJson] = await Promise.all([
+        cli(['status']),
+        cli(['status', '--json']),
+        cli(['ls']),
+        cli(['ls', '--mode', 'permit', '--json']),
+        cli(['inspect', 'cli-perm:exports']),
+        cli(['inspect', 'cli-perm:exports', '--json']),
+      ]);
+      // The count status prints is the count ls lists: every live grant, permits included.
+      expect(status.status).toBe(0);
+      expect(status.stdout).toMatch(/^live grants +4 \(write 1, read 1, permit 2\)$/m);
+      expect(JSON.parse(statusJson.stdout)).toMatchObject({ live: { write: 1, read: 1, permit: 2 } });
+      expect(ls.stdout.trim().split('\n')).toHaveLength(1 + 4);
+      expect(ls.stdout).toMatch(new RegExp(`^${p1.id} +cli-perm:exports +permit × 2 of 5 +svc-permits `, 'm'));
+      expect(ls.stdout).toMatch(new RegExp(`^${p2.id} +cli-perm:exports +permit × 1 of 5 +svc-permits `, 'm'));
+      expect(lsPermit.status).toBe(0);
+      expect(JSON.parse(lsPermit.stdout)).toEqual([
+        expect.objectContaining({ id: p1.id, mode: 'permit', permits: 2, permitLimit: 5 }),
+        expect.objectContaining({ id: p2.id, mode: 'permit', permits: 1, permitLimit: 5 }),
+      ]);
+      expect(inspect.status).toBe(0);
+      expect(inspect.stdout).toMatch(/^held +3 permits of 5 \(2 holders\)$/m);
+      expect(inspect.stdout).toMatch(/^permit limit +5 /m);
+      expect(inspect.stdout).toMatch(new RegExp(`^${p1.id} +permit × 2 +svc-permits `, 'm'));
+      expect(JSON.parse(inspectJson.stdout)).toMatchObject({
+        permitLimit: 5,
+        live: { write: 0, read: 3 },
+        holders: [
+          { id: p1.id, mode: 'permit', permits: 2 },
+          { id: p2.id, mode: 'permit', permits: 1 },
+        ],
+      });
+      // A read lock's row says nothing of permits.
+      const read = JSON.parse((await cli(['inspect', 'cli-perm:r', '--json'])).stdout) as { holders: object[] };
+      expect(read).toMatchObject({ permitLimit: null });
+      expect(read.holders[0]).not.toHaveProperty('permits');
+      await releaseAll(db.knex);
+    },
+  );
+
+  it(
+    'jobs lists node-cron tasks (one row per task) and exclusive jobs with last run, outcome, holder and next fire',
+    SLOW,
+    async () => {
+      await releaseAll(db.knex);
+      const locks = createLockManager({ knex: db.knex, owner: 'cron-host-1' });
+      // Real node-cron, every second, through the run coordinator: fires of one task.
+      const keys: string[] = [];
+      const coordinator = createRunCoordinator(locks);
+      const task = cron.schedule('* * * * * *', () => undefined, {
+        name: 'cli-jobs-report',
+        distributed: true,
+        runCoordinator: {
+          shouldRun: (key, ttl) => (keys.push(key), coordinator.shouldRun(key, ttl)),
+          onComplete: (key) => coordinator.onComplete!(key),
+        },
+      });
+      try {
+        await expect.poll(() => keys.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(4);
+      } finally {
+        await task.destroy();
+      }
+      await expect
+        .poll(async () => (await locks.list({ resourcePrefix: 'cron:cli-jobs-report:' })).grants, { timeout: 30_000 })
+        .toEqual([]);
+      // Exclusive jobs, named with --job (the log tells a job's grant from a lock's only by its name): one
+      // with lockAtLeastFor, one without whose run an operator released: its commit is refused.
+      const other = createLockManager({ knex: db.knex, owner: 'billing-host-2' });
+      expect(
+        await other.runExclusive('cli-jobs:nightly', async () => 'sent', { lockAtMostFor: 60_000, lockAtLeastFor: 1 }),
+      ).toEqual({ ran: true, value: 'sent' });
+      await expect.poll(async () => (await other.list({ resourcePrefix: 'cli-jobs:nightly' })).grants).toEqual([]);
+      const lost = await other
+        .runExclusive(
+          'cli-jobs:hourly',
+          async (_trx, grant) => {
+            await other.forceRelease(grant.id, { reason: 'stuck' });
+          },
+          { lockAtMostFor: 60_000 },
+        )
+        .catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(LockLostError);
+      await locks.tryAcquireWrite('cli-jobs:plain-lock'); // a lock, not a job: not listed
+
+      const [table, asJson, named] = await Promise.all([
+        cli(['jobs', '--job', 'cli-jobs:nightly']),
+        cli(['jobs', '--job', 'cli-jobs:nightly', '--json']),
+        cli(['jobs', '--job', 'cli-jobs:hourly', '--json']),
+      ]);
+      expect(table.status, table.stderr).toBe(0);
+      const lines = table.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^KIND +JOB +LAST RUN +OUTCOME +HOLDER +HELD +NEXT FIRE +RUNS +REAPED$/);
+      expect(lines).toHaveLength(3);
+      expect(lines[1]).toMatch(
+        /^node-cron +cron:cli-jobs-report +\S+ \S+ +finished +cron-host-1 +.* \(every 1\.0 s\) /,
+      );
+      expect(lines[2]).toMatch(/^exclusive +cli-jobs:nightly +\S+ \S+ +finished +billing-host-2 /);
+      type Job = {
+        name: string;
+        nextFire: string;
+        last: { fireTime: string } & Record<string, unknown>;
+      } & Record<string, unknown>;
+      const view = JSON.parse(asJson.stdout) as { now: string; jobs: Job[] };
+      const report = view.jobs.find((j) => j.name === 'cron:cli-jobs-report')!;
+      const lastKey = keys.at(-1)!;
+      const claimed = (await locks.history(`cron:${lastKey}`)).grants;
+      // The last fire in the log is the last key node-cron asked for, run by its first grant.
+      expect(report).toMatchObject({
+        kind: 'node-cron',
+        runs: new Set(keys).size,
+        reaped: 0,
+        periodMs: 1000,
+        last: {
+          grantId: claimed.at(-1)!.id,
+          resourceId: `cron:${lastKey}`,
+          fireTime: lastKey.slice('cli-jobs-report:'.length),
+          holder: 'cron-host-1',
+          outcome: 'finished',
+        },
+      });
+      expect(Date.parse(report.nextFire)).toBeGreaterThan(Date.parse(report.last.fireTime));
+      expect(Date.parse(report.nextFire) % 1000).toBe(0);
+      expect(view.jobs.map((j) => j.name)).toEqual(['cron:cli-jobs-report', 'cli-jobs:nightly']);
+      const hourly = (JSON.parse(named.stdout) as typeof view).jobs.find((j) => j.name === 'cli-jobs:hourly');
+      expect(hourly).toMatchObject({
+        kind: 'exclusive',
+        runs: 1,
+        nextFire: null,
+        last: { holder: 'billing-host-2', outcome: 'operator', reason: 'stuck' },
+      });
+      await releaseAll(db.knex);
+    },
+  );
 });
 
 /** Runs `hint` (a "more:" line's command) with `sh -c`, `mysql-rwlock` on PATH being this checkout's CLI. */
@@ -453,7 +602,7 @@ describe('changing commands', () => {
     },
   );
 
-  it('reap releases stale grants (exit 0) and then finds none (exit 1)', async () => {
+  it('reap releases stale grants (exit 0) and then finds none (exit 0 too: a scheduled reap fails only when it fails)', async () => {
     await releaseAll(db.knex);
     const locks = createLockManager({ knex: db.knex });
     const g = (await locks.tryAcquireWrite('cli-reap'))!;
@@ -463,12 +612,12 @@ describe('changing commands', () => {
     expect(first.stdout).toMatch(/^reaped 1 grant in /);
     expect(first.stdout).toMatch(new RegExp(`^${g.id} +cli-reap +write `, 'm'));
     const second = await cli(['reap', '--stale-after', '60000', '--json']);
-    expect(second.status).toBe(1);
+    expect(second.status).toBe(0);
     expect(JSON.parse(second.stdout)).toMatchObject({ reaped: 0, skipped: 0, failed: 0 });
     expect((await locks.history('cli-reap')).grants[0]).toMatchObject({ id: g.id, releasedBy: 'reaper' });
   });
 
-  it('purge deletes old released grants (exit 0), then has nothing to do (exit 1)', async () => {
+  it('purge deletes old released grants (exit 0), then has nothing to do (exit 0)', async () => {
     const locks = createLockManager({ knex: db.knex });
     await (await locks.tryAcquireWrite('cli-purge'))!.release();
     await db.knex.raw(
@@ -478,7 +627,10 @@ describe('changing commands', () => {
     expect(first.status).toBe(0);
     expect((JSON.parse(first.stdout) as { purged: number }).purged).toBeGreaterThanOrEqual(1);
     expect((await locks.history('cli-purge')).grants).toEqual([]);
-    expect((await cli(['purge', '--retention', '3600000'])).status).toBe(1);
+    expect(await cli(['purge', '--retention', '3600000'])).toMatchObject({
+      status: 0,
+      stdout: 'purged 0 released grants\n',
+    });
   });
 
   it(
@@ -540,7 +692,8 @@ describe('bad usage and failures', () => {
       [['ls', '--bogus'], undefined, /^mysql-rwlock ls: Unknown option '--bogus'/],
       [['ls', '--limit', 'ten'], undefined, /^mysql-rwlock ls: --limit must be a whole number, got "ten"/],
       [['ls', '--limit', '0'], undefined, /^mysql-rwlock ls: limit must be an integer from 1 to 10000, got 0/],
-      [['ls', '--mode', 'exclusive'], undefined, /--mode must be write or read/],
+      [['ls', '--mode', 'exclusive'], undefined, /--mode must be write, read or permit/],
+      [['jobs', '--window', '1d'], undefined, /--window must be a whole number/],
       [['ls', '--after', '999999999'], undefined, /after: there is no grant 999999999/],
       [['ls', 'extra'], undefined, /takes no arguments/],
       [['release', 'abc', '--reason', 'x'], undefined, /<grantId> must be a whole number, got "abc"/],
@@ -585,13 +738,19 @@ describe('bad usage and failures', () => {
     for (const r of runs) expect(r.stdout + r.stderr).not.toContain(secret);
   });
 
-  it('exit 3 when the schema is missing', async () => {
+  it("exit 3 when the schema is missing, with the fix in the CLI's own words", async () => {
     const name = `rwl_cli_bare_${process.pid}`;
     await createDatabase(db.url, name);
     try {
       const r = await cli(['status'], { MYSQL_URL: databaseUrl(db.url, name) });
       expect(r.status).toBe(3);
-      expect(r.stderr).toMatch(/^mysql-rwlock status: mysql-rwlock tables or procedures not found: run migrate/);
+      expect(r.stderr).toMatch(
+        /^mysql-rwlock status: mysql-rwlock tables or procedures not found: run `mysql-rwlock migrate` or apply sql\/schema.sql/,
+      );
+      expect(r.stderr).not.toContain('migrate(db)');
+      // What the CLI tells them to run does fix it.
+      expect((await cli(['migrate'], { MYSQL_URL: databaseUrl(db.url, name) })).status).toBe(0);
+      expect((await cli(['status'], { MYSQL_URL: databaseUrl(db.url, name) })).status).toBe(0);
     } finally {
       await dropDatabase(db.url, name);
     }

@@ -1,5 +1,6 @@
-// Property 6: every time comparison uses the database clock. A reaper process whose own clock runs
+// Property 6 (docs/guarantees.md): every time comparison uses the database clock. A reaper process whose own clock runs
 // an hour ahead (libfaketime) reaps nothing early.
+// covers: src/sql/clock.ts, src/sql/reap.ts, jobs/reaper.ts
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { findBinary } from '../harness/server.js';

@@ -2,6 +2,7 @@
 // refuses new calls with ManagerClosedError and writes nothing for them, leaves the grants it
 // handed out valid until released, and leaves nothing running: a process that closes its manager
 // and destroys its knex exits on its own, its work committed.
+// covers: src/lock/manager/in-flight.ts, src/lock/manager/manager.ts
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it, beforeAll } from 'vitest';

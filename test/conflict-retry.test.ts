@@ -3,6 +3,7 @@
 // whose every try conflicted like a refusal: it waits and tries again until its deadline, instead
 // of failing the caller's operation with ERR_RWLOCK_CONFLICT, and a try answers null. (bench/gr-conflicts.ts measures it
 // on a Group Replication multi-primary cluster.)
+// covers: src/sql/retry.ts, src/lock/durable/durable-acquire.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, DEFAULTS } from '../src/index.js';
 import { CONFLICT_BACKOFF_BASE_MS, CONFLICT_BACKOFF_CAP_MS, conflictBackoffMs } from '../src/sql/retry.js';

@@ -2,6 +2,7 @@
 // holding `/ # ? @ : %`, raw or percent-encoded, reach the server decoded and never appear in any
 // output, through every entry point (the CLI, its `dashboard`, the reaper job) and every failure
 // path; a database whose name needs percent-encoding is reached.
+// covers: src/sql/connection-url.ts, src/cli/main.ts, src/cli/dashboard.ts, src/reaper-daemon/job.ts
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { freePort } from '../harness/server.js';
 import { migrate } from '../src/admin/migrate.js';
 import { main } from '../src/cli/main.js';
 import { InvalidOptionsError } from '../src/errors.js';
-import { connectionSecrets, parseConnectionUrl } from '../src/sql/connection-url.js';
+import { connectionSecrets, knexReading, parseConnectionUrl } from '../src/sql/connection-url.js';
 import { useTestDatabase } from './support/db.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -38,22 +39,22 @@ function expectNoSecret(output: string, what: string): void {
 }
 
 describe('parseConnectionUrl', () => {
-  it('decodes user, password and database, raw or encoded, into an object knex and mysql2 accept', () => {
+  it('decodes user, password and database into an object knex and mysql2 accept', () => {
     const encoded = parseConnectionUrl(
-      `mysql://us%40er:${ENCODED}@db.example:3307/app_l%C3%A5?connectTimeout=5000&ssl=%7B%22rejectUnauthorized%22%3Atrue%7D`,
+      `mysql://us%40er:${ENCODED}@db.example:3307/app_1?connectTimeout=5000&ssl=%7B%22rejectUnauthorized%22%3Atrue%7D`,
     );
     expect(encoded.connection).toEqual({
       host: 'db.example',
       port: 3307,
       user: 'us@er',
       password: PASSWORD,
-      database: 'app_lå',
+      database: 'app_1',
       connectTimeout: 5000,
       ssl: { rejectUnauthorized: true },
     });
-    expect(encoded.target).toBe('db.example:3307/app_lå');
-    const raw = parseConnectionUrl(`mariadb://u:${RAW_PASSWORD}@[::1]/app`);
-    expect(raw.connection).toEqual({ host: '::1', port: 3306, user: 'u', password: RAW_PASSWORD, database: 'app' });
+    expect(encoded.target).toBe('db.example:3307/app_1');
+    const raw = parseConnectionUrl(`mariadb://u:Xp@Rm:q@[::1]/app`);
+    expect(raw.connection).toEqual({ host: '::1', port: 3306, user: 'u', password: 'Xp@Rm:q', database: 'app' });
     expect(raw.target).toBe('[::1]:3306/app');
     expect(parseConnectionUrl('mysql://h/app').connection).toEqual({ host: 'h', port: 3306, database: 'app' });
     // A query parameter cannot replace a part of the URL.
@@ -82,6 +83,7 @@ describe('parseConnectionUrl', () => {
         [`mysql://u:${password}@h:3306/a/b`, /^MYSQL_URL names no database/],
         [`mysql://u:${password}@h/app#x`, /^MYSQL_URL has a # after the host/],
         [`mysql://u:${password}@h/app_%C3`, /^MYSQL_URL has a database name that is not valid percent-encoding/],
+        [`mysql://u:${password}@h/app_%C3%A5`, password === ENCODED ? /^MYSQL_URL is read otherwise by knex/ : /./],
       ];
       if (password === PASSWORD)
         cases.push([
@@ -101,6 +103,79 @@ describe('parseConnectionUrl', () => {
       }
     }
     expect(() => parseConnectionUrl('mysql://u@h:0/app', '--url')).toThrow(/^--url has a port/);
+  });
+});
+
+describe('one reading with knex', () => {
+  /** What the real knex (client mysql2) passes to mysql2 when given the URL string as `connection`. */
+  function readByKnex(url: string): Record<string, unknown> {
+    const k = knexFactory({ client: 'mysql2', connection: url });
+    // The password is a hidden (non-enumerable) property of knex's settings.
+    const settings = (k.client as unknown as { connectionSettings: Record<string, unknown> }).connectionSettings;
+    const read = { ...settings, ...(settings.password === undefined ? {} : { password: settings.password }) };
+    void k.destroy();
+    return read;
+  }
+  const urls = [
+    'mysql://app:pa#ss@db.example/app',
+    'mysql://app:pa/ss@db.example/app',
+    'mysql://app:pa?ss@db.example:3307/app',
+    `mysql://app:${RAW_PASSWORD}@db.example/app`,
+    'mysql://app:pa%23ss@db.example/app',
+    `mysql://app:${ENCODED}@db.example:3307/app`,
+    'mysql://app:pa@ss@db.example/app',
+    'mysql://app:pa:ss@db.example/app',
+    'mysql://app@db.example/app',
+    'mysql://db.example/app',
+    'mysql://app:p@db.example/app_l%C3%A5',
+    'mysql://app:p@db.example/app%20x',
+    'mysql://us%40er:p@db.example/app?connectTimeout=5000',
+    'mariadb://app:p@[::1]:3307/app',
+  ];
+
+  it('every URL the parser accepts, knex given the same string reads alike; the rest are refused', () => {
+    const accepted: string[] = [];
+    const refused: string[] = [];
+    for (const url of urls) {
+      let ours: Record<string, unknown> | undefined;
+      try {
+        ours = parseConnectionUrl(url).connection;
+      } catch (err) {
+        expect(err, url).toBeInstanceOf(InvalidOptionsError);
+        expect((err as Error).message, url).toMatch(/^MYSQL_URL is read otherwise by knex/);
+        refused.push(url);
+        continue;
+      }
+      accepted.push(url);
+      const theirs = readByKnex(url);
+      const host = String(theirs.host).replace(/^\[(.*)\]$/, '$1');
+      expect({ ...theirs, host, port: theirs.port === undefined ? 3306 : Number(theirs.port) }, url).toEqual(ours);
+    }
+    expect(refused).toEqual([
+      'mysql://app:pa#ss@db.example/app',
+      'mysql://app:pa/ss@db.example/app',
+      'mysql://app:pa?ss@db.example:3307/app',
+      `mysql://app:${RAW_PASSWORD}@db.example/app`,
+      'mysql://app:p@db.example/app_l%C3%A5',
+      'mysql://app:p@db.example/app%20x',
+    ]);
+    // Negative control: each refused URL is one knex reads otherwise than the parser would without the check.
+    for (const url of refused) {
+      const theirs = readByKnex(url);
+      expect(theirs.filename === url || String(theirs.database).includes('%'), url).toBe(true);
+    }
+  });
+
+  it('knexReading, the check behind it, reads the parts it compares as the real knex does', () => {
+    for (const url of urls) {
+      const theirs = readByKnex(url);
+      const mirror = knexReading(url);
+      if (theirs.filename !== undefined) expect(mirror, url).toBeNull();
+      else {
+        const parts = ['host', 'port', 'user', 'password', 'database'].filter((k) => theirs[k] !== undefined);
+        expect(mirror, url).toEqual(Object.fromEntries(parts.map((k) => [k, theirs[k]])));
+      }
+    }
   });
 });
 
@@ -127,8 +202,9 @@ describe('every entry point, every failure path', () => {
       ['encoded', ENCODED],
       ['raw with %', PASSWORD],
     ] as const) {
-      // Written with a raw %, the password is not valid percent-encoding: refused before connecting.
-      const reached = form === 'raw with %' ? 2 : 3;
+      // Written raw, knex would read the password otherwise (`/ # ?`), and with a raw % it is not valid
+      // percent-encoding: refused before connecting.
+      const reached = form === 'encoded' ? 3 : 2;
       cases.push(
         [`${form}: bad port`, `mysql://${user}:${written}@127.0.0.1:99999/${db.name}`, 2],
         [`${form}: bad host`, `mysql://${user}:${written}@no host/${db.name}`, 2],
@@ -186,13 +262,15 @@ describe('every entry point, every failure path', () => {
   });
 
   it(
-    'a user whose password holds / # ? @ : % connects, written raw or encoded, to a database whose name needs encoding',
+    'a user whose password holds / # ? @ : % connects percent-encoded, through the CLI, the reaper job and knex given the URL; written raw it is refused',
     { timeout: 180_000 },
     async () => {
-      const name = `rwl_url_l\u00e5_${randomBytes(3).toString('hex')}`;
+      const name = `rwl_url_${randomBytes(3).toString('hex')}`;
       const second = `rwl_url_raw_${randomBytes(3).toString('hex')}`;
+      // `@` and `:` need no encoding: knex reads them as this parser does.
+      const atColon = 'Vb@9:kQ@z';
       await db.knex.raw(`CREATE DATABASE \`${name}\``);
-      await db.knex.raw(`CREATE USER '${second}'@'%' IDENTIFIED BY ?`, [RAW_PASSWORD]);
+      await db.knex.raw(`CREATE USER '${second}'@'%' IDENTIFIED BY ?`, [atColon]);
       try {
         await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${user}'@'%'`);
         await db.knex.raw(`GRANT ALL ON \`${name}\`.* TO '${second}'@'%'`);
@@ -202,36 +280,43 @@ describe('every entry point, every failure path', () => {
         } finally {
           await migrator.destroy();
         }
-        const encodedUrl = `mysql://${user}:${ENCODED}@${goodHost}/${encodeURIComponent(name)}`;
-        const rawUrl = `mysql://${second}:${RAW_PASSWORD}@${goodHost}/${encodeURIComponent(name)}`;
+        const encodedUrl = `mysql://${user}:${ENCODED}@${goodHost}/${name}`;
+        const atColonUrl = `mysql://${second}:${atColon}@${goodHost}/${name}`;
+        const rawUrl = `mysql://${user}:${RAW_PASSWORD}@${goodHost}/${name}`;
 
-        const direct = knexFactory({
-          client: 'mysql2',
-          connection: parseConnectionUrl(encodedUrl).connection,
-          pool: { min: 0, max: 1 },
-        });
-        try {
-          const [rows] = (await direct.raw('SELECT DATABASE() AS db, CURRENT_USER() AS who')) as [
-            Array<{ db: string; who: string }>,
-          ];
-          expect(rows[0]).toEqual({ db: name, who: `${user}@%` });
-        } finally {
-          await direct.destroy();
-        }
-
-        for (const [how, url] of [
-          ['encoded', encodedUrl],
-          ['raw', rawUrl],
-        ]) {
-          const status = await cliRun(['status', '--json'], { MYSQL_URL: url! });
+        // knex given the URL string, as the docs' examples do, and given this parser's object: the same user.
+        for (const [how, url, who] of [
+          ['encoded', encodedUrl, user],
+          ['@ and : raw', atColonUrl, second],
+        ] as const) {
+          for (const connection of [url, parseConnectionUrl(url).connection]) {
+            const direct = knexFactory({ client: 'mysql2', connection, pool: { min: 0, max: 1 } });
+            try {
+              const [rows] = (await direct.raw('SELECT DATABASE() AS db, CURRENT_USER() AS who')) as [
+                Array<{ db: string; who: string }>,
+              ];
+              expect(rows[0], how).toEqual({ db: name, who: `${who}@%` });
+            } finally {
+              await direct.destroy();
+            }
+          }
+          const status = await cliRun(['status', '--json'], { MYSQL_URL: url });
           expect(status.code, `${how}: ${status.output}`).toBe(0);
           expect(JSON.parse(status.output)).toMatchObject({ live: { write: 0, read: 0 } });
-          expectNoSecret(status.output, how!);
-          const job = await reaperOnce(url!);
+          expectNoSecret(status.output, how);
+          const job = await reaperOnce(url);
           expect(job.status, `${how}: ${job.output}`).toBe(0);
           expect(job.output).toContain('"event":"reaper.run","ok":true');
           expectNoSecret(job.output, `reaper job, ${how}`);
         }
+        // Written raw, `/ # ?` end the URL's user part for knex: refused before connecting, as bad usage.
+        const refused = await cliRun(['status'], { MYSQL_URL: rawUrl });
+        expect(refused.code, refused.output).toBe(2);
+        expect(refused.output).toMatch(/MYSQL_URL is read otherwise by knex\(\{ connection: url \}\)/);
+        expectNoSecret(refused.output, 'raw');
+        const job = await reaperOnce(rawUrl);
+        expect(job.status, job.output).toBe(2);
+        expectNoSecret(job.output, 'reaper job, raw');
       } finally {
         await db.knex.raw(`DROP USER IF EXISTS '${second}'@'%'`);
         await db.knex.raw(`DROP DATABASE IF EXISTS \`${name}\``);

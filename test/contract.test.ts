@@ -9,9 +9,16 @@
 // negative controls run what the contract forbids through the same checks: the acquire procedure
 // of migration 006 (which waits in InnoDB's lock queue) and a reading section that locks the lock
 // row, as before the gate.
+// covers: src/lock/durable/durable-acquire.ts, src/lock/groups/group.ts, src/lock/sections/section-run.ts, src/lock/sections/section-take.ts, src/lock/waiting/wait.ts, src/sql/acquire.ts, src/sql/section.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { createLockManager, LockAbortedError, LockTimeoutError, type LockManager } from '../src/index.js';
+import {
+  createLockManager,
+  DatabaseUnreachableError,
+  LockAbortedError,
+  LockTimeoutError,
+  type LockManager,
+} from '../src/index.js';
 import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
 import { testSwitches } from '../src/test-switches.js';
 import { acquirePooled, type PoolClient } from '../src/sql/connection.js';
@@ -290,6 +297,47 @@ describe('a wait that ended borrows no pool connection', () => {
     await holder.end();
     for (const a of answers) expect(a.outcome).toBeInstanceOf(LockAbortedError);
     await expect.poll(() => pool.numUsed(), { timeout: 5_000 }).toBe(0);
+  });
+});
+
+describe('a wait for a pool connection that runs out is a timeout, not an unreachable database', () => {
+  it('every waiting call on a busy pool ends with LockTimeoutError (waitedFor pool), never DatabaseUnreachableError', async () => {
+    const k = db.connect({ poolMax: 2 });
+    const locks = createLockManager({ knex: k });
+    // Every connection of the pool lent to a transaction that stays open: the server is reachable.
+    const busy = [await k.transaction(), await k.transaction()];
+    try {
+      // Not vacuous: the same wait for a connection, with no caller's timeout, is what was reported before.
+      const client = k.client as unknown as PoolClient;
+      await expect(acquirePooled(client, { deadline: performance.now() + 100 })).rejects.toBeInstanceOf(
+        DatabaseUnreachableError,
+      );
+      const waitMs = 300;
+      const id = resource('busy-pool');
+      for (const run of [
+        () => locks.acquireWrite(id, { waitMs }),
+        () => locks.acquireRead(id, { waitMs }),
+        () => locks.acquirePermit(id, { permits: 2, waitMs }),
+        () => locks.acquireMany({ write: [id, `${id}-2`] }, { waitMs }),
+        () => locks.withWriteLock(id, async () => 'ran', { waitMs, section: true }),
+      ]) {
+        const started = performance.now();
+        const err = await run().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(LockTimeoutError);
+        expect(err).not.toBeInstanceOf(DatabaseUnreachableError);
+        expect((err as LockTimeoutError).waitedFor).toBe('pool');
+        expect(String(((err as LockTimeoutError).cause as Error | undefined)?.message)).toMatch(/pool is busy/);
+        expect(performance.now() - started).toBeGreaterThanOrEqual(waitMs);
+      }
+    } finally {
+      for (const trx of busy) await trx.rollback();
+    }
+    // The server was there all along: the pool lends again, and the lock is free.
+    const grant = await locks.acquireWrite(resource('busy-pool'), { waitMs: 5_000 });
+    await grant.release();
   });
 });
 

@@ -4,16 +4,18 @@
 // released it does not run it again (negative control: a coordinator that only takes and releases the lock
 // runs it twice). onComplete keeps the grant until lockAtLeastFor on the database clock; a crashed
 // instance's grant goes to the reaper; and the rows one-fire keys leave go with the purge.
+// covers: src/cron/index.ts, src/lock/scheduled/lock-at-least.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { RunCoordinator } from 'node-cron';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
-import { createLockManager, InvalidOptionsError, type Grant } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, InvalidResourceIdError, type Grant } from '../src/index.js';
 import { checkLockCounts, purgeReleasedGrants, reapStaleGrants } from '../src/admin/index.js';
 import { query, withConnection } from '../src/sql/connection.js';
 import { purgeIdleGates, purgeIdleResources } from '../src/sql/purge.js';
-import { createRunCoordinator } from '../src/jobs/cron.js';
+import { createRunCoordinator, fireResourceId } from '../src/cron/index.js';
+import { resourceKey } from '../src/lock/durable/resource-id.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations, resourceRows, snapshot } from './support/state.js';
 
@@ -204,6 +206,32 @@ describe('createRunCoordinator', () => {
     await expect
       .poll(async () => (await reapStaleGrants(db.knex, { staleAfterMs: 60_000 })).grants.map((g) => g.id))
       .toContain(grant.id);
+  });
+
+  it('a task name too long for a resource id runs its fires, each once, on a fixed-length id of its own', async () => {
+    const name = 'n'.repeat(300);
+    const keys = [`${name}:2026-11-27T07:00:00.000Z`, `${name}:2026-11-27T07:00:01.000Z`];
+    const [a, b] = ['long-a', 'long-b'].map((owner) =>
+      createRunCoordinator(createLockManager({ knex: db.knex, owner })),
+    );
+    for (const key of keys) {
+      // Not vacuous: the id the coordinator would make of it as it stands is refused.
+      expect(() => resourceKey(`cron:${key}`)).toThrow(InvalidResourceIdError);
+      expect(await a!.shouldRun(key, 30_000)).toBe(true);
+      expect(await b!.shouldRun(key, 30_000)).toBe(false);
+      await a!.onComplete!(key);
+      expect(await b!.shouldRun(key, 30_000)).toBe(false);
+    }
+    const ids = keys.map((key) => fireResourceId('cron:', key));
+    expect(new Set(ids).size).toBe(2);
+    for (const id of ids) {
+      expect(id).toMatch(/^cron:sha256:[0-9a-f]{64}$/);
+      // The fire's own grants: a's run, then b's ask after it, released unrun.
+      const { grants } = await createLockManager({ knex: db.knex }).history(id);
+      expect(grants.map((g) => g.owner).sort()).toEqual(['long-a', 'long-b']);
+    }
+    // A key that fits keeps its id as it was.
+    expect(fireResourceId('cron:', KEY)).toBe(`cron:${KEY}`);
   });
 
   it('refuses bad options and a bad ttlMs with InvalidOptionsError, nothing written', async () => {

@@ -1,10 +1,11 @@
 // The operator page in a real browser (Debian's chromium driven by playwright-core) against a real
 // server, started as `mysql-rwlock dashboard`: it shows a grant the test made, with stale grants and
 // waiting writers marked, the timeline draws it, and a release through `mysql-rwlock release` makes
-// it leave the live table and appear as an operator-released bar. Then the release endpoint's
-// cross-site protections, over plain HTTP.
+// it leave the live table and appear as an operator-released bar; the Leaders section shows real
+// campaigns' terms. Then the release endpoint's cross-site protections, over plain HTTP.
+// covers: src/dashboard/serve.ts, src/dashboard/page.ts, src/dashboard/page-script.ts, src/dashboard/page-script-leaders.ts, src/dashboard/page-style.ts, src/dashboard/queries.ts, src/cli/dashboard.ts
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -12,7 +13,9 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveDashboard, type Dashboard } from '../src/dashboard/serve.js';
 import { InvalidOptionsError } from '../src/errors.js';
-import { createLockManager, type Grant } from '../src/index.js';
+import { createLockManager, type Campaign, type Grant, type Term } from '../src/index.js';
+import { reapStaleGrants } from '../src/admin/index.js';
+import { createRunCoordinator } from '../src/cron/index.js';
 import { databaseUrl } from '../harness/database.js';
 import { useTestDatabase } from './support/db.js';
 
@@ -128,86 +131,323 @@ async function seedHistory(knex: Knex): Promise<void> {
   }
 }
 
+/**
+ * Permits and jobs beside the history: a semaphore of 5 with two live holders (3 permits), seven
+ * fires of a node-cron task a minute apart claimed through the run coordinator, an exclusive job
+ * with lockAtLeastFor and one without, both named on the command line. Returns what the
+ * page must show.
+ */
+async function seedPermitsAndJobs(knex: Knex) {
+  const exportsLocks = createLockManager({ knex, owner: 'exports@app-4/52' });
+  const done = (await exportsLocks.tryAcquirePermit('exports:tenant-7', { permits: 5 }))!;
+  await done.release();
+  await shift(knex, done.id, 300_000, 140_000);
+  const permits = [
+    (await exportsLocks.tryAcquirePermit('exports:tenant-7', { permits: 5, count: 2 }))!,
+    (await exportsLocks.tryAcquirePermit('exports:tenant-7', { permits: 5 }))!,
+  ];
+  await shift(knex, permits[0]!.id, 240_000, null);
+  await shift(knex, permits[1]!.id, 70_000, null);
+
+  const cronLocks = createLockManager({ knex, owner: 'sync@app-1/977' });
+  const coordinator = createRunCoordinator(cronLocks);
+  const minute = Math.floor(Date.now() / 60_000) * 60_000;
+  const fires: number[] = [];
+  for (let k = 7; k >= 1; k--) {
+    // The key node-cron gives a fire: the task's name, ':' and the fire time (src/jobs/cron.ts).
+    const key = `sync-exports:${new Date(minute - k * 60_000).toISOString()}`;
+    expect(await coordinator.shouldRun(key, 30_000)).toBe(true);
+    await coordinator.onComplete!(key);
+    const [g] = (await cronLocks.history(`cron:${key}`)).grants;
+    await shift(knex, g!.id, Date.now() - (minute - k * 60_000), 4_000 + k * 900);
+    fires.push(g!.id);
+  }
+  const billing = createLockManager({ knex, owner: 'billing@app-2/4121' });
+  const job = { lockAtMostFor: 600_000, lockAtLeastFor: 1 };
+  expect(await billing.runExclusive('billing:invoices-nightly', async () => 12, job)).toEqual({
+    ran: true,
+    value: 12,
+  });
+  await expect.poll(async () => (await billing.list({ resourcePrefix: 'billing:' })).grants).toEqual([]);
+  // The run's grant and the hold its commit handed over share one grant time: shifted in one statement,
+  // they keep sharing it (the jobs view counts runs by grant time).
+  const nightly = (await billing.history('billing:invoices-nightly')).grants.map((g) => g.id);
+  await knex.raw(
+    `UPDATE t_lock_log SET create_time = UTC_TIMESTAMP(6) - INTERVAL 200 SECOND,
+                           released_at = UTC_TIMESTAMP(6) - INTERVAL 162 SECOND WHERE id IN (?)`,
+    [nightly],
+  );
+  expect(await billing.runExclusive('reports:hourly', async () => 1, { lockAtMostFor: 600_000 })).toEqual({
+    ran: true,
+    value: 1,
+  });
+  for (const g of (await billing.history('reports:hourly')).grants) await shift(knex, g.id, 130_000, 21_000);
+  return { permits, fires };
+}
+
+/** The terms a campaign's callback is handed, each awaitable in turn. */
+function termsOf(): { lead: (t: Term) => void; next: () => Promise<Term> } {
+  const waiting: Array<(t: Term) => void> = [];
+  const early: Term[] = [];
+  return {
+    lead: (t) => void (waiting.shift() ?? ((x: Term) => early.push(x)))(t),
+    next: () => new Promise((resolve) => (early.length > 0 ? resolve(early.shift()!) : waiting.push(resolve))),
+  };
+}
+
+/**
+ * Leader names, led by real campaigns: `outbox:shard-1` led now, after a resigned term and one an
+ * operator released, and a campaign waiting; `scheduler` whose leader is paused past its lease, after a reaped term; and
+ * `reports:leader`, which no term leads since its campaign closed (named with --leader). Returns the
+ * campaigns still running, and the terms.
+ */
+async function seedLeaders(knex: Knex) {
+  const [a, b, c, d, e, f, op] = [
+    'app-1/977',
+    'app-2/4121',
+    'app-3/311',
+    'app-4/52',
+    'app-5/88',
+    'app-6/19',
+    'ops',
+  ].map((o) => createLockManager({ knex, owner: o === 'ops' ? 'ana@ops-laptop' : `relay@${o}` }));
+  const ra = termsOf();
+  const ca = await a!.campaign('outbox:shard-1', ra.lead, { leaseMs: 30_000 });
+  const resigned = await ra.next();
+  const rb = termsOf();
+  const cb = await b!.campaign('outbox:shard-1', rb.lead, { leaseMs: 30_000, renewEveryMs: 200 });
+  await ca.resign();
+  const released = await rb.next();
+  await ca.close();
+  await op!.forceRelease(released.id, { reason: 'relay stuck on a poison message' });
+  const leading = await rb.next();
+  // Another instance waits to lead: the name's writer-intent mark says so.
+  const cf = await f!.campaign('outbox:shard-1', () => undefined, { leaseMs: 30_000 });
+  await expect.poll(async () => (await op!.inspect('outbox:shard-1')).writerWaiting).toBe(true);
+  // A paused leader: its lease 90 s past on the database clock (stale: past the lease rule's
+  // grace), its renewal minutes away.
+  const paused = { leaseMs: 600_000, renewEveryMs: 300_000 };
+  const pause = (t: Term) =>
+    knex.raw('UPDATE t_lock_log SET lease_until = UTC_TIMESTAMP(6) - INTERVAL 90 SECOND WHERE id = ?', [t.id]);
+  const rc = termsOf();
+  const cc = await c!.campaign('scheduler', rc.lead, paused);
+  const reaped = await rc.next();
+  await pause(reaped);
+  await reapStaleGrants(knex, { staleAfterMs: 3_600_000 });
+  await cc.close();
+  const rd = termsOf();
+  const cd = await d!.campaign('scheduler', rd.lead, paused);
+  const ranOut = await rd.next();
+  await pause(ranOut);
+  const re = termsOf();
+  const ce = await e!.campaign('reports:leader', re.lead, { leaseMs: 30_000 });
+  const closed = await re.next();
+  await ce.close();
+  // Spread over the last minutes, as a page would see them in production (the picture in docs/cli.md).
+  for (const [term, ago, held] of [
+    [resigned, 540_000, 240_000],
+    [released, 300_000, 180_000],
+    [leading, 120_000, null],
+    [reaped, 720_000, 420_000],
+    [ranOut, 240_000, null],
+    [closed, 480_000, 300_000],
+  ] as const)
+    await shift(knex, term.id, ago, held);
+  const running: Campaign[] = [cf, cb, cd];
+  return { running, managers: [a, b, c, d, e, f, op], terms: { resigned, released, leading, reaped, ranOut, closed } };
+}
+
 // Skipped only on a developer machine without chromium; under CI (CI=true, as .ci/run runs) a missing
 // browser fails the test instead of passing it unseen.
 describe.skipIf(!CHROMIUM && process.env.CI !== 'true')(
   `operator page in chromium (${CHROMIUM ?? 'no chromium binary at /usr/bin/chromium; apt-get install chromium'})`,
   () => {
-    it('shows a live grant the test made, draws it on the timeline, and drops it after an operator release', async () => {
-      await seedHistory(db.knex);
-      const holder = createLockManager({ knex: db.knex, owner: 'repayments@app-2/4188' });
-      const grant = (await holder.tryAcquireWrite('loan:0042'))!;
-      const reader = createLockManager({ knex: db.knex, owner: 'reports@batch-1/88' });
-      const stale = (await reader.tryAcquireRead('stock:sku-8812'))!;
-      await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
-      const other = (await reader.tryAcquireRead('loan:0017'))!;
-      await shift(db.knex, other.id, 95_000, null);
-      // It waits behind the stale reader rather than heal it: the page shows a stale grant with its waiter.
-      const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311', selfHeal: false });
-      const stop = new AbortController();
-      const waiting = writerLocks
-        .acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal })
-        .catch((e: unknown) => e);
-      closers.push(async () => {
-        stop.abort();
-        await waiting;
-        for (const g of [grant, stale, other] as Grant[]) await g.release();
-      });
+    it(
+      'shows a live grant the test made, draws it on the timeline, and drops it after an operator release',
+      { timeout: 240_000 },
+      async () => {
+        await seedHistory(db.knex);
+        const seeded = await seedPermitsAndJobs(db.knex);
+        closers.push(async () => {
+          for (const g of seeded.permits) await g.release();
+        });
+        const leaders = await seedLeaders(db.knex);
+        closers.push(async () => {
+          for (const c of leaders.running) await c.close();
+          for (const m of leaders.managers) await m!.close();
+        });
+        const holder = createLockManager({ knex: db.knex, owner: 'repayments@app-2/4188' });
+        const grant = (await holder.tryAcquireWrite('loan:0042'))!;
+        const reader = createLockManager({ knex: db.knex, owner: 'reports@batch-1/88' });
+        const stale = (await reader.tryAcquireRead('stock:sku-8812'))!;
+        await shift(db.knex, stale.id, 1_260_000, null); // 21 minutes: past the 10-minute cutoff
+        const other = (await reader.tryAcquireRead('loan:0017'))!;
+        await shift(db.knex, other.id, 95_000, null);
+        // It waits behind the stale reader rather than heal it: the page shows a stale grant with its waiter.
+        const writerLocks = createLockManager({ knex: db.knex, owner: 'stock-sync@app-3/311', selfHeal: false });
+        const stop = new AbortController();
+        const waiting = writerLocks
+          .acquireWrite('stock:sku-8812', { waitMs: 120_000, signal: stop.signal })
+          .catch((e: unknown) => e);
+        closers.push(async () => {
+          stop.abort();
+          await waiting;
+          for (const g of [grant, stale, other] as Grant[]) await g.release();
+        });
 
-      const server = cli(['dashboard', '--port', '0', '--stale-after', '600000']);
-      closers.push(async () => {
-        if (server.child.exitCode === null) server.child.kill('SIGTERM');
-        await server.exited;
-      });
-      const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(
-        await server.firstLine,
-      );
-      expect(started, await server.firstLine).not.toBeNull();
-      const dashboard = { url: started![1]! };
-      if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
-      const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
-      closers.push(() => browser.close());
-      const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
-      const problems: string[] = [];
-      page.on('pageerror', (e) => problems.push(e.message));
-      page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
-      await page.goto(dashboard.url);
+        const server = cli([
+          'dashboard',
+          '--port',
+          '0',
+          '--stale-after',
+          '600000',
+          '--job',
+          'reports:hourly',
+          '--job',
+          'billing:invoices-nightly',
+          '--leader',
+          'reports:leader',
+        ]);
+        closers.push(async () => {
+          if (server.child.exitCode === null) server.child.kill('SIGTERM');
+          await server.exited;
+        });
+        const started = /^mysql-rwlock dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(read-only\)/.exec(
+          await server.firstLine,
+        );
+        expect(started, await server.firstLine).not.toBeNull();
+        const dashboard = { url: started![1]! };
+        if (!CHROMIUM) throw new Error('the operator page test needs chromium: apt-get install chromium');
+        const browser: Browser = await chromium.launch({ executablePath: CHROMIUM });
+        closers.push(() => browser.close());
+        const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+        const problems: string[] = [];
+        page.on('pageerror', (e) => problems.push(e.message));
+        page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+        await page.goto(dashboard.url);
+        const row = page.locator(`#live tr[data-grant-id="${grant.id}"]`);
+        await row.waitFor();
+        expect(await row.innerText()).toMatch(
+          new RegExp(`#${grant.id}\\s+loan:0042\\s+write\\s+repayments@app-2/4188`),
+        );
+        // The stale reader is highlighted, and its resource shows the waiting writer.
+        const staleRow = page.locator(`#live tr[data-grant-id="${stale.id}"]`);
+        await expect.poll(() => staleRow.getAttribute('class')).toBe('stale');
+        await expect.poll(() => staleRow.innerText()).toMatch(/STALE\s*writer waiting/);
+        expect(await page.locator(`#live tr[data-grant-id="${grant.id}"]`).getAttribute('class')).toBe('');
+        // The timeline draws the grant as a live write bar reaching to now, with a width.
+        const bar = page.locator(`#timeline rect.bar[data-grant-id="${grant.id}"]`);
+        await bar.waitFor();
+        expect(await bar.getAttribute('data-ended')).toBe('live');
+        expect(await bar.getAttribute('data-mode')).toBe('write');
+        expect(Number(await bar.getAttribute('width'))).toBeGreaterThan(0);
+        expect(await page.locator('#timeline rect.bar[data-ended="reaper"]').count()).toBeGreaterThan(0);
+        expect(await page.locator('#timeline rect.bar[data-ended="operator"]').count()).toBeGreaterThan(0);
+        expect(await page.locator('#mode-badge').innerText()).toBe('read-only');
+        expect(await page.locator('#live button.release').count()).toBe(0);
+        // Every section drawn (the jobs are read on the first refresh), then the screenshots.
+        await expect.poll(() => page.locator('#jobs tbody tr').count(), { timeout: 30_000 }).toBe(3);
+        await expect.poll(() => page.locator('#leaders tbody tr').count()).toBe(3);
+        mkdirSync(join(REPO, '.tmp', 'screens'), { recursive: true });
+        await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
+        await page.screenshot({ path: join(REPO, '.tmp', 'screens', 'dashboard-permits-jobs.png'), fullPage: true });
+        if (process.env.UPDATE_SCREENSHOT === '1')
+          await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
+        // Permits: a card with the permit grants and the permits they hold, a colour in the legend,
+        // each holder with its count and the semaphore's limit, permit bars on the timeline.
+        const permitCard = page.locator('#cards .card', { hasText: 'Permits held' });
+        await expect.poll(() => permitCard.innerText()).toMatch(/^Permits held\s+2\s+3 permits of 1 semaphore$/i);
+        expect(await page.locator('.legend .sw.permit').count()).toBe(1);
+        expect(await page.locator('.legend').innerText()).toContain('permit');
+        const [p2, p1] = [seeded.permits[0]!, seeded.permits[1]!];
+        expect(await page.locator(`#live tr[data-grant-id="${p2.id}"] .pill.permit`).innerText()).toBe('permit × 2/5');
+        expect(await page.locator(`#live tr[data-grant-id="${p1.id}"] .pill.permit`).innerText()).toBe('permit × 1/5');
+        const permitBar = page.locator(`#timeline rect.bar[data-grant-id="${p2.id}"]`);
+        expect(await permitBar.getAttribute('data-mode')).toBe('permit');
+        expect(
+          await page.evaluate(
+            `getComputedStyle(document.querySelector('#timeline rect.bar[data-grant-id="${p2.id}"]')).fill`,
+          ),
+        ).toBe('rgb(62, 207, 142)');
+        // The seven fires of the node-cron task share one lane, labelled with the task; no lane per fire.
+        // An SVG <text>'s own text, without its <title>'s.
+        const ownText = (selector: string): Promise<string[]> =>
+          page.locator(selector).evaluateAll((els) => els.map((e) => e.firstChild?.nodeValue ?? ''));
+        const labels = await ownText('#timeline text.lane-label');
+        expect(labels.filter((l) => l === 'cron:sync-exports')).toHaveLength(1);
+        expect(labels.filter((l) => l.startsWith('cron:sync-exports:'))).toEqual([]);
+        expect(new Set(labels).size).toBe(labels.length);
+        for (const id of seeded.fires)
+          expect(await page.locator(`#timeline rect.bar[data-grant-id="${id}"]`).count()).toBe(1);
+        expect(await ownText('#timeline text.lane-sub')).toEqual(expect.arrayContaining(['node-cron task · 7 fires']));
+        // The jobs: the task with its last fire and next, and the two exclusive jobs named.
+        const jobs = page.locator('#jobs tbody tr');
+        await expect.poll(() => jobs.count()).toBe(3);
+        expect(await page.locator('#jobs tr[data-job="cron:sync-exports"]').innerText()).toMatch(
+          /^node-cron\s+cron:sync-exports\s+.+ ago\s+finished\s+sync@app-1\/977\s+\S+ s\s+\d\d:\d\d:00 \(every 1m 00s\)\s+7\s+0$/,
+        );
+        expect(await page.locator('#jobs tr[data-job="billing:invoices-nightly"]').innerText()).toMatch(
+          /^exclusive\s+billing:invoices-nightly\s+.+ ago\s+finished\s+billing@app-2\/4121\s+.*—\s+1\s+0$/,
+        );
+        expect(await page.locator('#jobs tr[data-job="reports:hourly"]').innerText()).toMatch(
+          /^exclusive\s+reports:hourly\s+.*finished\s+billing@app-2\/4121/,
+        );
 
-      const row = page.locator(`#live tr[data-grant-id="${grant.id}"]`);
-      await row.waitFor();
-      expect(await row.innerText()).toMatch(new RegExp(`#${grant.id}\\s+loan:0042\\s+write\\s+repayments@app-2/4188`));
-      // The stale reader is highlighted, and its resource shows the waiting writer.
-      const staleRow = page.locator(`#live tr[data-grant-id="${stale.id}"]`);
-      await expect.poll(() => staleRow.getAttribute('class')).toBe('stale');
-      await expect.poll(() => staleRow.innerText()).toMatch(/STALE\s*writer waiting/);
-      expect(await page.locator(`#live tr[data-grant-id="${grant.id}"]`).getAttribute('class')).toBe('');
-      // The timeline draws the grant as a live write bar reaching to now, with a width.
-      const bar = page.locator(`#timeline rect.bar[data-grant-id="${grant.id}"]`);
-      await bar.waitFor();
-      expect(await bar.getAttribute('data-ended')).toBe('live');
-      expect(await bar.getAttribute('data-mode')).toBe('write');
-      expect(Number(await bar.getAttribute('width'))).toBeGreaterThan(0);
-      expect(await page.locator('#timeline rect.bar[data-ended="reaper"]').count()).toBeGreaterThan(0);
-      expect(await page.locator('#timeline rect.bar[data-ended="operator"]').count()).toBeGreaterThan(0);
-      expect(await page.locator('#mode-badge').innerText()).toBe('read-only');
-      expect(await page.locator('#live button.release').count()).toBe(0);
+        // Leaders: who leads, its term, and the earlier terms with how each ended; a paused leader's
+        // lease shown run out; a name no term leads, shown because it was named.
+        const t = leaders.terms;
+        const shard = page.locator('#leaders tr[data-leader="outbox:shard-1"]');
+        expect(await shard.getAttribute('data-state')).toBe('leading');
+        expect(await shard.innerText()).toMatch(
+          new RegExp(
+            `^outbox:shard-1\\s+relay@app-2/4121 campaigner waiting\\s+#${t.leading.id}\\s+2m \\d\\ds\\s+\\S+ s left\\s+`,
+          ),
+        );
+        const chips = (row: typeof shard) =>
+          row
+            .locator('td.terms .tag')
+            .evaluateAll((els) => els.map((e) => [e.getAttribute('data-term'), e.textContent]));
+        expect(await chips(shard)).toEqual([
+          [String(t.released.id), `#${t.released.id} released by an operator`],
+          [String(t.resigned.id), `#${t.resigned.id} resigned`],
+        ]);
+        expect(await shard.locator(`td.terms .tag[data-term="${t.released.id}"]`).getAttribute('title')).toContain(
+          'by ana@ops-laptop: relay stuck on a poison message',
+        );
+        const scheduler = page.locator('#leaders tr[data-leader="scheduler"]');
+        expect(await scheduler.getAttribute('data-state')).toBe('lease-ran-out');
+        expect(await scheduler.innerText()).toMatch(
+          new RegExp(
+            `^scheduler\\s+relay@app-4/52 #${t.ranOut.id} LEASE RAN OUT\\s+#${t.ranOut.id}\\s+.+\\s+ran out 1m \\d\\ds ago\\s+#${t.reaped.id} REAPED$`,
+          ),
+        );
+        const named = page.locator('#leaders tr[data-leader="reports:leader"]');
+        expect(await named.getAttribute('data-state')).toBe('none');
+        expect(await named.innerText()).toMatch(
+          new RegExp(`^reports:leader\\s+no leader\\s+—\\s+—\\s+—\\s+#${t.closed.id} resigned$`),
+        );
+        await page
+          .locator('#leaders-panel')
+          .screenshot({ path: join(REPO, '.tmp', 'screens', 'dashboard-leaders.png') });
 
-      mkdirSync(join(REPO, '.tmp'), { recursive: true });
-      await page.screenshot({ path: join(REPO, '.tmp', 'dashboard.png'), fullPage: true });
-      if (process.env.UPDATE_SCREENSHOT === '1')
-        await page.screenshot({ path: join(REPO, 'docs', 'dashboard.png'), fullPage: true });
+        // The same jobs from a shell, kept beside the screenshots (docs/operating.md shows such a run).
+        const jobsRun = cli(['jobs', '--job', 'reports:hourly', '--job', 'billing:invoices-nightly']);
+        expect(await jobsRun.exited, jobsRun.output()).toBe(0);
+        expect(jobsRun.output()).toMatch(/^node-cron +cron:sync-exports .* \(every 1m 00s\) +7 +0$/m);
+        writeFileSync(join(REPO, '.tmp', 'screens', 'jobs.txt'), jobsRun.output());
 
-      const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
-      expect(await release.exited, release.output()).toBe(0);
-      await row.waitFor({ state: 'detached' });
-      await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
-      const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
-      await released.waitFor();
-      expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
-      expect(problems).toEqual([]);
-      server.child.kill('SIGTERM');
-      expect(await server.exited).toBe(0);
-    });
+        const release = cli(['release', String(grant.id), '--reason', 'stuck after deploy']);
+        expect(await release.exited, release.output()).toBe(0);
+        await row.waitFor({ state: 'detached' });
+        await expect.poll(() => bar.getAttribute('data-ended')).toBe('operator');
+        const released = page.locator(`#releases tr[data-grant-id="${grant.id}"]`);
+        await released.waitFor();
+        expect(await released.innerText()).toMatch(/operator[\s\S]*stuck after deploy/);
+        expect(problems).toEqual([]);
+        server.child.kill('SIGTERM');
+        expect(await server.exited).toBe(0);
+      },
+    );
   },
 );
 
@@ -320,8 +560,8 @@ describe.skipIf(!CHROMIUM && process.env.CI !== 'true')('operator page at 1400×
       buttons: Array<{ inPanel: boolean; onTop: boolean }>;
       reason: { text: string; cutWide: number; cutHigh: number; lines: number };
     };
-    // Neither table scrolls sideways: nothing is out of view.
-    expect(layout.scrolls).toEqual([0, 0]);
+    // No table (jobs, leaders, live holders, releases) scrolls sideways: nothing is out of view.
+    expect(layout.scrolls).toEqual([0, 0, 0, 0]);
     expect(layout.buttons.length).toBeGreaterThanOrEqual(grants.length);
     for (const b of layout.buttons) expect(b).toMatchObject({ inPanel: true, onTop: true });
     // The reason is shown whole, over several lines, not cut off with an ellipsis.

@@ -5,6 +5,7 @@
 // privileges and nothing global, so init_connect applies to them (it is skipped for users with
 // SUPER or CONNECTION_ADMIN). The core lock paths run against it. Then the same server's
 // max_connections is reached under 60 withWriteLock calls with leaseMs.
+// covers: src/sql/session.ts, src/admin/privileges.ts, src/lock/durable/privilege-probe.ts
 import knexFactory, { type Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -2,6 +2,7 @@
 // has TypeScript compile this file); test/legacy-decorators/ runs the same cases under
 // experimentalDecorators. Also: current() outside and inside nested scoped calls, and the
 // decorators' refusal of bad options when the class is defined.
+// covers: src/decorators/index.ts, src/lock/manager/scoped-calls.ts, src/lock/manager/operator-calls.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
 import { registerLockManager, WithReadLock, WithWriteLock } from '../src/decorators/index.js';

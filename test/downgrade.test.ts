@@ -1,6 +1,7 @@
 // Write→read downgrade and read→write try-upgrade, in place and atomic.
+// covers: src/lock/durable/grant.ts, src/sql/mode.ts
 import { describe, expect, it } from 'vitest';
-import { createLockManager, LockLostError, type Grant, type LockManager } from '../src/index.js';
+import { createLockManager, LockLostError, ResourceKindError, type Grant, type LockManager } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, invariantViolations } from './support/state.js';
@@ -130,6 +131,32 @@ describe('downgrade', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
     await expect(g.downgrade()).rejects.toThrow(/read grant/);
     expect(await g.release()).toBe(false);
+  });
+
+  it('on a resource last used as a semaphore, the downgraded grant is a reader: a permit is refused beside it, a reader joins', async () => {
+    const locks = createLockManager({ knex: db.knex });
+    const other = createLockManager({ knex: db.knex });
+    const permit = await locks.acquirePermit('dg-sem', { permits: 2 });
+    await permit.release(); // idle, its row keeps permit_limit = 2 for the next holder to decide
+    const g = await locks.acquireWrite('dg-sem');
+    await g.downgrade();
+    const [rows] = (await db.knex.raw('SELECT r_count, permit_limit FROM t_read_write_lock WHERE resource_id = ?', [
+      Buffer.from('dg-sem'),
+    ])) as unknown as [Array<{ r_count: number; permit_limit: number | null }>];
+    expect(rows[0]).toEqual({ r_count: 1, permit_limit: null });
+    await expect(other.tryAcquirePermit('dg-sem', { permits: 2 })).rejects.toBeInstanceOf(ResourceKindError);
+    const reader = await other.tryAcquireRead('dg-sem');
+    expect(reader).not.toBeNull();
+    await reader!.release();
+
+    // Negative control: the limit left on the row, as the downgrade left it before, mixes the kinds,
+    // and the same calls show it (the permit granted beside the reader, the reader refused).
+    await db.knex.raw('UPDATE t_read_write_lock SET permit_limit = 2 WHERE resource_id = ?', [Buffer.from('dg-sem')]);
+    const mixed = await other.tryAcquirePermit('dg-sem', { permits: 2 });
+    expect(mixed).not.toBeNull();
+    await expect(other.tryAcquireRead('dg-sem')).rejects.toBeInstanceOf(ResourceKindError);
+    await mixed!.release();
+    await g.release();
   });
 
   it('downgrading a grant that was reaped throws LockLostError', async () => {

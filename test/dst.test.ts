@@ -4,6 +4,7 @@
 // extension and reaper test, all NOW(6)) reads the same 30-second-old grant as an hour and a half
 // minute old, its lease as run out, and reaps it. Migration 007 converts rows written on either
 // side of the transition each with the offset then in force.
+// covers: src/sql/clock.ts, src/sql/reap.ts, src/admin/migrate.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -160,6 +161,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '010_permits',
       '011_group_acquire',
       '012_section_begin',
+      '013_section_one_target',
     ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',

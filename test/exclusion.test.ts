@@ -1,5 +1,6 @@
-// Property 1: readers share; a writer excludes readers and writers — across 4 OS processes with
+// Property 1 (docs/guarantees.md): readers share; a writer excludes readers and writers — across 4 OS processes with
 // 16 concurrent workers on a few hot resources, judged by an effect check and by the grant log.
+// covers: src/lock/durable/durable-acquire.ts, src/lock/durable/grant.ts, src/sql/acquire.ts, src/sql/release.ts
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';

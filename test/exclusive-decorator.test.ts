@@ -1,5 +1,6 @@
 // @Exclusive compiled as TypeScript 5+ standard decorators (vitest.config.ts has TypeScript compile this
 // file); test/legacy-decorators/exclusive.test.ts runs the same cases under experimentalDecorators.
+// covers: src/decorators/index.ts, src/lock/manager/exclusive-call.ts
 import { describe } from 'vitest';
 import type { LockManager } from '../src/index.js';
 import { Exclusive } from '../src/decorators/index.js';

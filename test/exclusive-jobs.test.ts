@@ -3,11 +3,13 @@
 // a plain grant, its transaction committed without a fence, commits and runs twice); lockAtLeastFor keeps the
 // grant after a fast run until that long after the grant on the database clock (control: without it, the next
 // instance runs at once). Bad options: a typed error, nothing written.
+// covers: src/lock/manager/exclusive-call.ts, src/lock/scheduled/exclusive.ts, src/lock/scheduled/lock-at-least.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { databaseUrl } from '../harness/database.js';
-import { createLockManager, InvalidOptionsError, InvalidResourceIdError } from '../src/index.js';
+import { createLockManager, DEFAULTS, InvalidOptionsError, InvalidResourceIdError } from '../src/index.js';
+import { Exclusive } from '../src/decorators/index.js';
 import { fromKnex } from '../src/adapters/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
@@ -81,11 +83,14 @@ function startChild(job: string, fence: 'on' | 'off'): Child {
   return { proc, taken, exited };
 }
 
-/** Whether every live grant of the resource has a lease that has passed, on the database clock. */
+/**
+ * Whether every live grant of the resource has a lease that has passed, with the grace after it, on
+ * the database clock: then each is stale (src/sql/decision.ts, STALE_AT_SQL).
+ */
 async function leasePassed(resource: string): Promise<boolean> {
   const [[row]] = (await db.knex.raw(
-    'SELECT COUNT(*) AS n, SUM(lease_until < UTC_TIMESTAMP(6)) AS passed FROM t_lock_log WHERE resource_id = ? AND status = 0',
-    [Buffer.from(resource)],
+    'SELECT COUNT(*) AS n, SUM(lease_until + INTERVAL ? MICROSECOND < UTC_TIMESTAMP(6)) AS passed FROM t_lock_log WHERE resource_id = ? AND status = 0',
+    [DEFAULTS.leaseGraceMs * 1000, Buffer.from(resource)],
   )) as unknown as [[{ n: number; passed: string | null }]];
   return Number(row.n) > 0 && Number(row.passed) === Number(row.n);
 }
@@ -104,7 +109,7 @@ async function pausedPastAtMost(job: string, fence: 'on' | 'off') {
   try {
     const refused = await parent.runExclusive(job, async () => 'ran', { lockAtMostFor: AT_MOST_MS });
     expect(refused).toEqual({ ran: false, heldBy: 'paused-child' });
-    await expect.poll(() => leasePassed(job)).toBe(true);
+    await expect.poll(() => leasePassed(job), { timeout: AT_MOST_MS + DEFAULTS.leaseGraceMs + 5_000 }).toBe(true);
     expect((await reapStaleGrants(db.knex, { staleAfterMs: 1_000 })).reaped).toBe(1);
     const next = await parent.runExclusive(
       job,
@@ -229,14 +234,17 @@ describe('lockAtLeastFor', () => {
     expect(await effects('daily')).toEqual(['daily:fast']); // committed at once
     // An instance a little late for the same fire finds the job still held.
     expect(await b.runExclusive('daily', async () => 'again', options)).toEqual({ ran: false, heldBy: 'fast' });
-    await expect.poll(async () => (await grantsOf('daily'))[0]?.status).toBe(2);
-    const [job] = await grantsOf('daily');
+    // The run's commit released the job's grant and handed the hold to a successor with the same grant
+    // time (src/sql/hand-over.ts), released once lockAtLeastFor has passed.
+    await expect.poll(async () => (await grantsOf('daily'))[1]?.status, { timeout: AT_LEAST_MS + 5_000 }).toBe(2);
+    const [job, hold] = await grantsOf('daily');
     expect(job).toMatchObject({ owner: 'fast', releasedBy: 1 });
-    console.log(`[jobs] lockAtLeastFor ${AT_LEAST_MS} ms: held ${job!.heldUs! / 1000} ms on the database clock`);
-    expect(job!.heldUs).toBeGreaterThanOrEqual(AT_LEAST_MS * 1000);
-    // The run's transaction was fenced by its own grant, released in the commit.
-    expect(await grantsOf('daily#run')).toMatchObject([{ owner: 'fast', status: 2, releasedBy: 1 }]);
+    expect(hold).toMatchObject({ owner: 'fast', releasedBy: 1 });
+    console.log(`[jobs] lockAtLeastFor ${AT_LEAST_MS} ms: held ${hold!.heldUs! / 1000} ms on the database clock`);
+    expect(hold!.heldUs).toBeGreaterThanOrEqual(AT_LEAST_MS * 1000);
     expect(await b.runExclusive('daily', async () => 'next', options)).toEqual({ ran: true, value: 'next' });
+    // close() waits for b's hold after its run, so that no later test sees it end.
+    await Promise.all([a.close(), b.close()]);
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
@@ -291,10 +299,23 @@ describe('runExclusive: bad input', () => {
     const locks = createLockManager({ knex: db.knex });
     const before = await snapshot(db.knex);
     await expect(locks.runExclusive('', work, { lockAtMostFor: 1_000 })).rejects.toBeInstanceOf(InvalidResourceIdError);
-    // With lockAtLeastFor the run is fenced on the name and '#run', which must fit too.
+    // With lockAtLeastFor too, the job holds its own resource only: the name's limit is any resource id's.
     await expect(
-      locks.runExclusive('x'.repeat(252), work, { lockAtMostFor: 1_000, lockAtLeastFor: 1 }),
-    ).rejects.toThrow(/at most 251 are allowed with lockAtLeastFor/);
+      locks.runExclusive('x'.repeat(256), work, { lockAtMostFor: 1_000, lockAtLeastFor: 1 }),
+    ).rejects.toBeInstanceOf(InvalidResourceIdError);
     expect(await snapshot(db.knex)).toBe(before);
+  });
+
+  it('@Exclusive refuses a name no run could lock where the method is decorated, not at its runs', () => {
+    const locks = createLockManager({ knex: db.knex });
+    for (const [name, options] of [
+      ['x'.repeat(256), { lockAtMostFor: 1_000 }],
+      ['x'.repeat(256), { lockAtMostFor: 1_000, lockAtLeastFor: 1 }],
+      ['', { lockAtMostFor: 1_000 }],
+      ['\ud800', { lockAtMostFor: 1_000 }],
+    ] as const)
+      expect(() => Exclusive(name, { manager: locks, ...options })).toThrow(InvalidResourceIdError);
+    // Control: the longest name that fits is decorated.
+    expect(() => Exclusive('x'.repeat(255), { manager: locks, lockAtMostFor: 1_000 })).not.toThrow();
   });
 });

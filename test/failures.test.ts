@@ -1,6 +1,7 @@
-// Property 5: 1213 is retried; 1205 is rolled back and never committed; a connection lost during
+// Property 5 (docs/guarantees.md): 1213 is retried; 1205 is rolled back and never committed; a connection lost during
 // COMMIT, or an error COMMIT replied, is settled from the grant row (or surfaces as
 // LockOutcomeUnknownError) — never a silent double grant or a leaked count.
+// covers: src/sql/retry.ts, src/sql/lookup.ts, src/sql/withdraw.ts, src/lock/fence/fenced.ts, src/lock/durable/grant.ts, src/sql/unreachable.ts
 import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';
@@ -11,6 +12,7 @@ import {
   ConnectionLostError,
   createLockManager,
   LockLostError,
+  DatabaseUnreachableError,
   LockOutcomeUnknownError,
   TransactionConflictError,
   type Grant,
@@ -395,7 +397,9 @@ describe('an error replied to COMMIT', () => {
     expect(await invariantViolations(db.knex)).toEqual([]);
   });
 
-  it('isLive() when the database cannot be reached within resolveTimeoutMs: LockOutcomeUnknownError with the token', async () => {
+  // Nothing was sent, so nothing is unknown: DatabaseUnreachableError at once (docs/api.md, rule 4), never
+  // LockOutcomeUnknownError, which is for a reply truly lost.
+  it('isLive() when the database cannot be reached: DatabaseUnreachableError, not LockOutcomeUnknownError', async () => {
     const { proxy: own, url } = await proxyFor(db.url);
     const knex = connectKnex(url.toString(), db.name, { poolMax: 2 });
     try {
@@ -403,8 +407,8 @@ describe('an error replied to COMMIT', () => {
       const grant = await locks.acquireWrite('cc-unreachable');
       await own.close(); // every connection cut, and no new one accepted
       const err = await grant.isLive().catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(LockOutcomeUnknownError);
-      expect(err).toMatchObject({ token: grant.token, grantId: grant.id });
+      expect(err).toBeInstanceOf(DatabaseUnreachableError);
+      expect(err).not.toBeInstanceOf(LockOutcomeUnknownError);
       expect(await createLockManager({ knex: db.knex }).forceRelease(grant.id)).toBe(true);
     } finally {
       await knex.destroy();

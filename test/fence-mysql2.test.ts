@@ -1,5 +1,6 @@
 // The driver-neutral fence with bare mysql2 (promise pool), as the README's recipe writes it: the
 // three outcomes, and a rollback after a successful fence.
+// covers: src/adapters/index.ts, src/lock/fence/fence-executor.ts
 import mysql, { type Pool, type ResultSetHeader } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMysqlUrl } from '../harness/database.js';

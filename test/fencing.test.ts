@@ -1,5 +1,6 @@
-// Property 4: a holder whose grant is reaped while its business transaction runs has its business
+// Property 4 (docs/guarantees.md): a holder whose grant is reaped while its business transaction runs has its business
 // writes rolled back and gets LockLostError, while the next writer proceeds.
+// covers: src/lock/fence/fenced.ts, src/lock/fence/fence-executor.ts, src/sql/release.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { beforeAll, describe, expect, it } from 'vitest';

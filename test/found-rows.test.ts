@@ -1,5 +1,6 @@
-// Property 3: results are identical with mysql2's default flags (CLIENT_FOUND_ROWS: affectedRows
+// Property 3 (docs/guarantees.md): results are identical with mysql2's default flags (CLIENT_FOUND_ROWS: affectedRows
 // counts matched rows) and with flags: ['-FOUND_ROWS'] (affectedRows counts changed rows).
+// covers: src/sql/acquire.ts, src/sql/release.ts, src/sql/extend.ts
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { createLockManager, LockLostError } from '../src/index.js';

@@ -3,6 +3,7 @@
 // force-released before the fence gives 409 with nothing written; a client that goes away aborts the
 // waiting acquire (the lock reports LockAbortedError) and nothing is written; any other error is a
 // 500 that names nothing internal. docs/frameworks.md carries the three example files verbatim.
+// covers: src/adapters/index.ts, src/observability/tracing-entry.ts
 import diagnostics from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';

@@ -4,6 +4,7 @@
 // left live; the reaper names stale grants by their exact ids. Negative control: the pre-fix path,
 // the id handled as a JS number, releases nothing and leaves the grant live, and a reaper that
 // rounds reaps another grant's id.
+// covers: src/lock/durable/durable-acquire.ts, src/sql/release.ts, src/sql/reap.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,7 @@
 // A durable group's one-call acquire (migration 011): a free group is granted by one CALL and one
 // commit, a refused one takes nothing before it falls back to one acquire per resource, exclusion
 // holds against single-resource locks, and a lost reply is settled all or none.
+// covers: src/lock/groups/group-acquire.ts, src/lock/groups/group.ts, src/sql/acquire-group.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { createLockManager, LockTimeoutError, type LockGroup, type LockManager } from '../src/index.js';

@@ -2,8 +2,9 @@
 // keep a live holder from being reaped until it releases; maxHoldMs stops the renewal at the cap, aborts
 // grant.signal, and the grant goes stale as any other (negative control: without the cap the same holder
 // is still leased past that point). A hung holder capped inside withWriteLock commits nothing once reaped.
+// covers: src/lock/durable/lease.ts, src/lock/manager/acquire-calls.ts
 import { describe, expect, it } from 'vitest';
-import { createLockManager, InvalidOptionsError, LockLostError, type Grant } from '../src/index.js';
+import { createLockManager, DEFAULTS, InvalidOptionsError, LockLostError, type Grant } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations, snapshot } from './support/state.js';
@@ -13,12 +14,15 @@ const HOUR = 3_600_000;
 /** The reaper's cutoff in these tests: grants are backdated an hour, so only a lease keeps them. */
 const CUTOFF = { staleAfterMs: 60_000 };
 
-/** The lease's end and the grant's creation, in ms on the database clock, and whether it has passed. */
+/**
+ * The lease's end and the grant's creation, in ms on the database clock, and whether it has passed
+ * with the grace after it (then the grant is stale: src/sql/decision.ts, STALE_AT_SQL).
+ */
 async function lease(grantId: number): Promise<{ until: number; created: number; passed: boolean }> {
   const [[row]] = (await db.knex.raw(
     `SELECT UNIX_TIMESTAMP(lease_until) * 1000 AS until_ms, UNIX_TIMESTAMP(create_time) * 1000 AS created_ms,
-            lease_until < UTC_TIMESTAMP(6) AS passed FROM t_lock_log WHERE id = ?`,
-    [grantId],
+            lease_until + INTERVAL ? MICROSECOND < UTC_TIMESTAMP(6) AS passed FROM t_lock_log WHERE id = ?`,
+    [DEFAULTS.leaseGraceMs * 1000, grantId],
   )) as unknown as [[{ until_ms: string | null; created_ms: string; passed: number | null }]];
   return { until: Number(row.until_ms), created: Number(row.created_ms), passed: Number(row.passed) === 1 };
 }
@@ -75,7 +79,7 @@ describe('maxHoldMs', () => {
     expect(reason).toMatchObject({ name: 'TimeoutError' });
     expect(String((reason as Error).message)).toMatch(/reached maxHoldMs \(3000 ms\)/);
     await backdate(db.knex, g.id, HOUR);
-    await expect.poll(async () => (await lease(g.id)).passed).toBe(true);
+    await expect.poll(async () => (await lease(g.id)).passed, { timeout: LEASE_MS + 5_000 }).toBe(true);
     expect((await reapStaleGrants(db.knex, CUTOFF)).grants.map((r) => r.id)).toEqual([g.id]);
     expect(await g.release()).toBe(false);
   });
@@ -103,7 +107,7 @@ describe('maxHoldMs', () => {
           await trx.raw('INSERT INTO cap_effects (tag) VALUES (?)', ['hung']);
           await aborted(grant); // the work would go on forever: the cap is what ends its hold
           await backdate(db.knex, grant.id, HOUR);
-          await expect.poll(async () => (await lease(grant.id)).passed).toBe(true);
+          await expect.poll(async () => (await lease(grant.id)).passed, { timeout: LEASE_MS + 5_000 }).toBe(true);
           expect((await reapStaleGrants(db.knex, CUTOFF)).reaped).toBe(1);
           return 'finished';
         },

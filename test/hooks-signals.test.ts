@@ -1,5 +1,6 @@
 // An onLockLost hook may reject with anything, and many waiters may share one AbortSignal: neither
 // may crash the process, make release() fail, or leak listeners and waiters.
+// covers: src/sql/abort.ts, src/lock/waiting/wait.ts, src/lock/durable/grant.ts
 import { getEventListeners } from 'node:events';
 import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,6 @@
 // Leases for long jobs: Grant.extend() and withLock's leaseMs keep a live holder from being reaped,
 // and a holder that stops extending is reaped as before.
+// covers: src/lock/durable/lease.ts, src/sql/extend.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, LockLostError } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';

@@ -2,6 +2,7 @@
 // only the privileges the README lists (no PROCESS, so it cannot see the old server thread). The
 // lost attempt is withdrawn under its token, so when the old CALL finally runs it cannot commit a
 // grant that nobody holds.
+// covers: src/lock/durable/durable-acquire.ts, src/sql/withdraw.ts, src/lock/durable/token.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
@@ -10,7 +11,7 @@ import { connectKnex, parseMysqlUrl } from '../harness/database.js';
 import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
 import { grantStatements } from '../src/admin/privileges.js';
-import { newToken } from '../src/lock/token.js';
+import { newToken } from '../src/lock/durable/token.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 

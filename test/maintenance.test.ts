@@ -2,6 +2,7 @@
 // one asks for again are reaped with no reaper process, one sweep at a time across managers (each
 // sweep holds the write grant of MAINTENANCE_RESOURCE), and close() stops it. Control: sweeps run
 // without that grant overlap.
+// covers: src/lock/scheduled/maintenance.ts, src/admin/reap-and-purge.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type LockManager } from '../src/index.js';
 import { MAINTENANCE_RESOURCE } from '../src/options.js';

@@ -1,5 +1,6 @@
 // Multi-resource locks (withLocks, acquireMany): one acquisition order, all or nothing, one fence
 // statement covering every grant, exclusion with single-resource locks, a lost COMMIT reply.
+// covers: src/lock/groups/group.ts, src/lock/manager/scoped-calls.ts, src/lock/fence/fenced.ts
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import diagnostics from 'node:diagnostics_channel';
 import type { Knex } from 'knex';

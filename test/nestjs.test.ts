@@ -5,6 +5,7 @@
 // transfer (read lock) on one loan exclude each other, two transfers share it (the negative control:
 // the same observation sees overlap); app.close() closes the manager, unregisters it from the
 // decorators and destroys the instance's knex.
+// covers: src/nestjs/index.ts
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,8 +13,14 @@ import { Test } from '@nestjs/testing';
 import type { INestApplicationContext } from '@nestjs/common';
 import type { Knex } from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidOptionsError, ManagerClosedError, type LockManager } from '../src/index.js';
-import { WithWriteLock } from '../src/decorators/index.js';
+import {
+  createLockManager,
+  InvalidOptionsError,
+  ManagerClosedError,
+  type Grant,
+  type LockManager,
+} from '../src/index.js';
+import { Exclusive, WithWriteLock } from '../src/decorators/index.js';
 import { LOCK_MANAGER, MysqlRwlockModule } from '../src/nestjs/index.js';
 import { connectKnex } from '../harness/database.js';
 import { AppModule } from '../examples/nestjs/app.module.js';
@@ -188,5 +195,42 @@ describe('the NestJS example', () => {
     await expect(bad).rejects.toThrow(InvalidOptionsError);
     expect(() => MysqlRwlockModule.forRootAsync({} as never)).toThrow(InvalidOptionsError);
     expect(await db.knex('t_lock_log').count({ n: '*' })).toEqual(before);
+  });
+});
+
+describe('@Exclusive in a Nest app: current(name) is the job’s grant, whatever lockAtLeastFor', () => {
+  type Job = () => Promise<unknown>;
+  const context = (name: string): ClassMethodDecoratorContext<unknown, Job> =>
+    ({ kind: 'method', name }) as ClassMethodDecoratorContext<unknown, Job>;
+
+  it.each([0, 1_000])('lockAtLeastFor %i: the knex form and { grant: true }', async (lockAtLeastFor) => {
+    const app = await (
+      await Test.createTestingModule({
+        imports: [MysqlRwlockModule.forRoot({ knex: db.knex, migrate: true })],
+      }).compile()
+    ).init();
+    apps.push(app);
+    const locks = app.get<LockManager>(LOCK_MANAGER);
+    const options = { lockAtMostFor: 60_000, lockAtLeastFor };
+    // Decorated by a direct call, as above; the module registered its manager for them.
+    const report = `nest-report-${lockAtLeastFor}`;
+    const viaTrx = Exclusive(report, options)(async () => {
+      const held = locks.current(report);
+      // The docs' form: the job's writes through current(name)?.trx.
+      await held!.trx!.raw('SELECT 1');
+      return [held?.grant.resourceId, held?.trx !== undefined];
+    }, context('viaTrx'));
+    expect(await viaTrx()).toEqual([report, true]);
+    const sync = `nest-sync-${lockAtLeastFor}`;
+    const viaGrant = Exclusive(sync, { ...options, grant: true })(async () => {
+      const held = locks.current(sync);
+      return [held?.grant.resourceId, held?.trx, (held?.grant as Grant | undefined)?.mode];
+    }, context('viaGrant'));
+    expect(await viaGrant()).toEqual([sync, undefined, 'write']);
+    const { grants } = await locks.list({ limit: 100 });
+    expect(grants.every((g) => g.resourceId === report || g.resourceId === sync)).toBe(true);
+    await app.close(); // closes the manager, which waits for the holds after the runs
+    const after = createLockManager({ knex: db.knex });
+    expect([...(await after.inspect(report)).holders, ...(await after.inspect(sync)).holders]).toEqual([]);
   });
 });

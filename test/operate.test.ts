@@ -1,5 +1,6 @@
 // The operator API: list, history, stats, forceRelease with a reason, onLockLost, `await using`,
 // and migrations 004 and 005 applied to a database at an earlier schema.
+// covers: src/lock/manager/operator-calls.ts, src/sql/operate.ts, src/sql/release-note.ts, src/sql/inspect.ts
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import * as m004 from '../migrations/004_release_notes.js';

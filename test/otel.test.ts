@@ -1,11 +1,14 @@
 // mysql-rwlock/otel with the real OpenTelemetry SDK (in-memory exporter, AsyncLocalStorage context
 // manager) and the real knex instrumentation, against a real server: the spans' names, attributes,
 // statuses and parents, the knex query span made inside withWriteLock, withLocks and a section (one
-// resource or two) as a child of the hold span, the resource id only on opt-in, and disable().
+// resource or two) as a child of the hold span, the resource id only on opt-in, and disable(); the
+// term spans and the campaigns gauge (the real metrics SDK) as real campaigns lead and lose terms.
+// covers: src/observability/otel.ts, src/observability/otel-servers.ts, src/observability/outcome.ts, src/contract/hold-wrappers.ts, src/observability/otel-leader.ts
 import { context, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { KnexInstrumentation } from '@opentelemetry/instrumentation-knex';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
+import { MeterProvider, MetricReader, type GaugeMetricData } from '@opentelemetry/sdk-metrics';
 import type { Knex } from 'knex';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FoundServer } from '../harness/server.js';
@@ -22,7 +25,7 @@ const { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError 
 const { fromKnex } = await import('../src/adapters/index.js');
 const { reapStaleGrants } = await import('../src/admin/index.js');
 const { instrumentLocks, SPANS } = await import('../src/observability/otel.js');
-const { inHoldScope } = await import('../src/lock/hold-scope.js');
+const { inHoldWrappers } = await import('../src/contract/hold-wrappers.js');
 const { migrate } = await import('../src/admin/index.js');
 const { startFlavour } = await import('../harness/server.js');
 const { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } = await import('../harness/database.js');
@@ -324,12 +327,12 @@ describe('mysql-rwlock/otel', () => {
       expect(span.attributes, span.name).toMatchObject({ 'db.system.name': dbSystem, 'db.namespace': db.name });
   });
 
-  it("inHoldScope with grants taken apart: the work runs in the first grant's hold", async () => {
+  it("inHoldWrappers with grants taken apart: the work runs in the first grant's hold", async () => {
     const h = instrumentLocks({ tracerProvider: provider });
     handle = h;
     const locks = createLockManager({ knex: db.knex });
     const [a, b] = [(await locks.acquireWrite('otel:apart:a'))!, (await locks.acquireWrite('otel:apart:b'))!];
-    await inHoldScope([a, b], async () => {
+    await inHoldWrappers([a, b], async () => {
       await db.knex('account').where({ id: 1 }).increment('balance', 1);
       await db.knex.transaction(async (trx) => {
         await a.fence(fromKnex(trx));
@@ -381,6 +384,85 @@ describe('mysql-rwlock/otel', () => {
     expect(() => instrumentLocks({ dbSystem: 'postgresql' as never })).toThrow(InvalidOptionsError);
     expect(() => instrumentLocks({ recordResourceIds: 'yes' as never })).toThrow(InvalidOptionsError);
     expect(() => instrumentLocks({ knex: {} as never })).toThrow(InvalidOptionsError);
+    expect(() => instrumentLocks({ meterProvider: {} as never })).toThrow(InvalidOptionsError);
+  });
+});
+
+/** A reader the test pulls from: what a Prometheus exporter of the SDK does at each scrape. */
+class PullReader extends MetricReader {
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+describe('leadership', () => {
+  it('a span per term from its election to its end, and a gauge of campaigns by name and state', async () => {
+    const reader = new PullReader();
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    await instrument({ meterProvider });
+    const NAME = 'otel-leader';
+    /** The gauge's points for NAME, state → value, as the SDK collects them. */
+    const gauge = async (): Promise<Record<string, number>> => {
+      const { resourceMetrics } = await reader.collect();
+      const points = resourceMetrics.scopeMetrics
+        .flatMap((m) => m.metrics)
+        .filter((m): m is GaugeMetricData => m.descriptor.name === 'rwlock.campaigns')
+        .flatMap((m) => m.dataPoints)
+        .filter((p) => p.attributes['rwlock.leader.name'] === NAME);
+      return Object.fromEntries(points.map((p) => [String(p.attributes['rwlock.leader.state']), p.value]));
+    };
+    const [a, b, op] = ['otel@a', 'otel@b', 'otel@ops'].map((owner) => createLockManager({ knex: db.knex, owner }));
+    const aTerms: Array<{ id: number }> = [];
+    const bTerms: Array<{ id: number }> = [];
+    const ca = await a!.campaign(NAME, (t) => void aTerms.push(t), { leaseMs: 30_000 });
+    const cb = await b!.campaign(NAME, (t) => void bTerms.push(t), { leaseMs: 30_000, renewEveryMs: 200 });
+    await expect.poll(() => aTerms.length).toBe(1);
+    expect(await gauge()).toEqual({ leading: 1, campaigning: 1 });
+    await ca.close(); // B leads at once
+    await expect.poll(() => bTerms.length).toBe(1);
+    expect(await gauge()).toEqual({ leading: 1, campaigning: 0 });
+    // An operator releases B's term: B finds it lost at its next renewal and leads again.
+    expect(await op!.forceRelease(bTerms[0]!.id, { reason: 'test' })).toBe(true);
+    await expect.poll(() => bTerms.length).toBe(2);
+    await cb.close();
+    expect(await gauge()).toEqual({ leading: 0, campaigning: 0 });
+    await flush();
+    const terms = named(SPANS.term);
+    expect(
+      terms.map((t) => [
+        t.attributes['rwlock.term.id'],
+        t.attributes['rwlock.owner'],
+        t.attributes['rwlock.term.ended'],
+        t.status.code,
+      ]),
+    ).toEqual([
+      [aTerms[0]!.id, 'otel@a', 'closed', SpanStatusCode.UNSET],
+      [bTerms[0]!.id, 'otel@b', 'lost', SpanStatusCode.ERROR],
+      [bTerms[1]!.id, 'otel@b', 'closed', SpanStatusCode.UNSET],
+    ]);
+    for (const t of terms) {
+      expect(t.attributes['rwlock.leader.name']).toBe(NAME);
+      // A root span: a term outlives whatever request started its campaign.
+      expect(parentOf(t)).toBeUndefined();
+      expect(nanos(t.endTime)).toBeGreaterThan(nanos(t.startTime));
+    }
+
+    // Negative control: after disable(), a term makes no span and the gauge no longer moves (the
+    // SDK keeps its last values: a campaign leads, and it still says 0).
+    handle!.disable();
+    exporter.reset();
+    const cTerms: Array<{ id: number }> = [];
+    const cc = await a!.campaign(NAME, (t) => void cTerms.push(t), { leaseMs: 30_000 });
+    await expect.poll(() => cTerms.length).toBe(1);
+    expect(await gauge()).toEqual({ leading: 0, campaigning: 0 });
+    await cc.close();
+    await flush();
+    expect(named(SPANS.term)).toEqual([]);
+    await meterProvider.shutdown();
+    for (const m of [a, b, op]) await m!.close();
   });
 });
 

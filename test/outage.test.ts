@@ -1,9 +1,12 @@
 // A database that cannot be reached (rule 4 of the contract in docs/api.md): a statement that was
 // never sent is not a lost reply. A try rejects at once with DatabaseUnreachableError; a waiting
-// call tries again with growing pauses and ends by its waitMs, or at once on its signal; the server
+// call tries again with growing pauses and ends by its waitMs (LockTimeoutError, waitedFor 'server',
+// the DatabaseUnreachableError its cause), or at once on its signal; every other call but release()
+// rejects at once with DatabaseUnreachableError; the server
 // is not hammered (connection attempts are counted on a local listener, and a caller that retries
 // without pausing, the negative control, makes many more in the same time); `release()` with no
 // connection to be had sends it again for resolveTimeoutMs, then reports it and leaves the grant as it is.
+// covers: src/sql/unreachable.ts, src/sql/retry.ts, src/sql/connection.ts
 import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
@@ -14,8 +17,17 @@ import {
   DatabaseUnreachableError,
   LockAbortedError,
   LockOutcomeUnknownError,
+  LockTimeoutError,
+  type LockManager,
 } from '../src/index.js';
 import { withConnection } from '../src/sql/connection.js';
+import {
+  checkLockCounts,
+  migrate,
+  purgeReleasedGrants,
+  reapStaleGrants,
+  repairLockCounts,
+} from '../src/admin/index.js';
 import { UNREACHABLE_PAUSE_MAX_MS, UNREACHABLE_PAUSE_MIN_MS } from '../src/sql/retry.js';
 import { useTestDatabase } from './support/db.js';
 import { proxyFor } from './support/proxy.js';
@@ -102,37 +114,50 @@ describe('nothing answers on the server port', () => {
   });
 
   it('a wait ends by its waitMs, a signal at once, a section too; the attempts stay within the pauses', async () => {
-    const listener = await closingListener();
-    const k = knexAt(listener.port);
-    const locks = createLockManager({ knex: k, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
     const waitMs = 2_000;
-    try {
-      for (const run of [
-        () => locks.acquireWrite('x', { waitMs }),
-        () => locks.withReadLock('x', async () => 'ran', { waitMs }),
-        () => locks.withWriteLock('x', async () => 'ran', { waitMs, section: true }),
-        () => locks.withLocks({ write: ['x', 'y'] }, async () => 'ran', { waitMs }),
-      ]) {
-        const before = listener.attempts();
-        const { value, ms } = await timed(run);
-        expect(value).toBeInstanceOf(DatabaseUnreachableError);
-        // Tried again until the wait was used up, not given up at the first refusal: every wait ends
-        // only once performance.now() has passed the deadline it took when called.
-        expect(ms).toBeGreaterThanOrEqual(waitMs);
-        expect(ms).toBeLessThan(waitMs + UNREACHABLE_PAUSE_MAX_MS);
-        expect(listener.attempts() - before).toBeLessThanOrEqual(attemptBound(waitMs));
+    // Each call on a listener, knex and manager of its own, its attempts counted once its knex is
+    // destroyed: whatever it left running in the background is counted as its own.
+    const alone = async (
+      run: (locks: LockManager) => Promise<unknown>,
+    ): Promise<{ value: unknown; ms: number; attempts: number }> => {
+      const listener = await closingListener();
+      const k = knexAt(listener.port);
+      const locks = createLockManager({ knex: k, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
+      try {
+        const { value, ms } = await timed(() => run(locks));
+        await locks.close();
+        await k.destroy();
+        return { value, ms, attempts: listener.attempts() };
+      } finally {
+        await k.destroy();
+        await listener.close();
       }
-      for (const run of [
-        (signal: AbortSignal) => locks.acquireRead('x', { waitMs: 30_000, signal }),
-        (signal: AbortSignal) => locks.withReadLock('x', async () => 'ran', { waitMs: 30_000, signal, section: true }),
-      ]) {
-        const { value, ms } = await timed(() => run(AbortSignal.timeout(500)));
-        expect(value).toBeInstanceOf(LockAbortedError);
-        expect(ms).toBeLessThan(500 + UNREACHABLE_PAUSE_MAX_MS);
-      }
-    } finally {
-      await k.destroy();
-      await listener.close();
+    };
+    for (const run of [
+      (locks: LockManager) => locks.acquireWrite('x', { waitMs }),
+      (locks: LockManager) => locks.withReadLock('x', async () => 'ran', { waitMs }),
+      (locks: LockManager) => locks.withWriteLock('x', async () => 'ran', { waitMs, section: true }),
+      (locks: LockManager) => locks.withLocks({ write: ['x', 'y'] }, async () => 'ran', { waitMs }),
+    ]) {
+      const { value, ms, attempts } = await alone(run);
+      // The wait ran out: a timeout, whatever it waited for; that it was the server is in waitedFor and cause.
+      expect(value).toBeInstanceOf(LockTimeoutError);
+      expect((value as LockTimeoutError).waitedFor).toBe('server');
+      expect((value as LockTimeoutError).cause).toBeInstanceOf(DatabaseUnreachableError);
+      // Tried again until the wait was used up, not given up at the first refusal: every wait ends
+      // only once performance.now() has passed the deadline it took when called.
+      expect(ms).toBeGreaterThanOrEqual(waitMs);
+      expect(ms).toBeLessThan(waitMs + UNREACHABLE_PAUSE_MAX_MS);
+      expect(attempts).toBeLessThanOrEqual(attemptBound(waitMs));
+    }
+    for (const run of [
+      (locks: LockManager, signal: AbortSignal) => locks.acquireRead('x', { waitMs: 30_000, signal }),
+      (locks: LockManager, signal: AbortSignal) =>
+        locks.withReadLock('x', async () => 'ran', { waitMs: 30_000, signal, section: true }),
+    ]) {
+      const { value, ms } = await alone((locks) => run(locks, AbortSignal.timeout(500)));
+      expect(value).toBeInstanceOf(LockAbortedError);
+      expect(ms).toBeLessThan(500 + UNREACHABLE_PAUSE_MAX_MS);
     }
   });
 
@@ -164,6 +189,16 @@ describe('release() with no connection to be had', () => {
       await expect
         .poll(() => withConnection(k, async () => 'connected').catch((e: unknown) => (e as Error).constructor.name))
         .toBe('DatabaseUnreachableError');
+      // Every other call on the grant rejects at once: nothing was sent, and no outcome is unknown.
+      for (const [name, call] of [
+        ['isLive', () => grant.isLive()],
+        ['extend', () => grant.extend(1_000)],
+      ] as const) {
+        const other = await timed(call);
+        expect(other.value, name).toBeInstanceOf(DatabaseUnreachableError);
+        expect(other.value, name).not.toBeInstanceOf(LockOutcomeUnknownError);
+        expect(other.ms, name).toBeLessThan(RESOLVE_TIMEOUT_MS / 5);
+      }
       const { value, ms } = await timed(() => grant.release());
       expect(value).toBeInstanceOf(DatabaseUnreachableError);
       expect((value as Error).message).toMatch(/release of grant \d+: no connection.*the grant is as it was/);
@@ -177,6 +212,34 @@ describe('release() with no connection to be had', () => {
     } finally {
       await k.destroy();
       await proxy.close();
+    }
+  });
+});
+
+describe('every other call with no connection to be had rejects at once with DatabaseUnreachableError', () => {
+  it('operator calls and admin functions: at once, never LockOutcomeUnknownError', async () => {
+    const refused = knexAt(await freePort()); // nothing listens there: ECONNREFUSED
+    try {
+      const locks = createLockManager({ knex: refused, resolveTimeoutMs: RESOLVE_TIMEOUT_MS });
+      for (const [name, call] of [
+        ['inspect', () => locks.inspect('x')],
+        ['list', () => locks.list()],
+        ['history', () => locks.history('x')],
+        ['stats', () => locks.stats()],
+        ['forceRelease', () => locks.forceRelease(1)],
+        ['reapStaleGrants', () => reapStaleGrants(refused, { staleAfterMs: 60_000 })],
+        ['purgeReleasedGrants', () => purgeReleasedGrants(refused, { retentionMs: 86_400_000 })],
+        ['checkLockCounts', () => checkLockCounts(refused)],
+        ['repairLockCounts', () => repairLockCounts(refused)],
+        ['migrate', () => migrate(refused)],
+      ] as const) {
+        const { value, ms } = await timed(call);
+        expect(value, name).toBeInstanceOf(DatabaseUnreachableError);
+        expect(value, name).not.toBeInstanceOf(LockOutcomeUnknownError);
+        expect(ms, name).toBeLessThan(RESOLVE_TIMEOUT_MS / 5);
+      }
+    } finally {
+      await refused.destroy();
     }
   });
 });

@@ -3,6 +3,7 @@
 // ahead than its longest lease (LIMITS.maxTimerMs), so the reaper's test of staleness takes such a
 // row as stale on its next run. Control: a grant under the longest lease the library can write is
 // not reaped, and the former test of staleness misses the planted ones.
+// covers: src/sql/reap.ts, src/admin/reap-and-purge.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, LIMITS } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';

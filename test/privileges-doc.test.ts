@@ -1,15 +1,16 @@
-// The docs' grants table is generated from src/admin/privileges.ts (npm run docs:grants): this
+// The docs' privileges table is generated from src/admin/privileges.ts (npm run docs:privileges): this
 // fails while a README.md or docs/*.md with the markers holds another table. And the CLI command
-// that prints the grants. No database.
+// that prints them as GRANT statements (`privileges`, alias `grants`). No database.
+// covers: src/admin/privileges.ts, src/cli/commands-privileges.ts, scripts/privileges-table.ts
 import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { grantStatements, grantsTable } from '../src/admin/privileges.js';
-import { END, START, filesWithMarkers, withCurrentTable } from '../scripts/grants-table.js';
+import { grantStatements, privilegesTable } from '../src/admin/privileges.js';
+import { END, START, filesWithMarkers, withCurrentTable } from '../scripts/privileges-table.js';
 
 const ROOT = join(import.meta.dirname, '..');
 
-describe("the docs' grants table", () => {
+describe("the docs' privileges table", () => {
   const files = filesWithMarkers(ROOT);
 
   it('is in at least one file', () => {
@@ -17,10 +18,10 @@ describe("the docs' grants table", () => {
   });
 
   it.each(files.map((f) => [relative(ROOT, f), f]))(
-    '%s holds the current table (else: npm run docs:grants)',
+    '%s holds the current table (else: npm run docs:privileges)',
     (_name, file) => {
       const text = readFileSync(file, 'utf8');
-      expect(text).toContain(grantsTable());
+      expect(text).toContain(privilegesTable());
       expect(withCurrentTable(text, file)).toBe(text);
     },
   );
@@ -41,20 +42,21 @@ describe("the docs' grants table", () => {
   });
 });
 
-describe('mysql-rwlock grants (no database connection)', () => {
-  async function grants(
+describe('mysql-rwlock privileges (no database connection)', () => {
+  async function privileges(
     args: string[],
     env: NodeJS.ProcessEnv = {},
+    name = 'privileges',
   ): Promise<{ code: number; out: string; err: string }> {
     const { main } = await import('../src/cli/main.js');
     let out = '';
     let err = '';
-    const code = await main(['grants', ...args], { out: (t) => (out += `${t}\n`), err: (t) => (err += `${t}\n`), env });
+    const code = await main([name, ...args], { out: (t) => (out += `${t}\n`), err: (t) => (err += `${t}\n`), env });
     return { code, out, err };
   }
 
   it("prints the role's GRANT statements, one per line, as grantStatements renders them", async () => {
-    const r = await grants(['--role', 'reaper', '--user', "'reaper'@'10.0.%'", '--database', 'locks']);
+    const r = await privileges(['--role', 'reaper', '--user', "'reaper'@'10.0.%'", '--database', 'locks']);
     expect(r).toMatchObject({ code: 0, err: '' });
     expect(r.out).toBe(`${grantStatements('reaper', "'reaper'@'10.0.%'", 'locks').join('\n')}\n`);
     expect(r.out.trim().split('\n')).toEqual([
@@ -65,6 +67,13 @@ describe('mysql-rwlock grants (no database connection)', () => {
     ]);
   });
 
+  it('answers to grants, its earlier name, with the same statements', async () => {
+    const args = ['--role', 'reaper', '--user', "'reaper'@'10.0.%'", '--database', 'locks'];
+    const [now, earlier] = [await privileges(args), await privileges(args, {}, 'grants')];
+    expect(now.out).toContain('GRANT SELECT');
+    expect(earlier).toEqual(now);
+  });
+
   it('escapes the wildcards of a database-level grant, and quotes a plain account', async () => {
     expect(grantStatements('migrate', 'deploy@localhost', 'app_locks%1')).toEqual([
       "GRANT SELECT, INSERT, UPDATE, CREATE, ALTER, INDEX, CREATE ROUTINE, ALTER ROUTINE ON `app\\_locks\\%1`.* TO 'deploy'@'localhost';",
@@ -73,7 +82,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
 
   it('takes the database from --url or MYSQL_URL, percent-decoded, without connecting and without printing the password', async () => {
     // Port 9 (discard): nothing listens, so any attempt to connect would fail the command.
-    const viaUrl = await grants([
+    const viaUrl = await privileges([
       '--role',
       'checker',
       '--user',
@@ -83,7 +92,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
     ]);
     expect(viaUrl.code).toBe(0);
     expect(viaUrl.out).toContain('ON `lås`.`t_lock_log`');
-    const viaEnv = await grants(['--role', 'checker', '--user', 'ops@%'], {
+    const viaEnv = await privileges(['--role', 'checker', '--user', 'ops@%'], {
       MYSQL_URL: 'mysql://u:S3cr%3Fet@127.0.0.1:9/envdb',
     });
     expect(viaEnv.out).toContain('ON `envdb`.`t_lock_log`');
@@ -102,7 +111,7 @@ describe('mysql-rwlock grants (no database connection)', () => {
       [['--role', 'app', '--user', 'a@b', '--url', 'mysql://u:S3cret/x@h:3306/db'], /--database is required/],
     ];
     for (const [args, message] of cases) {
-      const r = await grants(args);
+      const r = await privileges(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.out).toBe('');
       expect(r.err).toMatch(message);

@@ -2,6 +2,7 @@
 // `grantStatements` renders, and nothing else, runs every operation of its role; with one of them
 // revoked the operation fails with PrivilegeError. And a user who could acquire but not release
 // (only EXECUTE, issue 24's failure 10) is refused before any grant is written.
+// covers: src/admin/privileges.ts, src/lock/durable/privilege-probe.ts, src/sql/release-probe.ts, src/errors.ts
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -10,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { grantStatements, ROLES, type RoleName } from '../src/admin/privileges.js';
 import { migrate } from '../src/admin/migrate.js';
-import { purgeReleasedGrants, reapStaleGrants } from '../src/admin/reap.js';
-import { checkLockCounts, repairLockCounts } from '../src/admin/recount.js';
+import { purgeReleasedGrants, reapStaleGrants } from '../src/admin/reap-and-purge.js';
+import { checkLockCounts, repairLockCounts } from '../src/admin/count-check.js';
 import { serveDashboard } from '../src/dashboard/serve.js';
 import { PrivilegeError } from '../src/errors.js';
-import { createLockManager } from '../src/lock/manager.js';
+import { createLockManager } from '../src/lock/manager/manager.js';
 import { testSwitches } from '../src/test-switches.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { useTestDatabase } from './support/db.js';
@@ -104,7 +105,7 @@ const privilegeRefusal = (role: string | undefined, denied: RegExp) =>
     code: 'ERR_RWLOCK_PRIVILEGE',
     role,
     denied: expect.stringMatching(denied),
-    message: expect.stringContaining('mysql-rwlock grants --role'),
+    message: expect.stringContaining('mysql-rwlock privileges --role'),
   });
 
 /** Every operation of the application, as that user; leaves nothing held. */
@@ -266,14 +267,21 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       const failed = lines.filter((l) => l.event === 'reaper.run');
       expect(failed).toEqual([expect.objectContaining({ ok: false, code: 'ERR_RWLOCK_PRIVILEGE', role: 'reaper' })]);
       expect(failed[0]!.error).toMatch(
-        /INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role reaper .*the reaper role needs/,
+        /INSERT command denied.*t_lock_release_note.*mysql-rwlock privileges --role reaper .*the reaper role needs/,
       );
       // Not reaped: the release and its note are one transaction.
       for (const g of stale) expect(await grantRow(db.knex, g.id)).toMatchObject({ status: 0 });
       for (const g of stale) await g.release();
       const noDelete = await userFor('reaper', { revoke: 'DELETE ON t_lock_release_note' });
+      // A note older than the retention, so that the purge has one to delete: it deletes only what it
+      // has taken (SKIP LOCKED), and with nothing to delete it sends no DELETE to be refused.
+      await db.knex.raw(
+        'INSERT INTO t_lock_release_note (grant_id, released_at, released_by) VALUES (?, UTC_TIMESTAMP(6) - INTERVAL 3 DAY, 2)',
+        [2 ** 40],
+      );
       await expect(purgeReleasedGrants(noDelete.knex, { retentionMs: DAY_MS })).rejects.toEqual(
-        privilegeRefusal(undefined, /DELETE command denied.*t_lock_release_note/),
+        // MySQL refuses the locking read that takes the rows first (its FOR UPDATE needs DELETE or UPDATE).
+        privilegeRefusal(undefined, /(DELETE|SELECT with locking clause) command denied.*t_lock_release_note/),
       );
     },
   );
@@ -349,7 +357,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
       const r = await run('src/cli/bin.ts', ['release', String(g.id), '--reason', 'x'], { MYSQL_URL: noNote.url });
       expect(r.status).toBe(3);
       expect(r.stderr).toMatch(
-        /^mysql-rwlock release: INSERT command denied.*t_lock_release_note.*mysql-rwlock grants --role ROLE.*\(ERR_RWLOCK_PRIVILEGE\)$/m,
+        /^mysql-rwlock release: INSERT command denied.*t_lock_release_note.*mysql-rwlock privileges --role ROLE.*\(ERR_RWLOCK_PRIVILEGE\)$/m,
       );
       expect(await g.release()).toBe(true);
     },
@@ -398,7 +406,7 @@ describe('the roles, each as a user with exactly its rendered grants', () => {
     const r = await repairLockCounts(repairer.knex);
     expect(r.repaired).toEqual([]);
     expect(r.problems).toEqual([
-      expect.stringMatching(/^count:neg: INSERT command denied.*t_read_write_lock.*mysql-rwlock grants --role/),
+      expect.stringMatching(/^count:neg: INSERT command denied.*t_read_write_lock.*mysql-rwlock privileges --role/),
     ]);
     // Put right as root, so the file's other tests see agreeing counts.
     expect((await repairLockCounts(db.knex)).repaired.map((d) => d.resourceId)).toEqual(['count:neg']);

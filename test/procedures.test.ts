@@ -1,6 +1,7 @@
 // Acquiring without stored procedures: migrate({ procedures: false }) creates the tables only, and
 // managers acquire with plain statements — 'auto' when it finds no procedure, false always. The
 // whole suite also runs this way (RWLOCK_TEST_PROCEDURES=off); this file checks the switch itself.
+// covers: src/sql/acquire.ts, src/lock/durable/durable-acquire.ts, src/admin/migrate.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

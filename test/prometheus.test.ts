@@ -1,10 +1,11 @@
 // The Prometheus helper against a real server, read back from the registry's exposition text as a
-// scrape sees it.
+// scrape sees it; the campaigns gauge as real campaigns lead, resign, campaign again and close.
+// covers: src/observability/prometheus.ts, src/observability/outcome.ts, src/observability/campaign-states.ts, src/lock/leader/channel.ts
 import knexFactory from 'knex';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/server.js';
-import { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError } from '../src/index.js';
+import { createLockManager, InvalidOptionsError, LockLostError, LockTimeoutError, type Term } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';
 import { METRICS, registerLockMetrics } from '../src/observability/prometheus.js';
 import { useTestDatabase } from './support/db.js';
@@ -198,5 +199,51 @@ describe('registerLockMetrics', () => {
         section: 'false',
       }),
     ).toBeUndefined();
+  });
+
+  it("the campaigns gauge follows this process's campaigns by name and state as they lead, resign and campaign again", async () => {
+    const registry = new Registry();
+    registered = registerLockMetrics({ registry });
+    const NAME = 'metric-leader';
+    const gauge = async () => {
+      const s = await scrape(registry);
+      return ['leading', 'campaigning'].map((state) => s.value(METRICS.campaigns, { name: NAME, state }));
+    };
+    // No campaign yet: no series (a name appears once a campaign of it is seen).
+    expect(await gauge()).toEqual([undefined, undefined]);
+    const [a, b] = ['metric@a', 'metric@b'].map((owner) => createLockManager({ knex: db.knex, owner }));
+    const aTerms: Term[] = [];
+    const bTerms: Term[] = [];
+    const ca = await a!.campaign(NAME, (t) => void aTerms.push(t), { leaseMs: 30_000 });
+    await expect.poll(() => aTerms.length).toBe(1);
+    expect(await gauge()).toEqual([1, 0]);
+    const cb = await b!.campaign(NAME, (t) => void bTerms.push(t), { leaseMs: 30_000 });
+    await expect.poll(gauge).toEqual([1, 1]);
+    // A resigns: B leads, A stands aside, counted as campaigning (it leads again when nobody else does).
+    await ca.resign();
+    await expect.poll(() => bTerms.length).toBe(1);
+    await expect.poll(gauge).toEqual([1, 1]);
+    expect(aTerms[0]!.signal.aborted).toBe(true);
+    // B closes: A campaigns again and leads; B's campaign is gone from the gauge.
+    await cb.close();
+    await expect.poll(() => aTerms.length).toBe(2);
+    await expect.poll(gauge).toEqual([1, 0]);
+    expect(aTerms[1]!.id).toBeGreaterThan(bTerms[0]!.id);
+    // A closes: the name stays, at 0, so that a graph shows the fall.
+    await ca.close();
+    await expect.poll(gauge).toEqual([0, 0]);
+
+    // Negative control: the gauge is this process's channel, not the database. A campaign that began
+    // before the metrics were registered is not seen until it changes state, though it leads.
+    const c = await a!.campaign(`${NAME}:early`, () => undefined, { leaseMs: 30_000 });
+    await expect.poll(async () => (await a!.leader(`${NAME}:early`))?.owner).toBe('metric@a');
+    registered.unregister();
+    registered = registerLockMetrics({ registry });
+    const early = await scrape(registry);
+    expect(early.value(METRICS.campaigns, { name: `${NAME}:early`, state: 'leading' })).toBeUndefined();
+    await c.close();
+    expect((await scrape(registry)).value(METRICS.campaigns, { name: `${NAME}:early`, state: 'leading' })).toBe(0);
+    await a!.close();
+    await b!.close();
   });
 });

@@ -1,9 +1,10 @@
+// covers: src/sql/purge.ts, src/admin/reap-and-purge.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, LIMITS } from '../src/index.js';
 import { purgeReleasedGrants } from '../src/admin/index.js';
 import { fromKnex } from '../src/adapters/index.js';
-import type { HeldGrant } from '../src/lock/grant.js';
-import { newToken } from '../src/lock/token.js';
+import type { DurableGrant } from '../src/lock/durable/grant.js';
+import { newToken } from '../src/lock/durable/token.js';
 import { acquireWithStatements } from '../src/sql/acquire.js';
 import { errnoOf, ER_DUP_ENTRY, withConnection } from '../src/sql/connection.js';
 import { purgeBatch } from '../src/sql/purge.js';
@@ -30,9 +31,9 @@ async function rowExists(id: number): Promise<boolean> {
 }
 
 /** A write grant whose fenced commit committed (its reply, as far as the settle knows, was lost). */
-async function committedGrant(resource: string): Promise<HeldGrant> {
+async function committedGrant(resource: string): Promise<DurableGrant> {
   const locks = createLockManager({ knex: db.knex });
-  const grant = (await locks.acquireWrite(resource)) as HeldGrant;
+  const grant = (await locks.acquireWrite(resource)) as DurableGrant;
   await db.knex.transaction(async (trx) => {
     await trx.raw('DO 1'); // the business writes
     await grant.fence(fromKnex(trx));

@@ -2,6 +2,7 @@
 // a process of its own against a fresh database it creates its table, commits one payment under a
 // write grant, releases the grant in that commit and exits on its own; without MYSQL_URL it says so
 // in one line.
+// covers: src/index.ts
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

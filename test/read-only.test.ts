@@ -2,6 +2,7 @@
 // session, a Galera node outside the primary component) gets a typed error from every lock write,
 // and nothing changes in the database. A real Galera node cut off from its cluster is in the
 // reliability suite (test/faults/galera-non-primary.test.ts).
+// covers: src/errors.ts, src/sql/connection.ts
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { connectKnex } from '../harness/database.js';

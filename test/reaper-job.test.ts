@@ -1,6 +1,7 @@
 // The scheduled reaper process (jobs/reaper.ts, installed as mysql-rwlock-reaper): structured log
 // lines per run and per reaped grant, a first run at start, exit codes a scheduler can act on,
 // configuration refused at startup, and SIGTERM reaching it through the documented commands.
+// covers: jobs/reaper.ts, src/reaper-daemon/job.ts, src/reaper-daemon/server.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -10,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../harness/database.js';
 import { freePort } from '../harness/server.js';
 import { createLockManager } from '../src/index.js';
-import { HEALTH_SLACK_MS, JOB_ENV } from '../src/reaper/job.js';
+import { HEALTH_SLACK_MS, JOB_ENV } from '../src/reaper-daemon/job.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow } from './support/state.js';
 
@@ -202,8 +203,8 @@ describe('jobs/reaper.ts', () => {
     expect(help.stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 .*\n {2}2 /);
   });
 
-  it('the docs/operating.md table lists every variable with the default --help gives', () => {
-    const readme = readFileSync(join(REPO, 'docs', 'operating.md'), 'utf8');
+  it('the docs/reaper.md table lists every variable with the default --help gives', () => {
+    const readme = readFileSync(join(REPO, 'docs', 'reaper.md'), 'utf8');
     const section = readme.split(/^## Deploying the reaper\n/m)[1]!.split(/^## /m)[0]!;
     const rows = [...section.matchAll(/^\| `([A-Z_]+)` *\| `?([^`|]+?)`? *\|/gm)].map((m) => ({
       name: m[1],

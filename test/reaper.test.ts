@@ -1,3 +1,6 @@
+// Property 2 (docs/guarantees.md): a grant is released at most once and gives its count back once: a
+// release after a reap changes nothing, and concurrent reapers reap each stale grant once.
+// covers: src/admin/index.ts, src/admin/reap-and-purge.ts, src/sql/reap.ts, src/sql/purge.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager } from '../src/index.js';
 import { reapStaleGrants, purgeReleasedGrants } from '../src/admin/index.js';

@@ -1,6 +1,7 @@
 // checkLockCounts and repairLockCounts: counts that disagree with the log (made by hand here, as
 // an operator's edit or a partial restore would), what each kind does to the lock, and a repair
 // racing an acquire, with a repair that counts before it locks as the negative control.
+// covers: src/admin/count-check.ts, src/sql/recount.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';

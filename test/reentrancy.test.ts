@@ -1,6 +1,7 @@
 // Reentrancy in Node's terms: within the async context of a withWriteLock/withReadLock, a nested
 // call on the same resource and manager joins the enclosing grant and transaction; an upgrade is
 // refused at once; the pool is checked before a nested call could wait on it forever.
+// covers: src/lock/manager/nesting.ts, src/lock/context/enclosing-fences.ts, src/lock/manager/call-options.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, LockUpgradeError, PoolTooSmallError } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';

@@ -1,6 +1,7 @@
 // Defects an independent probe found, each pinned by a test: rejections of any value surface,
 // first use by concurrent readers, values that no sql_mode or character set can misread, typed
 // errors for a damaged schema, and validation of every entry point's arguments.
+// covers: src/errors.ts, src/admin/migrate.ts, src/options/validators.ts
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { CURRENT_PROCEDURES } from '../migrations/index.js';

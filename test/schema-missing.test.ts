@@ -1,4 +1,5 @@
 // Using the lock before migrate() says so, with a typed error, instead of a raw driver error.
+// covers: src/errors.ts, src/error-base.ts, src/errors-setup.ts, src/sql/schema-version.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, SchemaMissingError } from '../src/index.js';
 import { reapStaleGrants } from '../src/admin/index.js';

@@ -1,6 +1,7 @@
 // A schema that is not the one this version needs: migrate() notices a procedure left at another
 // definition and replaces it; lock managers refuse a database whose migrations stop short of what
 // they need, and a column narrowed or a procedure re-signed by hand, with a typed error naming the fix.
+// covers: src/sql/schema-version.ts, src/admin/migrate.ts
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -10,7 +11,7 @@ import * as m002 from '../migrations/002_acquire_v2.js';
 import * as m006 from '../migrations/006_invoker_routines.js';
 import * as m009 from '../migrations/009_section_take.js';
 import * as m012 from '../migrations/012_section_begin.js';
-import { CURRENT_PROCEDURES, MIGRATIONS } from '../migrations/index.js';
+import { CURRENT_PROCEDURES, frozen, MIGRATIONS } from '../migrations/index.js';
 import { migrate, normaliseRoutine } from '../src/admin/migrate.js';
 import { createLockManager, SchemaMissingError } from '../src/index.js';
 import { SchemaOutdatedError } from '../src/errors.js';
@@ -18,7 +19,11 @@ import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
 /** Migration 009's routines, which the file's databases have beside rwlock_acquire. */
-const SECTION_PROCEDURES = [...Object.keys(m009.PROCEDURES), ...Object.keys(m012.PROCEDURES)].sort();
+const SECTION_PROCEDURES = [
+  ...Object.keys(m009.PROCEDURES),
+  ...Object.keys(m012.PROCEDURES),
+  ...Object.keys(frozen('013_section_one_target').PROCEDURES),
+].sort();
 
 const fresh = useTestDatabase(`${import.meta.filename}-fresh`, { migrate: false });
 const procs = useTestDatabase(`${import.meta.filename}-procs`, { procedures: true });
@@ -161,7 +166,7 @@ describe('replacing procedures: one home', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    // The permit and section routines are migrations 009's and 010's, from this database's first migrate(), untouched.
+    // The permit and section routines are migrations 009's to 013's, from this database's first migrate(), untouched.
     expect(left.map((r) => r.n)).toEqual([
       'rwlock_acquire',
       'rwlock_acquire_group',

@@ -1,5 +1,6 @@
 // The plain-SQL schema (sql/schema.sql) and the knex migrations create the same thing, and
 // migrate() is idempotent and safe when several processes run it at once.
+// covers: src/admin/migrate.ts
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';

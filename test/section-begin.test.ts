@@ -2,9 +2,11 @@
 // place of knex's BEGIN (rwlock_section_begin, migration 012) and its end in place of the COMMIT
 // (rwlock_section_commit). Counted as the commands the section's one connection sends, exact
 // whatever the machine's load. Without migration 012 the BEGIN and the take go apart: one more.
+// covers: src/lock/sections/section-calls.ts, src/lock/sections/section-take.ts, src/sql/section.ts
 import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { createLockManager } from '../src/index.js';
+import { CURRENT_ROUTINES } from '../src/sql/routines.js';
 import { useTestDatabase } from './support/db.js';
 
 // The procedures themselves are under test: whatever the lane, this database has them.
@@ -14,21 +16,25 @@ interface Counted {
   knex: Knex;
   /** The commands `op` sent on the pool's one connection. */
   commandsOf(op: () => Promise<unknown>): Promise<number>;
+  /** The SQL of the commands `op` sent, in order. */
+  sqlOf(op: () => Promise<unknown>): Promise<string[]>;
 }
 
 /** A knex of one pooled connection whose commands are counted. */
 async function countedKnex(): Promise<Counted> {
   const knex = db.connect({ poolMax: 1 });
   const client = knex.client as {
-    acquireConnection(): Promise<{ addCommand(cmd: unknown): unknown }>;
+    acquireConnection(): Promise<{ addCommand(cmd: { sql?: unknown }): unknown }>;
     releaseConnection(conn: unknown): Promise<void>;
   };
   const conn = await client.acquireConnection();
   await client.releaseConnection(conn);
   let commands = 0;
+  const sent: string[] = [];
   const send = conn.addCommand.bind(conn);
   conn.addCommand = (cmd) => {
     commands++;
+    sent.push(String(cmd.sql ?? ''));
     return send(cmd);
   };
   return {
@@ -38,10 +44,25 @@ async function countedKnex(): Promise<Counted> {
       await op();
       return commands - before;
     },
+    async sqlOf(op) {
+      const before = sent.length;
+      await op();
+      return sent.slice(before);
+    },
   };
 }
 
 const WORK = 'UPDATE rt_probe SET n = n + 1 WHERE id = 1';
+
+/** Drops `names` for the length of `run`, then creates them again as the current schema has them. */
+async function without(names: readonly string[], run: () => Promise<void>): Promise<void> {
+  for (const name of names) await db.knex.raw(`DROP PROCEDURE IF EXISTS ${name}`);
+  try {
+    await run();
+  } finally {
+    for (const name of names) await db.knex.raw(CURRENT_ROUTINES[name]!);
+  }
+}
 
 async function probe(): Promise<number> {
   const [rows] = (await db.knex.raw('SELECT n FROM rt_probe WHERE id = 1')) as unknown as [Array<{ n: number }>];
@@ -105,27 +126,115 @@ describe('the round trips of a one-commit section', () => {
       expect(after).toBe(level ? before + 1 : before);
     });
 
-  it('negative control: without migration 012 the BEGIN and the take go apart, one command more', async () => {
-    await db.knex.raw('DROP PROCEDURE IF EXISTS rwlock_section_begin');
+  it('negative control: without migrations 012 and 013 the BEGIN and the take go apart, one command more', async () => {
+    await without(['rwlock_section_begin', 'rwlock_section_begin_one'], async () => {
+      const counted = await countedKnex();
+      const locks = createLockManager({ knex: counted.knex });
+      const other = createLockManager({ knex: db.knex });
+      const section = (): Promise<unknown> =>
+        locks.withWriteLock('rt-apart', (trx) => trx.raw(WORK), { section: true, waitMs: 5_000 });
+      await section(); // the first finds the procedure missing, and goes again apart
+      const plain = await counted.commandsOf(() => counted.knex.transaction((trx) => trx.raw(WORK)));
+      let heldDuringWork: unknown = 'not asked';
+      const sectionCommands = await counted.commandsOf(() =>
+        locks.withWriteLock(
+          'rt-apart',
+          async (trx) => {
+            heldDuringWork = await other.tryAcquireWrite('rt-apart');
+            await trx.raw(WORK);
+          },
+          { section: true, waitMs: 5_000 },
+        ),
+      );
+      expect(sectionCommands).toBe(plain + 1);
+      expect(heldDuringWork).toBeNull();
+    });
+  });
+});
+
+/** The procedures a section's commands called, in order. */
+function calls(sql: string[]): string[] {
+  return sql.flatMap((q) => /^CALL (rwlock_\w+)/.exec(q)?.[1] ?? []);
+}
+
+describe('a one-resource section takes and commits through routines of its own (migration 013)', () => {
+  it('one resource: rwlock_section_begin_one and rwlock_section_commit_one; two: the packed begin and commit', async () => {
+    await db.knex.raw('CREATE TABLE IF NOT EXISTS rt_probe (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB');
+    await db.knex.raw('INSERT IGNORE INTO rt_probe VALUES (1, 0)');
     const counted = await countedKnex();
     const locks = createLockManager({ knex: counted.knex });
     const other = createLockManager({ knex: db.knex });
-    const section = (): Promise<unknown> =>
-      locks.withWriteLock('rt-apart', (trx) => trx.raw(WORK), { section: true, waitMs: 5_000 });
-    await section(); // the first finds the procedure missing, and goes again apart
-    const plain = await counted.commandsOf(() => counted.knex.transaction((trx) => trx.raw(WORK)));
+    await locks.withWriteLock('one-a', (trx) => trx.raw(WORK), { section: true }); // first use
     let heldDuringWork: unknown = 'not asked';
-    const sectionCommands = await counted.commandsOf(() =>
+    const one = await counted.sqlOf(() =>
       locks.withWriteLock(
-        'rt-apart',
+        'one-a',
         async (trx) => {
-          heldDuringWork = await other.tryAcquireWrite('rt-apart');
+          heldDuringWork = await other.tryAcquireWrite('one-a');
           await trx.raw(WORK);
         },
-        { section: true, waitMs: 5_000 },
+        { section: true },
       ),
     );
-    expect(sectionCommands).toBe(plain + 1);
+    expect(calls(one)).toEqual(['rwlock_section_begin_one', 'rwlock_section_commit_one']);
     expect(heldDuringWork).toBeNull();
+    // A reader's section shares with a durable reader, and takes through the same routines.
+    let readerBeside: unknown = 'not asked';
+    const read = await counted.sqlOf(() =>
+      locks.withReadLock(
+        'one-a',
+        async () => {
+          const g = await other.tryAcquireRead('one-a');
+          readerBeside = g === null ? null : await g.release();
+        },
+        { section: true },
+      ),
+    );
+    expect(calls(read)).toEqual(['rwlock_section_begin_one', 'rwlock_section_commit_one']);
+    expect(readerBeside).toBe(true);
+    await locks.withLocks({ write: ['one-b', 'one-c'] }, (trx) => trx.raw(WORK), { section: true }); // first use
+    const two = await counted.sqlOf(() =>
+      locks.withLocks({ write: ['one-b', 'one-c'] }, (trx) => trx.raw(WORK), { section: true }),
+    );
+    expect(calls(two)).toEqual(['rwlock_section_begin', 'rwlock_section_commit']);
+    const { grants } = await other.history('one-a', { limit: 10 });
+    const sections = grants.filter((g) => g.releasedBy === 'section');
+    expect(sections).toHaveLength(3);
+    expect(sections.every((g) => g.releasedAt !== null)).toBe(true);
+  });
+
+  it('refuses a call of more than one target, taking nothing', async () => {
+    const packed = Buffer.from('\x05one-d\x05one-e', 'latin1');
+    await expect(
+      db.knex.raw('CALL rwlock_section_begin_one(?, ?, ?, ?, NULL, 5, 0)', [packed, 'ww', 'me', Buffer.alloc(32)]),
+    ).rejects.toThrow(/takes one target/);
+    const [rows] = (await db.knex.raw(
+      "SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id IN ('one-d', 'one-e')",
+    )) as unknown as [Array<{ n: number }>];
+    expect(Number(rows[0]!.n)).toBe(0);
+  });
+
+  it('without migration 013 a one-resource section goes through the packed routines, as many commands', async () => {
+    await without(['rwlock_section_begin_one', 'rwlock_section_commit_one'], async () => {
+      const counted = await countedKnex();
+      const locks = createLockManager({ knex: counted.knex });
+      const other = createLockManager({ knex: db.knex });
+      await locks.withWriteLock('one-f', (trx) => trx.raw(WORK), { section: true }); // finds 013 missing, goes again
+      const plain = await counted.commandsOf(() => counted.knex.transaction((trx) => trx.raw(WORK)));
+      let heldDuringWork: unknown = 'not asked';
+      const sql = await counted.sqlOf(() =>
+        locks.withWriteLock(
+          'one-f',
+          async (trx) => {
+            heldDuringWork = await other.tryAcquireWrite('one-f');
+            await trx.raw(WORK);
+          },
+          { section: true },
+        ),
+      );
+      expect(calls(sql)).toEqual(['rwlock_section_begin', 'rwlock_section_commit']);
+      expect(sql.length).toBe(plain);
+      expect(heldDuringWork).toBeNull();
+    });
   });
 });

@@ -5,6 +5,7 @@
 // application queries, no application query is interrupted. Negative control: the interruption as
 // it was (KILL QUERY sent through the pool without waiting, the connection handed back) interrupts
 // application queries that got the section's connection.
+// covers: src/lock/sections/section-waits.ts, src/sql/abort.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { ConnectionLostError, createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';

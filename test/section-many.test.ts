@@ -1,13 +1,14 @@
-// runSection over several resources (src/lock/section.ts), the core the multi-resource API calls:
+// runSection over several resources (src/lock/sections/section-run.ts), the core the multi-resource API calls:
 // the rows are taken in the order of their bytes in one transaction, one log row per resource, one
 // commit; targets out of order are refused; a timeout on one resource leaves none held.
+// covers: src/lock/sections/section-run.ts, src/lock/sections/section-attempt.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, LockTimeoutError } from '../src/index.js';
-import type { LockContext } from '../src/lock/context.js';
-import { resourceKey } from '../src/lock/resource-id.js';
-import { Scopes } from '../src/lock/scope.js';
-import { runSection, type SectionTarget } from '../src/lock/section.js';
-import { WaitQueues } from '../src/lock/wait.js';
+import type { LockContext } from '../src/lock/context/lock-context.js';
+import { resourceKey } from '../src/lock/durable/resource-id.js';
+import { EnclosingFences } from '../src/lock/context/enclosing-fences.js';
+import { runSection, type SectionTarget } from '../src/lock/sections/section-run.js';
+import { WaitQueues } from '../src/lock/waiting/wait.js';
 import { resolveManagerOptions } from '../src/options.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
@@ -22,7 +23,7 @@ function context(): LockContext {
     options,
     policy: { retries: options.deadlockRetries, resolveTimeoutMs: options.resolveTimeoutMs },
     queues: new WaitQueues(),
-    scopes: new Scopes(),
+    scopes: new EnclosingFences(),
     ownerBytes: Buffer.from(options.owner),
     acquirePath: { statements: false },
     sections: {},

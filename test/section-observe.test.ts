@@ -2,6 +2,7 @@
 // database clock (from its take to its commit), and while a section runs, list(), inspect() and
 // stats() of another manager show it, read uncommitted (no privilege beyond SELECT); once it has
 // committed or rolled back they no longer do, and nothing committed is ever left in progress.
+// covers: src/sql/operate.ts, src/sql/inspect.ts, src/lock/sections/section-traces.ts
 import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { createLockManager } from '../src/index.js';

@@ -3,6 +3,7 @@
 // transaction rolls back and frees the row, and its late commit writes nothing. Negative control:
 // without the bound the same pause blocks the next acquirer past it. A SIGKILLed holder leaves
 // nothing for the reaper.
+// covers: src/lock/sections/section-attempt.ts, src/lock/sections/section-commit.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,7 @@
 // One-commit sections ({ section: true }): exclusion between sections and with durable grants
 // both ways (with a negative control: an unguarded take is caught by the same check), waitMs and
 // abort while waiting on another section's row lock, history, reentrancy and refused options.
+// covers: src/test-switches.ts, src/lock/sections/section-run.ts, src/lock/sections/section-attempt.ts, src/lock/sections/section-take.ts, src/lock/sections/section-grant.ts, src/lock/sections/section-types.ts, src/sql/section.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createLockManager,

@@ -5,9 +5,10 @@
 // groups; the lane runs it with and without stored procedures. Controls: `selfHeal: false` leaves
 // the crashed holder's grant in place; a heal that judges by age alone (ignoring the lease) takes a
 // live, leased holder's grant, which the real heal never does.
+// covers: src/lock/durable/heal-stale.ts, src/sql/heal.ts, src/sql/reap.ts
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLockManager, LockTimeoutError, type Grant } from '../src/index.js';
-import { HEAL_REASON } from '../src/lock/heal.js';
+import { createLockManager, LockTimeoutError, PermitLimitError, ResourceKindError, type Grant } from '../src/index.js';
+import { HEAL_REASON } from '../src/lock/durable/heal-stale.js';
 import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate, grantRow, invariantViolations } from './support/state.js';
@@ -168,4 +169,79 @@ describe('a live holder is never healed away', () => {
     expect(await grantRow(db.knex, dead.id)).toMatchObject({ status: 0 });
     expect(await healer('after').tryAcquireWrite('busy')).not.toBeNull();
   }, 20_000);
+});
+
+describe('healing comes before a refusal by kind or limit', () => {
+  /** A crashed holder of `permits` permits of a semaphore of `limit` on `resource`, past the cutoff. */
+  async function crashedPermit(resource: string, limit: number): Promise<Grant> {
+    const dead = createLockManager({ knex: db.knex, owner: `dead-${resource}` });
+    const grant = await dead.tryAcquirePermit(resource, { permits: limit });
+    expect(grant).not.toBeNull();
+    await backdate(db.knex, grant!.id, PAST_CUTOFF_MS);
+    return grant!;
+  }
+
+  it('permits: a crashed holder of the old limit is healed by a caller of the new one, try and wait', async () => {
+    const tried = await crashedPermit('limit-try', 2);
+    const locks = healer('new-limit');
+    const a = await locks.tryAcquirePermit('limit-try', { permits: 3 });
+    expect(a).not.toBeNull();
+    await expectHealedBy('limit-try', tried.id, 'new-limit');
+    const waited = await crashedPermit('limit-wait', 2);
+    const b = await locks.acquirePermit('limit-wait', { permits: 3, waitMs: 1_500 });
+    await expectHealedBy('limit-wait', waited.id, 'new-limit');
+    await a!.release();
+    await b.release();
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('kinds: a dead reader gives way to permits, dead permits to a writer, a reader, a group, a section and runExclusive', async () => {
+    const reader = await crashedHolder('kind-r', 'read');
+    const locks = healer('kind');
+    const permit = await locks.tryAcquirePermit('kind-r', { permits: 2 });
+    expect(permit).not.toBeNull();
+    await expectHealedBy('kind-r', reader.id, 'kind');
+    await permit!.release();
+    const calls: Array<[string, (id: string) => Promise<unknown>]> = [
+      ['try-write', async (id) => (await locks.tryAcquireWrite(id))!.release()],
+      ['wait-read', async (id) => (await locks.acquireRead(id, { waitMs: 1_500 })).release()],
+      ['group', (id) => locks.withLocks({ write: [id, `${id}-other`] }, async () => 'ran', { waitMs: 1_500 })],
+      ['section', (id) => locks.withWriteLock(id, async () => 'ran', { section: true, waitMs: 1_500 })],
+      ['exclusive', (id) => locks.runExclusive(id, async () => 'ran', { lockAtMostFor: 10_000 })],
+    ];
+    for (const [name, call] of calls) {
+      const id = `kind-p-${name}`;
+      const dead = await crashedPermit(id, 3);
+      await call(id);
+      await expectHealedBy(id, dead.id, 'kind');
+    }
+    expect(await invariantViolations(db.knex)).toEqual([]);
+  });
+
+  it('the refusal stands while a holder that is not stale disagrees; a stale one beside it is healed', async () => {
+    const dead = await crashedPermit('mixed-holders', 2);
+    const live = (await createLockManager({ knex: db.knex, owner: 'alive' }).tryAcquirePermit('mixed-holders', {
+      permits: 2,
+    }))!;
+    const locks = healer('refused');
+    await expect(locks.acquirePermit('mixed-holders', { permits: 3, waitMs: 300 })).rejects.toBeInstanceOf(
+      PermitLimitError,
+    );
+    await expect(locks.tryAcquireWrite('mixed-holders')).rejects.toBeInstanceOf(ResourceKindError);
+    await expectHealedBy('mixed-holders', dead.id, 'refused');
+    expect(await grantRow(db.knex, live.id)).toMatchObject({ status: 0 });
+    await live.release();
+  });
+
+  it('negative control: refused before healing (selfHeal: false), the dead holder of the old limit locks the new one out', async () => {
+    const dead = await crashedPermit('limit-off', 2);
+    const reader = await crashedHolder('kind-off', 'read');
+    const locks = healer('no-heal-limit', { selfHeal: false });
+    await expect(locks.acquirePermit('limit-off', { permits: 3, waitMs: 300 })).rejects.toBeInstanceOf(
+      PermitLimitError,
+    );
+    await expect(locks.tryAcquirePermit('kind-off', { permits: 2 })).rejects.toBeInstanceOf(ResourceKindError);
+    expect(await grantRow(db.knex, dead.id)).toMatchObject({ status: 0 });
+    expect(await grantRow(db.knex, reader.id)).toMatchObject({ status: 0 });
+  });
 });

@@ -4,6 +4,7 @@
 // control, the library run without its session handling (`testSwitches.session.guard`) or with the statement it
 // sent before. Settings are the pool's (afterCreate), never the shared server's global ones: the
 // DBA-style lane (test/dba-lane.test.ts) starts a server of its own for those.
+// covers: src/sql/session.ts
 import type { Knex } from 'knex';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex } from '../harness/database.js';

@@ -2,6 +2,7 @@
 // the application's user cannot release a grant it does not hold, through the library's release
 // statement or any routine in the schema. Negative control: the schema as of migration 005, whose
 // definer-rights rwlock_release let a user with EXECUTE alone release any grant by id.
+// covers: src/sql/release.ts, src/admin/migrate.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,7 +104,9 @@ describe('the current schema', () => {
         'rwlock_acquire_group',
         'rwlock_acquire_permit',
         'rwlock_section_begin',
+        'rwlock_section_begin_one',
         'rwlock_section_commit',
+        'rwlock_section_commit_one',
         'rwlock_section_take',
       ].map((name) => ({
         name,

@@ -1,6 +1,7 @@
 // The diagnostics_channel tracing channels, seen by a real subscriber while the lock runs against a
 // real server: what each channel reports, on success and failure, and that nothing is built while
 // nobody listens.
+// covers: src/contract/channels.ts, src/observability/tracing-entry.ts, src/lock/sections/section-traces.ts
 import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLockManager, LockLostError, LockTimeoutError } from '../src/index.js';
@@ -13,7 +14,7 @@ import {
   type ReapContext,
   type ReleaseContext,
 } from '../src/observability/tracing-entry.js';
-import { acquireChannel, isTraced, traced } from '../src/lock/channels.js';
+import { acquireChannel, isTraced, traced } from '../src/contract/channels.js';
 import { useTestDatabase } from './support/db.js';
 import { backdate } from './support/state.js';
 

@@ -3,12 +3,13 @@
 // while the section reads: the upgrade takes the gate without waiting, and a held gate refuses it at
 // once. Negative control: the upgrade as one guarded UPDATE of the counts (before the gate), which
 // the same check catches turning the reader into a writer inside the section.
+// covers: src/lock/durable/grant.ts, src/sql/mode.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, type Grant } from '../src/index.js';
 import { hex, query, withConnection } from '../src/sql/connection.js';
 import { DB_NOW } from '../src/sql/clock.js';
 import { LOCK_TYPE, STATUS } from '../src/types.js';
-import type { HeldGrant } from '../src/lock/grant.js';
+import type { DurableGrant } from '../src/lock/durable/grant.js';
 import { useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
@@ -30,7 +31,7 @@ async function whileReadSectionHolds<T>(id: string, during: () => Promise<T>): P
 
 /** The upgrade before the gate: the counts decide alone. */
 async function upgradeByCountsAlone(grant: Grant): Promise<boolean> {
-  const ref = (grant as HeldGrant).ref;
+  const ref = (grant as DurableGrant).ref;
   return withConnection(db.knex, async (conn) => {
     const r = await query<{ affectedRows: number }>(
       conn,

@@ -3,6 +3,7 @@
 // reaper's moves no grant's age. Negative control: the same sessions with the pre-007 clock
 // (NOW(6), the session's local time: migration 006's acquire routine and reaper test) reap a fresh
 // grant, keep a crashed holder's, and leave a writer's intent in the readers' future.
+// covers: src/sql/clock.ts, src/sql/reap.ts
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,6 +2,7 @@
 // once: a live grant written at time_zone '-10:00' keeps its age (not reaped, its holder still
 // holds it). Negative control: the same rows left unconverted read as ten hours old and are
 // reaped. (Rows on either side of a DST change: test/dst.test.ts.)
+// covers: src/admin/migrate.ts
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
@@ -75,7 +76,7 @@ describe('migration 007 converts times written in a session zone', () => {
     const live = await writtenByPreviousRelease(converted, local);
     expect(await minutesFromUtcNow(converted.knex)).toEqual([-600, -540, -600, -600, -600]);
 
-    // Migrated from sessions at the zone the rows were written in, as docs/operating.md says.
+    // Migrated from sessions at the zone the rows were written in, as docs/clock.md says.
     expect((await migrate(local, { procedures: TEST_PROCEDURES })).applied).toEqual([
       '007_utc_times',
       '008_resource_gate',
@@ -83,6 +84,7 @@ describe('migration 007 converts times written in a session zone', () => {
       '010_permits',
       '011_group_acquire',
       '012_section_begin',
+      '013_section_one_target',
     ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.
     const after = await minutesFromUtcNow(converted.knex);

@@ -1,4 +1,6 @@
-// Property 7: bad input gets a typed error naming the problem, and nothing in the database changes.
+// Property 7 (docs/guarantees.md): bad input gets a typed error naming the problem, and nothing in the
+// database changes.
+// covers: src/options/resolve.ts, src/options/validators.ts, src/options.ts, src/options/keys.ts, src/lock/durable/resource-id.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, InvalidResourceIdError } from '../src/index.js';
 import {

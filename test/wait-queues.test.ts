@@ -1,5 +1,6 @@
 // Wait queues belong to a lock manager: a waiter on one database never queues behind a waiter for
 // the same resource id on another.
+// covers: src/lock/waiting/wait.ts, src/lock/context/lock-context.ts
 import { describe, expect, it } from 'vitest';
 import { createLockManager } from '../src/index.js';
 import { useTestDatabase } from './support/db.js';

@@ -1,5 +1,6 @@
 // withWriteGrant/withReadGrant beyond what each ORM's suite checks (test/orm): the scope it
 // registers, nesting, a conflict run again under the same grant, work without a fence, bad options.
+// covers: src/lock/manager/scoped-calls.ts, src/lock/fence/fenced.ts, src/lock/manager/nesting.ts
 import { describe, expect, it } from 'vitest';
 import { fromKnex } from '../src/adapters/index.js';
 import { createLockManager, InvalidOptionsError, type Grant } from '../src/index.js';

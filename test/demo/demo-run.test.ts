@@ -1,6 +1,7 @@
 // `npm run demo` end to end, shortened: two worker processes for 8 s with one kill and one pause,
 // the real reaper job, against the test server (passed as MYSQL_URL). Exit code 0 and a PASS, and a
 // JSON report that carries what the text says. Bad flags: one line and exit 2.
+// covers: demo/main.ts
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

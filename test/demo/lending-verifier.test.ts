@@ -1,5 +1,6 @@
 // The lending verifier against a real database: a clean history PASSes, and each check FAILs on a
 // history broken in exactly the way it exists to catch (negative controls).
+// covers: demo/verify/lending-verifier.ts
 import { randomBytes } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLockManager } from '../../src/index.js';

@@ -1,5 +1,6 @@
 // The stock verifier: sales under withWriteLock PASS; a lost deduction, an oversell or a negative
 // stock FAIL; and the deliberately unsafe sale (lock inside the transaction) is caught losing a deduction.
+// covers: demo/verify/stock-verifier.ts
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createLockManager } from '../../src/index.js';
 import { sellSafely, sellUnsafely } from '../../demo/stock/operations.js';

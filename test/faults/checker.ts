@@ -24,6 +24,8 @@ export interface GrantRow {
   modeChangedMs?: number | null;
   /** A permit grant's permits (`t_lock_log.permits`); null or absent for read and write grants. */
   permits?: number | null;
+  /** The grant had a lease (`lease_until` set: `leaseMs`, or a slow group's extend). */
+  leased?: boolean;
 }
 
 export interface LockRow {
@@ -143,7 +145,7 @@ export function check(input: CheckInput): CheckResult {
   // ... nor a one-commit section's span overlapping a grant or another section in a conflicting mode
   for (const v of sectionViolations(db)) add(v);
   // ... nor more permits held of a semaphore than its limit, nor a permit beside a read or write grant
-  for (const v of permitViolations(db.grants, db.locks, input.permitLimits)) add(v);
+  for (const v of permitViolations(db.grants, db.locks, input.permitLimits, grantLimits(input.events))) add(v);
   // (3) effect chains without lost updates; readers saw a stable value
   for (const v of chainViolations(db.effects, db.counters)) add(v);
   for (const r of db.reads) {
@@ -218,17 +220,31 @@ export function invariantViolations(locks: LockRow[], live: Sample['live'], wher
   return out;
 }
 
+/** The limit each permit grant was asked with, from its operation's `granted` event. */
+export function grantLimits(events: OpEvent[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const e of events)
+    if (e.ev === 'granted' && e.kind === 'permit' && e.grant !== undefined && e.limit !== undefined)
+      out.set(e.grant, e.limit);
+  return out;
+}
+
 /**
  * Never more than N holders: on each semaphore (with the limit the workload used, else its row's
  * `permit_limit`), the permits of permit grants live at once on the database clock,
  * from each grant's creation to its release, never exceed the limit; and no read or write grant is
  * live beside a permit grant. A grant created when another was released is not beside it (the
  * acquire waited for that release's commit, so it is dated after).
+ * Where a semaphore's limit changes mid-run, `byGrant` gives each grant's own limit (a grant with
+ * none, killed before it logged, takes the semaphore's): no grant starts while a live one has
+ * another limit (the new limit waits for the old holders, or heals them once stale), and the permits
+ * held never exceed the lowest limit among the live grants.
  */
 export function permitViolations(
   grants: GrantRow[],
   locks: LockRow[],
   permitLimits?: Record<string, number>,
+  byGrant: Map<number, number> = new Map(),
 ): Violation[] {
   const out: Violation[] = [];
   const limits = new Map(
@@ -263,13 +279,21 @@ export function permitViolations(
           check: 'permits',
           detail: `${resource}: grant ${e.g.id} (${e.g.permits != null ? 'permit' : 'read-write'}) started while grant ${other.id} (${other.permits != null ? 'permit' : 'read-write'}) was live`,
         });
+      const own = byGrant.get(e.g.id);
+      const disagrees = own === undefined ? undefined : [...live].find((l) => (byGrant.get(l.id) ?? own) !== own);
+      if (disagrees && reported++ < MAX_PER_CHECK)
+        out.push({
+          check: 'permits',
+          detail: `${resource}: grant ${e.g.id} of a limit of ${own} started while grant ${disagrees.id} of a limit of ${byGrant.get(disagrees.id)} was live`,
+        });
       live.add(e.g);
       if (e.g.permits == null) continue;
       held += e.g.permits;
-      if (limit !== undefined && held > limit && reported++ < MAX_PER_CHECK)
+      const lowest = Math.min(...[...live].map((l) => byGrant.get(l.id) ?? limit ?? Number.POSITIVE_INFINITY));
+      if (held > lowest && reported++ < MAX_PER_CHECK)
         out.push({
           check: 'permits',
-          detail: `${resource}: ${held} permits held of a semaphore of ${limit} when grant ${e.g.id} started (live: ${[...live].map((l) => l.id).join(', ')})`,
+          detail: `${resource}: ${held} permits held of a semaphore of ${lowest} when grant ${e.g.id} started (live: ${[...live].map((l) => l.id).join(', ')})`,
         });
     }
     if (limit === undefined)

@@ -1,6 +1,7 @@
 // A real Galera node cut off from its cluster (gmcast.isolate) is outside the primary component and
 // refuses clients with 1047. Every lock call through it gets NodeNotReadyError and nothing changes
 // on the primary component; once the node rejoins, the lock works through it again.
+// covers: src/errors.ts, src/sql/connection.ts
 import mysql from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { errnoOf } from '../../src/sql/connection.js';

@@ -3,6 +3,7 @@
 // and applying it aborts the repair (a deadlock error), which leaves the counts to a later repair
 // rather than writing a stale count. The negative control, a repair that counts before it locks,
 // commits the stale count there, and a writer then gets in beside the reader.
+// covers: src/sql/recount.ts, src/admin/count-check.ts
 import { describe, expect, it } from 'vitest';
 import { isConflict, withConnection } from '../../src/sql/connection.js';
 import { createLockManager, type Grant } from '../../src/index.js';

@@ -2,6 +2,10 @@
 // appended synchronously so a SIGKILLed process leaves a history complete up to the kill.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 
+/** The owners of grants the orchestrator takes itself: a pause injector's witness, the final liveness probe. */
+export const WITNESS_OWNER = 'witness';
+export const PROBE_OWNER = 'liveness-probe';
+
 /** Wall-clock milliseconds from the monotonic clock: comparable across processes on one machine. */
 export function now(): number {
   return performance.timeOrigin + performance.now();
@@ -42,6 +46,8 @@ export interface OpEvent {
   err?: string;
   /** For `ok` of a manual read: whether the explicit release returned true. */
   released?: boolean;
+  /** On `granted` of a permit: the semaphore's limit the operation asked for (it may change mid-run). */
+  limit?: number;
 }
 
 /** One reaper run. */

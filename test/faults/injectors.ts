@@ -7,7 +7,7 @@ import { connectKnex } from '../../harness/database.js';
 import { createLockManager } from '../../src/index.js';
 import type { FaultProxy } from '../support/proxy.js';
 import type { Query, Target } from './admin.js';
-import { now, type FaultEvent } from './history.js';
+import { now, WITNESS_OWNER, type FaultEvent } from './history.js';
 import { isRunning, send, waitMessage, type Slot } from './processes.js';
 import { grantStatus, isLive } from './state.js';
 import type { FromWorker, Phase } from './worker.js';
@@ -94,7 +94,7 @@ async function holdWitness(env: InjectorEnv, hit: Hit): Promise<(() => Promise<v
     .catch(() => []);
   if (!row) return undefined;
   const knex = connectKnex(hit.target.adminUrl, env.database, { poolMax: 2 });
-  const locks = createLockManager({ knex, owner: 'witness' });
+  const locks = createLockManager({ knex, owner: WITNESS_OWNER });
   const mode = Number(row.lock_type) === 0 ? 'write' : 'read';
   const held = await (
     mode === 'write'

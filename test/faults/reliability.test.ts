@@ -5,6 +5,7 @@
 // MySQL Group Replication single-primary (workers follow the primary through a failover) and multi-primary,
 // and a MariaDB primary with an asynchronous replica promoted when the primary is killed.
 // FAULTS_TARGET lowers the per-kind target for a quick local iteration (the floor then fails).
+// covers: src/index.ts, test/faults/checker.ts
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +32,7 @@ import {
   type ScenarioResult,
   type Target,
 } from './scenario.js';
+import { businessResources } from './mix.js';
 import { writeSummary, type NegativeControl } from './summary.js';
 
 const MIN_PER_KIND = 20;
@@ -105,6 +107,15 @@ function base(
     semaphores: ['sem-1', 'sem-2'],
     permitLimit: 2,
     permitFraction: 0.1,
+    // sem-2's limit changes every few seconds, as a redeploy would change it mid-run.
+    changingLimits: { semaphores: ['sem-2'], limits: [2, 3], stepMs: 4000 },
+    // A semaphore to permit operations, a write lock to every other armed write (killed holding it).
+    flipResources: ['flip-1'],
+    // Short leases on a third of the scoped operations (and on armed writes that hold no flip
+    // resource): stale at the lease plus the grace, well before the cutoff, once their process is
+    // killed or stopped.
+    leaseMs: 500,
+    leaseFraction: 0.3,
     faultLoops: 2,
     livenessSlackMs: 1500,
     log: (line) => console.log(`[faults] ${line}`),
@@ -150,12 +161,26 @@ function expectEveryKindGranted(r: { check: { ops: Record<string, number> } }): 
   for (const kind of kinds) expect(ops[`${kind}.ok`] ?? 0, `${kind} operations that succeeded`).toBeGreaterThan(0);
 }
 
+/**
+ * A lane's record met what changes a resource under it: leased grants, and a semaphore whose limit
+ * changed; on a lane whose kills are aimed at operations, also leased grants and flip resources
+ * left stale by a kill, the next holder of a flip resource of the other kind.
+ */
+function expectMixMet(r: ScenarioResult, aimedKills: boolean): void {
+  const why = r.notes.join('\n');
+  expect(r.mix.leased, why).toBeGreaterThan(0);
+  expect(r.mix.limitChanges, why).toBeGreaterThan(0);
+  if (!aimedKills) return;
+  expect(r.mix.leasedStale, why).toBeGreaterThan(0);
+  expect(r.mix.kindChangesAfterStale, why).toBeGreaterThan(0);
+}
+
 describe('reliability under faults', () => {
   it('single node: no violations under every fault kind, each proven; the floor is met', async () => {
     const direct: Target = { serverUrl, adminUrl: serverUrl };
     const viaProxy: Target = { serverUrl: `mysql://root@127.0.0.1:${proxy!.port}/`, adminUrl: serverUrl };
     const o = base('single-node', viaProxy);
-    await database(o.database, serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+    await database(o.database, serverUrl, businessResources(o));
     // mariadbd SIGKILLed (with live grants) and restarted on the same datadir and port.
     const serverKills = async (ctx: FaultContext): Promise<void> => {
       while (!ctx.stopping) {
@@ -217,6 +242,7 @@ describe('reliability under faults', () => {
     };
     expect(r.check.violations).toEqual([]);
     expectEveryKindGranted(r);
+    expectMixMet(r, true);
     expect(r.liveAgain).toBe(true);
     expect(r.check.lockOps).toBeGreaterThanOrEqual(MIN_LOCK_OPS);
     for (const k of expected) expect(kinds[k] ?? 0, `${k} proven`).toBeGreaterThanOrEqual(MIN_PER_KIND);
@@ -228,7 +254,7 @@ describe('reliability under faults', () => {
   it('single node, no reaper process: no violations; crashed holders’ resources reacquired within the cutoff', async () => {
     const t: Target = { serverUrl, adminUrl: serverUrl };
     const o = { ...base('no-reaper', t), reapers: 0 };
-    await database(o.database, serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+    await database(o.database, serverUrl, businessResources(o));
     const required = Math.min(TARGET, 10);
     const r = await runScenario({
       ...o,
@@ -244,6 +270,7 @@ describe('reliability under faults', () => {
     runs.push(r);
     expect(r.check.violations).toEqual([]);
     expectEveryKindGranted(r);
+    expectMixMet(r, true);
     expect(r.liveAgain).toBe(true);
     for (const k of ['sigkill-during', 'sigkill-after', 'sigstop-past-cutoff'])
       expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(required);
@@ -364,7 +391,7 @@ describe('reliability under faults', () => {
     it(`negative control ${c.name}: the checker reports violations`, async () => {
       const t: Target = { serverUrl, adminUrl: serverUrl };
       const o = { ...base(`negative-${c.name}`, t), workers: 4, resources: ['loan-1', 'loan-2'], faultLoops: 1 };
-      await database(o.database, serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+      await database(o.database, serverUrl, businessResources(o));
       const r = await runScenario({
         ...o,
         minDurationMs: 25_000,
@@ -395,7 +422,7 @@ describe('reliability under faults', () => {
       cluster = await startGalera({ log: (l) => console.log(`[faults] ${l}`) });
       const targets: Target[] = cluster.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
       const o = { ...base('galera', targets[0]!), workers: 6, workerTargets: targets, reaperTargets: targets };
-      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+      await database(o.database, targets[0]!.serverUrl, businessResources(o));
       const c = cluster;
       const nodeKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000);
@@ -443,6 +470,7 @@ describe('reliability under faults', () => {
       expect(r.faults['galera-node-sigkill']?.proven).toBe(1);
       expect(r.check.violations).toEqual([]);
       expectEveryKindGranted(r);
+      expectMixMet(r, false);
       expect(r.liveAgain).toBe(true);
     } finally {
       await cluster?.stop();
@@ -530,11 +558,7 @@ describe('reliability under faults', () => {
         followPrimary: c.nodes.map((n) => n.url),
         settle: async () => targets[await c.primary()]!,
       };
-      await database(o.database, targets[first]!.serverUrl, [
-        ...o.resources,
-        ...o.slowResources,
-        ...(o.semaphores ?? []),
-      ]);
+      await database(o.database, targets[first]!.serverUrl, businessResources(o));
       const primaryKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000); // mid-run: the workload has been going for a while
         if (ctx.stopping) return;
@@ -582,6 +606,7 @@ describe('reliability under faults', () => {
         expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
       expect(r.check.violations).toEqual([]);
       expectEveryKindGranted(r);
+      expectMixMet(r, false);
       expect(rawConflicts(r)).toBe(0);
       expect(r.liveAgain).toBe(true);
     } finally {
@@ -596,7 +621,7 @@ describe('reliability under faults', () => {
       const c = cluster;
       const targets: Target[] = c.nodes.map((n) => ({ serverUrl: n.url, adminUrl: n.url }));
       const o = { ...base('gr-multi-primary', targets[0]!), workerTargets: targets, reaperTargets: targets };
-      await database(o.database, targets[0]!.serverUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+      await database(o.database, targets[0]!.serverUrl, businessResources(o));
       const nodeKill = async (ctx: FaultContext): Promise<void> => {
         await sleep(15_000); // mid-run: the workload has been going for a while
         if (ctx.stopping) return;
@@ -630,6 +655,7 @@ describe('reliability under faults', () => {
         expect(r.faults[k]?.proven ?? 0, `${k} proven`).toBeGreaterThanOrEqual(n);
       expect(r.check.violations).toEqual([]);
       expectEveryKindGranted(r);
+      expectMixMet(r, false);
       expect(rawConflicts(r)).toBe(0);
       expect(r.liveAgain).toBe(true);
     } finally {
@@ -667,7 +693,7 @@ describe('reliability under faults', () => {
         followPrimary: [p.primaryClientUrl, p.replicaClientUrl],
         settle: async () => replica,
       };
-      await database(o.database, p.primaryUrl, [...o.resources, ...o.slowResources, ...(o.semaphores ?? [])]);
+      await database(o.database, p.primaryUrl, businessResources(o));
       await p.waitApplied((await p.primaryPosition()) ?? '', 30_000);
       let window: LossWindow | undefined;
       const facts: string[] = [];
@@ -749,6 +775,7 @@ describe('reliability under faults', () => {
       expect(r.faults['async-primary-sigkill']?.proven, r.notes.join('\n')).toBe(1);
       expect(r.check.violations).toEqual([]);
       expectEveryKindGranted(r);
+      expectMixMet(r, false);
       expect(losses?.releasedByOthers, 'a stale release touched a reissued id').toEqual([]);
       expect(r.liveAgain).toBe(true);
     } finally {

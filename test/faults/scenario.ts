@@ -12,6 +12,7 @@ import { check, type CheckResult, type DbState } from './checker.js';
 import {
   appendJsonl,
   now,
+  PROBE_OWNER,
   readJsonl,
   type FaultEvent,
   type FaultKind,
@@ -22,6 +23,7 @@ import { injectOne, type InjectorEnv, type ProcessFault } from './injectors.js';
 import { spawnReaper, spawnWorker, stopReapers, stopWorkers, type Slot } from './processes.js';
 import type { ReaperConfig } from './reaper.js';
 import { startSampler } from './sampler.js';
+import { mixEvidence, semaphoreLimits, type MixEvidence, businessResources } from './mix.js';
 import { liveGrantCount, loadGrants, readFinalState, waitFree } from './state.js';
 import type { WorkerConfig, WorkerVariant } from './worker.js';
 
@@ -73,6 +75,11 @@ export interface ScenarioOptions {
   semaphores?: string[];
   permitLimit?: number;
   permitFraction?: number;
+  /** Semaphores whose limit changes mid-run, resources whose kind changes, short leases: see WorkerConfig. */
+  changingLimits?: WorkerConfig['changingLimits'];
+  flipResources?: string[];
+  leaseMs?: number;
+  leaseFraction?: number;
   processFaults: ProcessFault[];
   /** Fault loops of process faults running side by side. */
   faultLoops: number;
@@ -109,9 +116,9 @@ export interface ScenarioResult {
   errors: Record<string, number>;
   /** Grants released as `reaper`: by reaper processes or by self-healing acquires (with no reaper, all of them). */
   reaped: number;
+  /** What the record shows of short leases, limit changes and kind changes. */
+  mix: MixEvidence;
 }
-
-const PROBE_OWNER = 'liveness-probe';
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? (() => undefined);
@@ -146,6 +153,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         ...(o.semaphores
           ? { semaphores: o.semaphores, permitLimit: o.permitLimit, permitFraction: o.permitFraction }
           : {}),
+        ...(o.changingLimits ? { changingLimits: o.changingLimits } : {}),
+        ...(o.flipResources ? { flipResources: o.flipResources } : {}),
+        ...(o.leaseMs ? { leaseMs: o.leaseMs, leaseFraction: o.leaseFraction } : {}),
         staleAfterMs: o.staleAfterMs,
         reaperPeriodMs: o.reaperPeriodMs,
         resolveTimeoutMs: 15_000,
@@ -268,7 +278,10 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   let probeReaped = 0;
   try {
     const locks = createLockManager({ knex, staleAfterMs: o.staleAfterMs, owner: PROBE_OWNER });
-    for (const r of [...o.resources, ...o.slowResources]) {
+    // Every resource the workers used, semaphores and kind-flipping ids too: with no reaper, a
+    // crashed permit holder goes only when its resource is asked for (a write heals it before it
+    // would refuse by kind).
+    for (const r of businessResources(o)) {
       const g = await retrying(
         () => locks.acquireWrite(r, { waitMs: o.staleAfterMs + o.reaperPeriodMs * 2 }),
         10_000,
@@ -320,7 +333,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     db: state,
     samples: sampler.samples,
     liveness: { holdersGoneAt, freeAt, boundMs: livenessBoundMs },
-    ...(o.semaphores ? { permitLimits: Object.fromEntries(o.semaphores.map((s) => [s, o.permitLimit ?? 2])) } : {}),
+    ...(o.semaphores ? { permitLimits: semaphoreLimits(o) } : {}),
   });
   const result = o.judge ? o.judge(checked, events, state, notes) : checked;
   if (!liveAgain)
@@ -371,6 +384,10 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         .join(', ') || '-'
     }`,
   );
+  const mix = mixEvidence(o, state, events);
+  notes.push(
+    `leases: ${mix.leased} leased grants, ${mix.leasedStale} released as stale; kind changes after a stale grant: ${mix.kindChangesAfterStale}; limit changes: ${mix.limitChanges}`,
+  );
   const summary: ScenarioResult['faults'] = {};
   for (const f of faults) {
     const e = summary[f.kind] ?? { injected: 0, proven: 0 };
@@ -390,6 +407,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     liveAgain,
     errors,
     reaped,
+    mix,
   };
 }
 

@@ -20,10 +20,12 @@ export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']
     by: number | null;
     owner: string;
     p: number | null;
+    l: number;
   }>(
     t,
     `SELECT id, CAST(resource_id AS CHAR) AS resource, lock_type AS t, status, UNIX_TIMESTAMP(create_time) AS c,
-            UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner, permits AS p FROM t_lock_log
+            UNIX_TIMESTAMP(released_at) AS r, UNIX_TIMESTAMP(mode_changed_at) AS m, released_by AS \`by\`, owner, permits AS p,
+            lease_until IS NOT NULL AS l FROM t_lock_log
       WHERE released_by IS NULL OR released_by <> ${RELEASED_BY.withdrawn}`, // a withdrawn acquire's row was never a grant
   );
   return rows.map((g) => ({
@@ -37,6 +39,7 @@ export async function loadGrants(q: Query, t: Target): Promise<DbState['grants']
     releasedBy: g.by === null ? null : Number(g.by),
     owner: g.owner,
     permits: g.p === null ? null : Number(g.p),
+    leased: Number(g.l) === 1,
   }));
 }
 

@@ -59,6 +59,25 @@ export interface WorkerConfig {
   permitLimit?: number;
   /** Of all operations, the share run as `withPermit` on a semaphore, taking 1 or 2 permits. */
   permitFraction?: number;
+  /**
+   * Semaphores whose limit changes mid-run, as a redeploy changes it: `limits` in turn, each for
+   * `stepMs` of the wall clock every worker shares. Old and new holders overlap only where the lock
+   * refuses the new limit (PermitLimitError) while a live holder keeps the old one.
+   */
+  changingLimits?: { semaphores: string[]; limits: number[]; stepMs: number };
+  /**
+   * Resources that are semaphores (of `permitLimit`) to permit operations and write locks to armed
+   * writes: a process killed holding one as a write lock leaves a stale grant of the other kind in
+   * the way of the next permit, which heals it and takes the resource as a semaphore.
+   */
+  flipResources?: string[];
+  /**
+   * Of the scoped durable operations (writes and reads that are not slow, permits; sections take no
+   * lease), the share taken with `leaseMs: leaseMs`: kept ahead while the process runs, stale at
+   * its end plus the grace once the process is killed or paused.
+   */
+  leaseMs?: number;
+  leaseFraction?: number;
   staleAfterMs: number;
   /** The reapers' tick: slow operations aim their final commit at a reaper round. */
   reaperPeriodMs: number;
@@ -86,6 +105,15 @@ const twoOf = <T>(list: T[]): [T, T] => {
   return [list[i]!, list[j]!];
 };
 const rand = (lo: number, hi: number): number => lo + Math.random() * (hi - lo);
+/** A short lease for this operation, or none (`leaseFraction` of them). */
+const lease = (): { leaseMs?: number } =>
+  config.leaseMs && Math.random() < (config.leaseFraction ?? 0) ? { leaseMs: config.leaseMs } : {};
+/** A semaphore's limit now: a changing one's step of the shared wall clock, else `permitLimit`. */
+function limitOf(resource: string): number {
+  const c = config.changingLimits;
+  if (c?.semaphores.includes(resource)) return c.limits[Math.floor(Date.now() / c.stepMs) % c.limits.length]!;
+  return config.permitLimit ?? 2;
+}
 
 let armed: { token: number; phase: Phase } | undefined;
 const goWaiters = new Map<number, () => void>();
@@ -194,6 +222,10 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
     : rand(2, 25);
   const opts = { waitMs: slow ? 300 : config.waitMs, signal: stopper.signal };
   if (scoped) {
+    // A slow write races the reaper at the cutoff: it takes no lease, which would keep it ahead. An
+    // armed write on an even token always takes one, so the kills meet leased grants.
+    const armedEven = active.token !== undefined && active.token % 2 === 0;
+    const leased = slow ? {} : armedEven && config.leaseMs ? { leaseMs: config.leaseMs } : lease();
     await locks.withWriteLock(
       resource,
       async (trx, grant) => {
@@ -205,7 +237,7 @@ async function writeOp(op: string, resource: string, slow: boolean, active: { to
         );
         log({ op, kind: 'write', resource, ev: 'work-done', grant: grant.id });
       },
-      opts,
+      { ...opts, ...leased },
     );
     return;
   }
@@ -303,6 +335,7 @@ async function readOp(
   const pause = rand(2, 20);
   const opts = { waitMs: config.waitMs, signal: stopper.signal };
   if (!manual && scoped) {
+    const leased = lease();
     return locks.withReadLock(
       resource,
       async (trx, grant): Promise<number | undefined> => {
@@ -321,7 +354,7 @@ async function readOp(
         log({ op, kind: 'read', resource, ev: 'work-done', grant: grant.id, seen });
         return seen;
       },
-      { ...opts, isolationLevel: 'read committed' },
+      { ...opts, ...leased, isolationLevel: 'read committed' },
     );
   }
   // The unfenced path: acquire, business transaction, then release. A third of these durable readers
@@ -379,17 +412,24 @@ async function readOp(
  * reads the semaphore's counter twice in its fenced transaction (a business row the ack check finds).
  */
 async function permitOp(op: string, resource: string): Promise<number> {
-  const limit = config.permitLimit ?? 2;
+  const limit = limitOf(resource);
   const count = limit > 1 && Math.random() < 0.25 ? 2 : 1;
   return locks.withPermit(
     resource,
     async (trx, grant) => {
-      log({ op, kind: 'permit', resource, ev: 'granted', grant: grant.id });
+      log({ op, kind: 'permit', resource, ev: 'granted', grant: grant.id, limit });
       const seen = await readStep(trx, op, resource, grant.id, rand(2, 20), true);
       log({ op, kind: 'permit', resource, ev: 'work-done', grant: grant.id, seen });
       return seen;
     },
-    { permits: limit, count, waitMs: config.waitMs, signal: stopper.signal, isolationLevel: 'read committed' },
+    {
+      permits: limit,
+      count,
+      ...lease(),
+      waitMs: config.waitMs,
+      signal: stopper.signal,
+      isolationLevel: 'read committed',
+    },
   );
 }
 
@@ -522,13 +562,18 @@ async function main(): Promise<void> {
       transition = !manual && !section && r < config.sectionFraction + config.transitionFraction;
       if (section) slow = false;
     }
+    // Every other armed write holds a flip resource as a write lock when its process is killed.
+    const flip =
+      !!config.flipResources?.length && (phase === 'before' || phase === 'during') && active.token! % 2 === 1;
     const resource = permit
-      ? pick(config.semaphores!)
-      : many
-        ? many.write[0]!
-        : slow
-          ? pick(config.slowResources)
-          : pick(config.resources);
+      ? pick([...config.semaphores!, ...(config.flipResources ?? [])])
+      : flip
+        ? pick(config.flipResources!)
+        : many
+          ? many.write[0]!
+          : slow
+            ? pick(config.slowResources)
+            : pick(config.resources);
     const resources = many ? [...many.write, ...many.read] : undefined;
     log({ op, kind, resource, ev: 'invoke', ...(section ? { section } : {}), ...(resources ? { resources } : {}) });
     try {

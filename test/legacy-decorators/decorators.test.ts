@@ -1,6 +1,7 @@
 // @WithWriteLock / @WithReadLock compiled under experimentalDecorators (this directory's
 // tsconfig.json), as NestJS apps compile them: the cases of test/decorators.test.ts, which runs them
 // as standard decorators.
+// covers: src/decorators/index.ts
 import 'reflect-metadata';
 import { expect, it } from 'vitest';
 import type { LockManager } from '../../src/index.js';

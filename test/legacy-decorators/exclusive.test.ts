@@ -1,5 +1,6 @@
 // @Exclusive compiled under experimentalDecorators (this directory's tsconfig.json), as NestJS apps compile
 // it: the cases test/exclusive-decorator.test.ts runs as standard decorators.
+// covers: src/decorators/index.ts
 import 'reflect-metadata';
 import { describe } from 'vitest';
 import type { LockManager } from '../../src/index.js';

@@ -1,13 +1,21 @@
+// covers: model/rwlock.pml
 import { describe, expect, it } from 'vitest';
 import { summary, verify } from './spin.js';
 import {
   GROUPS,
   HEAL_NO_REAPER_SMALL,
+  JOBS_HAND_OVER,
+  KINDS_DOWNGRADE,
+  KINDS_HEAL_NO_REAPER,
+  LEADER_THREE_HEALS,
+  LEADER_TWO_TERMS_REAPER,
   PERMITS_THREE,
   PURGE_LOST_REPLIES,
   SECTION_GROUPS,
   SECTIONS_REPAIR,
   SECTIONS_SMALL,
+  SHORT_LEASES,
+  SHORT_LEASES_HEAL_NO_REAPER,
   SMALL,
   THREE_CLIENTS,
   TWO_CLIENTS_FAILOVER,
@@ -62,6 +70,20 @@ const controls: Control[] = [
     defines: SMALL,
     breaks: 'acceptance cycle',
     ltl: 'stale_released',
+  },
+  {
+    defect: 'the former lease rule (a lease only lengthens): a lease shorter than the cutoff never ends its grant',
+    define: 'LEASE_LENGTHENS',
+    defines: SHORT_LEASES,
+    breaks: 'acceptance cycle',
+    ltl: 'stale_released',
+  },
+  {
+    defect: 'the former lease rule, no reaper: a waiter never heals a lease run out',
+    define: 'LEASE_LENGTHENS',
+    defines: SHORT_LEASES_HEAL_NO_REAPER,
+    breaks: 'acceptance cycle',
+    ltl: 'waiter_heals',
   },
   {
     defect: "a write section's UPDATE without its guard",
@@ -136,6 +158,36 @@ const controls: Control[] = [
     defines: HEAL_NO_REAPER_SMALL,
     breaks: 'acceptance cycle',
     ltl: 'waiter_heals',
+  },
+  {
+    defect: "a downgrade that leaves the last semaphore's permit_limit: its reader counts as a permit",
+    define: 'DOWNGRADE_KEEPS_LIMIT',
+    defines: KINDS_DOWNGRADE,
+    breaks: 'pk==db.lim',
+  },
+  {
+    defect: 'an attempt refused by the other kind or limit refused at once, before healing',
+    define: 'REFUSE_BEFORE_HEAL',
+    defines: KINDS_HEAL_NO_REAPER,
+    breaks: '(nw==0)||(nr<nw)',
+  },
+  {
+    defect: 'a leader that commits its business writes unfenced while it believes it leads',
+    define: 'LEADER_UNFENCED',
+    defines: LEADER_TWO_TERMS_REAPER,
+    breaks: 'g>=lastterm',
+  },
+  {
+    defect: "a term's fence that checks the grant without holding its row to the COMMIT",
+    define: 'TERM_FENCE_UNLOCKED',
+    defines: LEADER_THREE_HEALS,
+    breaks: 'g>=lastterm',
+  },
+  {
+    defect: "a job's hand-over as two transactions: release and commit, then take the successor",
+    define: 'HAND_OVER_TWO_STEPS',
+    defines: JOBS_HAND_OVER,
+    breaks: '!(keep)',
   },
   {
     defect: 'repairLockCounts counting before it locks the lock row',

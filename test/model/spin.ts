@@ -81,6 +81,9 @@ export function parsePan(out: string): Outcome {
   };
 }
 
+// The model's processes that run once per client: numbered by the order they started.
+const CLIENTS = new Set(['client', 'campaigner', 'job']);
+
 // Steps that only move control inside a process, not worth a line of their own.
 const CONTROL = /^\[(\(1\)|else|break|DO|IF|\.\(goto\)|goto :?\w+|skip)\]$/;
 
@@ -109,18 +112,19 @@ function describe(line: number): string {
  */
 export function condenseTrail(replay: string): string[] {
   const lines = replay.split('\n');
+  // The clients (or campaigners, or job instances) in the order they started: their index is c.
   const clientPids: number[] = [];
   const out: string[] = [];
   let lastStep = -1;
   for (const l of lines) {
-    const started = /^Starting client with pid (\d+)/.exec(l);
+    const started = /^Starting (?:client|campaigner|job) with pid (\d+)/.exec(l);
     if (started) clientPids.push(Number(started[1]));
     const m = /^\s*(\d+):\s+proc\s+(\d+)\s+\((\w+)(?::\d+)?\)\s+\S+?:(\d+)\s+\(state \d+\)\s+(\[.*\])$/.exec(l);
     if (m) {
       const [, step, pid, proc, line, stmt] = m;
       if (Number(step) === lastStep || proc === ':init:' || proc === 'init' || CONTROL.test(stmt!)) continue;
       lastStep = Number(step);
-      const who = proc === 'client' ? `client ${clientPids.indexOf(Number(pid))}` : proc!;
+      const who = CLIENTS.has(proc!) ? `${proc} ${clientPids.indexOf(Number(pid))}` : proc!;
       const action = `${who.padEnd(12)} ${describe(Number(line))}`;
       // An atomic sequence prints each of its statements as a step: keep its first line.
       if (out.at(-1)?.slice(6) === action) continue;

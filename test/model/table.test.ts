@@ -1,12 +1,13 @@
+// covers: docs/design.md
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-/** The rows of the action-to-statement table in docs/design.md's section "The model": [file, name]. */
-export function tableRows(design: string): Array<[file: string, name: string]> {
-  const section = design.split(/^## /m).find((s) => s.startsWith('The model\n'));
-  if (!section) throw new Error('docs/design.md has no section "The model"');
+/** The rows of the action-to-statement table in docs/model.md: [file, name]. */
+export function tableRows(page: string): Array<[file: string, name: string]> {
+  if (!page.startsWith('# The model\n')) throw new Error('docs/model.md is not the page "The model"');
+  const section = page;
   const rows: Array<[string, string]> = [];
   let inTable = false;
   for (const line of section.split('\n')) {
@@ -37,8 +38,8 @@ export function staleRow(file: string, name: string): string | null {
   return declared.test(source) ? null : `${file} declares no ${name}`;
 }
 
-describe("docs/design.md: the model's action-to-statement table", () => {
-  const rows = tableRows(readFileSync(ROOT + 'docs/design.md', 'utf8'));
+describe("docs/model.md: the model's action-to-statement table", () => {
+  const rows = tableRows(readFileSync(ROOT + 'docs/model.md', 'utf8'));
 
   it('names statements that exist', () => {
     expect(rows.length).toBeGreaterThan(10);
@@ -49,9 +50,11 @@ describe("docs/design.md: the model's action-to-statement table", () => {
     expect(staleRow('src/sql/release.ts', 'releaseGrantById')).toBe('src/sql/release.ts declares no releaseGrantById');
     expect(staleRow('src/sql/gone.ts', 'releaseGrant')).toBe('src/sql/gone.ts does not exist');
     // A name that appears only in a call or a comment is not a declaration.
-    expect(staleRow('src/lock/grant.ts', 'releaseGrant')).toBe('src/lock/grant.ts declares no releaseGrant');
+    expect(staleRow('src/lock/durable/grant.ts', 'releaseGrant')).toBe(
+      'src/lock/durable/grant.ts declares no releaseGrant',
+    );
     const fake =
-      '## The model\n| model step | what it abstracts | file | function |\n|---|---|---|---|\n| x | y | `src/sql/release.ts` | `releaseEverything` |\n';
+      '# The model\n| model step | what it abstracts | file | function |\n|---|---|---|---|\n| x | y | `src/sql/release.ts` | `releaseEverything` |\n';
     expect(tableRows(fake).map(([f, n]) => staleRow(f, n))).toEqual([
       'src/sql/release.ts declares no releaseEverything',
     ]);

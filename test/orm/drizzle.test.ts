@@ -1,5 +1,6 @@
 // The fence on a Drizzle transaction (drizzle-orm/mysql2 on a mysql2 promise pool), through
 // fromDrizzle: it hands Drizzle the fence as an already-compiled statement with bound values.
+// covers: src/adapters/index.ts
 import { sql } from 'drizzle-orm';
 import { int, mysqlTable, varchar } from 'drizzle-orm/mysql-core';
 import { drizzle, type MySql2Database } from 'drizzle-orm/mysql2';
@@ -18,11 +19,14 @@ function connect(url: string): MySql2Database & { $client: Pool } {
   return drizzle({ client: mysql.createPool(url) });
 }
 
-const loans = mysqlTable('loans', { id: varchar('id', { length: 32 }).primaryKey(), repaid: int('repaid').notNull() });
+const loans = mysqlTable('loans', {
+  id: varchar('id', { length: 32 }).primaryKey(),
+  repaid: int('repaid_cents').notNull(),
+});
 const payments = mysqlTable('payments', {
   id: int('id').autoincrement().primaryKey(),
   loanId: varchar('loan_id', { length: 32 }).notNull(),
-  amount: int('amount').notNull(),
+  amount: int('amount_cents').notNull(),
 });
 
 async function repay(orm: MySql2Database, grant: Grant, loanId: string, amount: number): Promise<void> {

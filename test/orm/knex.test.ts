@@ -1,4 +1,5 @@
 // The fence on a knex transaction the application opens itself (withWriteLock does this for you).
+// covers: src/adapters/index.ts, src/lock/fence/fence-executor.ts
 import knex, { type Knex } from 'knex';
 import { connectKnex, databaseUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
@@ -17,10 +18,10 @@ function connect(url: string): Knex {
 async function repay(knex: Knex, grant: Grant, loanId: string, amount: number): Promise<void> {
   await knex.transaction(async (trx) => {
     await trx('loans')
-      .insert({ id: loanId, repaid: amount })
+      .insert({ id: loanId, repaid_cents: amount })
       .onConflict('id')
-      .merge({ repaid: trx.raw('repaid + ?', [amount]) });
-    await trx('payments').insert({ loan_id: loanId, amount });
+      .merge({ repaid_cents: trx.raw('repaid_cents + ?', [amount]) });
+    await trx('payments').insert({ loan_id: loanId, amount_cents: amount });
     await grant.fence(fromKnex(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
   });
 }

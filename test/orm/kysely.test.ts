@@ -1,4 +1,5 @@
 // The fence on a Kysely transaction (MysqlDialect on a mysql2 pool).
+// covers: src/adapters/index.ts
 import { CompiledQuery, Kysely, MysqlDialect, sql, type Generated, type Transaction } from 'kysely';
 import { createPool } from 'mysql2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,8 +14,8 @@ const db = useTestDatabase(import.meta.filename);
 
 // docs/orms.md recipe: begin
 interface Database {
-  loans: { id: string; repaid: number };
-  payments: { id: Generated<number>; loan_id: string; amount: number };
+  loans: { id: string; repaid_cents: number };
+  payments: { id: Generated<number>; loan_id: string; amount_cents: number };
 }
 
 /** Kysely on a mysql2 pool to the database at `url`, e.g. mysql://app:secret@db.internal:3306/app. */
@@ -26,10 +27,10 @@ async function repay(kysely: Kysely<Database>, grant: Grant, loanId: string, amo
   await kysely.transaction().execute(async (trx) => {
     await trx
       .insertInto('loans')
-      .values({ id: loanId, repaid: amount })
-      .onDuplicateKeyUpdate({ repaid: sql`repaid + ${amount}` })
+      .values({ id: loanId, repaid_cents: amount })
+      .onDuplicateKeyUpdate({ repaid_cents: sql`repaid_cents + ${amount}` })
       .execute();
-    await trx.insertInto('payments').values({ loan_id: loanId, amount }).execute();
+    await trx.insertInto('payments').values({ loan_id: loanId, amount_cents: amount }).execute();
     await grant.fence(fromKysely(trx)); // last statement: LockLostError (and a rollback) if the grant was lost
   });
 }

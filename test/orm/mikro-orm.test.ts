@@ -1,6 +1,7 @@
 // The fence on a MikroORM transaction (@mikro-orm/mysql on mysql2: through Kysely from 7, through
 // knex in 6, which the previous-versions lane runs). No entities: the fence and these business
 // writes are plain SQL through the transaction's EntityManager.
+// covers: src/adapters/index.ts
 import { MikroORM } from '@mikro-orm/mysql';
 import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
@@ -20,11 +21,11 @@ function connect(url: string): Promise<MikroORM> {
 async function repay(orm: MikroORM, grant: Grant, loanId: string, amount: number): Promise<void> {
   await orm.em.transactional(async (em) => {
     await em.execute(
-      'INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?',
+      'INSERT INTO loans (id, repaid_cents) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid_cents = repaid_cents + ?',
       [loanId, amount, amount],
       'run',
     );
-    await em.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount], 'run');
+    await em.execute('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [loanId, amount], 'run');
     await em.flush(); // persisted entities go out now, so the fence is the last statement
     await grant.fence(fromMikroORM(em)); // last statement: LockLostError (and a rollback) if the grant was lost
   });

@@ -1,5 +1,6 @@
 // The fence on one mysql2 promise connection (the pool recipe is the README's, tested in
 // test/fence-mysql2.test.ts).
+// covers: src/adapters/index.ts
 import mysql, { type Connection } from 'mysql2/promise';
 import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
@@ -18,12 +19,11 @@ function connect(url: string): Promise<Connection> {
 async function repay(conn: Connection, grant: Grant, loanId: string, amount: number): Promise<void> {
   await conn.beginTransaction();
   try {
-    await conn.execute('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
-      loanId,
-      amount,
-      amount,
-    ]);
-    await conn.execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+    await conn.execute(
+      'INSERT INTO loans (id, repaid_cents) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid_cents = repaid_cents + ?',
+      [loanId, amount, amount],
+    );
+    await conn.execute('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [loanId, amount]);
     await grant.fence(fromMysql2(conn)); // last statement: LockLostError if the grant was lost
     await conn.commit();
   } catch (err) {

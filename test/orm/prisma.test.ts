@@ -2,6 +2,7 @@
 // (the mariadb connector, which speaks to MySQL and MariaDB alike). The client is generated from
 // prisma/schema.prisma before the tests, into a temporary directory, and compiled with tsc
 // (nodenext) as an app compiles it: the tests run the compiled JavaScript.
+// covers: src/adapters/index.ts
 import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,5 @@
 // The fence on a Sequelize managed transaction (dialect mysql, which runs on mysql2).
+// covers: src/adapters/index.ts
 import { Sequelize, type Transaction } from 'sequelize';
 import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
@@ -16,11 +17,14 @@ function connect(url: string): Sequelize {
 
 async function repay(sequelize: Sequelize, grant: Grant, loanId: string, amount: number): Promise<void> {
   await sequelize.transaction(async (transaction) => {
-    await sequelize.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', {
-      replacements: [loanId, amount, amount],
-      transaction,
-    });
-    await sequelize.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', {
+    await sequelize.query(
+      'INSERT INTO loans (id, repaid_cents) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid_cents = repaid_cents + ?',
+      {
+        replacements: [loanId, amount, amount],
+        transaction,
+      },
+    );
+    await sequelize.query('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', {
       replacements: [loanId, amount],
       transaction,
     });

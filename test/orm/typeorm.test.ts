@@ -1,5 +1,6 @@
 // The fence on a TypeORM transaction (mysql driver, which runs on mysql2). No entities: the fence
 // and these business writes are plain SQL through the transaction's EntityManager.
+// covers: src/adapters/index.ts
 import { DataSource } from 'typeorm';
 import { databaseUrl, parseMysqlUrl } from '../../harness/database.js';
 import type { Grant } from '../../src/index.js';
@@ -17,12 +18,11 @@ function connect(url: string): Promise<DataSource> {
 
 async function repay(dataSource: DataSource, grant: Grant, loanId: string, amount: number): Promise<void> {
   await dataSource.transaction(async (manager) => {
-    await manager.query('INSERT INTO loans (id, repaid) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid = repaid + ?', [
-      loanId,
-      amount,
-      amount,
-    ]);
-    await manager.query('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+    await manager.query(
+      'INSERT INTO loans (id, repaid_cents) VALUES (?, ?) ON DUPLICATE KEY UPDATE repaid_cents = repaid_cents + ?',
+      [loanId, amount, amount],
+    );
+    await manager.query('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [loanId, amount]);
     await grant.fence(fromTypeORM(manager)); // last statement: LockLostError (and a rollback) if the grant was lost
   });
 }

@@ -91,6 +91,7 @@ export class FaultProxy {
   #onEmpty: (() => void) | undefined;
   #arms: Arm[] = [];
   #server: Server | undefined;
+  #stalled = false;
   port = 0;
 
   constructor(targetHost: string, targetPort: number) {
@@ -139,6 +140,21 @@ export class FaultProxy {
     };
   }
 
+  /**
+   * Stalls the link: nothing is forwarded either way on open or new connections (they stay open,
+   * as behind a partition that drops packets) until `resume()`.
+   */
+  stall(): void {
+    this.#stalled = true;
+    for (const s of this.#sockets) s.pause();
+  }
+
+  /** Forwards again what `stall()` held back, and everything after it. */
+  resume(): void {
+    this.#stalled = false;
+    for (const s of this.#sockets) s.resume();
+  }
+
   /** Drops every open connection (as a server-side network failure would). */
   cutAll(): void {
     for (const s of this.#sockets) s.destroy();
@@ -173,6 +189,11 @@ export class FaultProxy {
   #accept(client: Socket): void {
     const server = new Socket();
     this.#sockets.add(client).add(server);
+    if (this.#stalled) {
+      // Explicitly paused: the 'data' listeners below do not start the flow again.
+      client.pause();
+      server.pause();
+    }
     const cut = (): void => {
       client.destroy();
       server.destroy();

@@ -1,8 +1,9 @@
-// The waiter's backoff (src/lock/wait.ts): a full-jitter delay between the minimum and a cap that
+// The waiter's backoff (src/lock/waiting/wait.ts): a full-jitter delay between the minimum and a cap that
 // doubles per attempt, stops at the maximum, and never exceeds half the time already waited.
 // Math.random is pinned to the ends of its range to read the bounds exactly.
+// covers: src/lock/waiting/wait.ts
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { backoffDelay } from '../../src/lock/wait.js';
+import { backoffDelay } from '../../src/lock/waiting/wait.js';
 
 const lowest = (...args: Parameters<typeof backoffDelay>): number => {
   vi.spyOn(Math, 'random').mockReturnValue(0);

@@ -2,6 +2,7 @@
 // process that echoes what it is sent: messages in order, one 'exit' listener however many are
 // awaited, and a child's exit rejecting the message awaited. Negative control: the hand-over case's
 // former inbox, an 'exit' listener per awaited message, is caught by the same count.
+// covers: bench/lib/child-inbox.ts
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { childInbox, type ChildInbox } from '../../bench/lib/child-inbox.js';

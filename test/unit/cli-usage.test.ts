@@ -1,6 +1,7 @@
 // The `mysql-rwlock` CLI's usage, run in-process through main() (what src/cli/bin.ts calls): no
 // server is involved. Commands that reach a database are spawned as a user runs them in
 // test/cli.test.ts.
+// covers: src/cli/main.ts, src/cli/command.ts, src/cli/commands-read.ts, src/cli/commands-write.ts, src/cli/commands-privileges.ts
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, main } from '../../src/cli/main.js';
 
@@ -33,13 +34,15 @@ describe('mysql-rwlock --help', () => {
       'ls',
       'inspect',
       'history',
+      'jobs',
+      'leaders',
       'release',
       'reap',
       'purge',
       'migrate',
       'check',
       'dashboard',
-      'grants',
+      'privileges',
     ]);
     for (const name of names) expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
     const helps = await Promise.all(names.map((n) => cli([n, '--help'], {})));
@@ -65,8 +68,13 @@ describe('bad usage', () => {
       [['ls', '--bogus'], /^mysql-rwlock ls: Unknown option '--bogus'/],
       [['ls', '--limit', 'ten'], /^mysql-rwlock ls: --limit must be a whole number, got "ten"/],
       [['ls', '--limit', '0'], /^mysql-rwlock ls: limit must be an integer from 1 to 10000, got 0/],
-      [['ls', '--mode', 'exclusive'], /--mode must be write or read/],
+      [['ls', '--mode', 'exclusive'], /--mode must be write, read or permit/],
+      [['jobs', '--window', 'a day'], /--window must be a whole number/],
       [['ls', 'extra'], /takes no arguments/],
+      [['leaders', 'a', 'b'], /^mysql-rwlock leaders: takes \[name\], got "a b"/],
+      [['leaders', '--limit', '5'], /--limit needs a name/],
+      [['leaders', 'ticker', '--limit', '0'], /--limit must be 1 to 10000, got 0/],
+      [['leader', ''], /^mysql-rwlock leaders: resource id must not be empty/],
       [['release', 'abc', '--reason', 'x'], /<grantId> must be a whole number, got "abc"/],
       [['release', '5', '--reason', ''], /reason must be well-formed text of 1 to 500 characters/],
       [['release', '5', '--reason', 'x'.repeat(501)], /reason must be/],

@@ -4,6 +4,7 @@
 // decorator's when the class is defined, the call's when it is made (on a manager whose knex never
 // connects: options are checked before anything is sent). In types, the keys are compared here, and
 // `keysOf` (which ties each run-time list to its type in src/) is shown to refuse a list that parts.
+// covers: src/decorators/index.ts, src/options/keys.ts
 import knexFactory from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError, type WithLockOptions } from '../../src/index.js';

@@ -3,12 +3,13 @@
 // text there is refused, a named entry must exist and be used by the code (outside comments), and a
 // value shown beside it in parentheses must equal it. Negative controls: the same check on doc
 // lines that break each rule.
+// covers: src/options/defaults.ts, src/options/option-types.ts
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DASHBOARD_DEFAULTS } from '../../src/dashboard/serve.js';
 import { DEFAULTS, LIMITS } from '../../src/options.js';
-import { JOB_DEFAULTS } from '../../src/reaper/job.js';
+import { JOB_DEFAULTS } from '../../src/reaper-daemon/job.js';
 
 const root = join(import.meta.dirname, '../..');
 const CONSTANTS: Record<string, unknown> = { DEFAULTS, LIMITS, JOB_DEFAULTS, DASHBOARD_DEFAULTS };

@@ -1,5 +1,6 @@
 // The checker on hand-made histories and database states: clean ones pass, each broken one fails
 // with the check that names its defect.
+// covers: test/faults/checker.ts
 import { describe, expect, it } from 'vitest';
 import { check, deadlockViolations, type CheckName, type DbState, type GrantRow } from '../faults/checker.js';
 import type { OpEvent } from '../faults/history.js';
@@ -466,5 +467,36 @@ describe('permits: never more than N holders of a semaphore', () => {
     expect(permitChecks(sem([permit(1, 0, 10), permit(2, 1, 10), permit(3, 2, 10)]))).toEqual(['permits']);
     expect(permitChecks(sem([permit(1, 0, 10, 2), permit(2, 5, 20)]))).toEqual(['permits']);
     expect(permitChecks(sem([permit(1, 0, 10), g(2, 1, 5, 8, undefined, 'sem')]))).toEqual(['permits']);
+  });
+
+  describe('a limit that changes mid-run (each grant with the limit its operation asked for)', () => {
+    const asked = (limits: Record<number, number>): OpEvent[] =>
+      Object.entries(limits).map(([grant, limit]) => ({
+        t: 0,
+        w: 'w1',
+        op: `w1-${grant}`,
+        kind: 'permit',
+        resource: 'sem',
+        ev: 'granted',
+        grant: Number(grant),
+        limit,
+      }));
+    const changed = (db: DbState, limits: Record<number, number>): CheckName[] => [
+      ...new Set(check({ events: asked(limits), db }).violations.map((v) => v.check)),
+    ];
+
+    it('passes the new limit once the old holders are gone, three holders of a semaphore of 3', () => {
+      const grants = [permit(1, 0, 10), permit(2, 1, 10), permit(3, 10, 20), permit(4, 11, 20), permit(5, 12, 20)];
+      expect(changed(sem(grants, 3), { 1: 2, 2: 2, 3: 3, 4: 3, 5: 3 })).toEqual([]);
+    });
+
+    it('negative controls: a grant of a new limit beside a live one of the old; three holders beside a limit of 2', () => {
+      // One permit of each limit: within both, caught only by the limits disagreeing.
+      expect(changed(sem([permit(1, 0, 10), permit(2, 5, 20)], 3), { 1: 2, 2: 3 })).toEqual(['permits']);
+      // Three permits under grants that all say 3 but the semaphore row says 2 would pass; one that says 2 does not.
+      const three = [permit(1, 0, 10), permit(2, 1, 10), permit(3, 2, 10)];
+      expect(changed(sem(three, 3), { 1: 3, 2: 3, 3: 3 })).toEqual([]);
+      expect(changed(sem(three, 3), { 1: 2, 2: 2, 3: 2 })).toEqual(['permits']);
+    });
   });
 });

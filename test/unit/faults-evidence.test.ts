@@ -1,5 +1,6 @@
 // Fault evidence read from the record: which reaped grants prove reapers contending, and which
 // grants prove a reaper racing the holder's final commit. Counted only when the record shows it.
+// covers: test/faults/scenario.ts
 import { describe, expect, it } from 'vitest';
 import type { GrantRow } from '../faults/checker.js';
 import type { OpEvent, ReaperRun } from '../faults/history.js';

@@ -1,6 +1,7 @@
 // The failover verdict on hand-made histories: an acknowledged row missing on the new primary is a
 // loss inside the window and a violation outside it; a failed op whose row is there stays a
 // violation; a business row under a reissued grant id is caught.
+// covers: test/faults/failover.ts
 import { describe, expect, it } from 'vitest';
 import { check, type DbState, type GrantRow } from '../faults/checker.js';
 import { judgeFailover } from '../faults/failover.js';

@@ -1,6 +1,7 @@
 // The lint rule that forbids import cycles (scripts/lint/no-import-cycle.js), run by ESLint on
 // small projects written to a scratch folder: it must see a cycle made only of `import type`, which
 // eslint-plugin-import-x's no-cycle skips, and report nothing once the cycle is broken.
+// covers: scripts/lint/no-import-cycle.js
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

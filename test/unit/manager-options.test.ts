@@ -2,6 +2,7 @@
 // reach a database. The knex instance is real and never connects (it has no connection settings).
 // Bad options of the calls that do reach one are in test/validation.test.ts, which checks that
 // nothing changed.
+// covers: src/options/resolve.ts, src/options/validators.ts, src/options/keys.ts
 import knexFactory from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLockManager, InvalidOptionsError } from '../../src/index.js';

@@ -1,7 +1,8 @@
 // The reaper job's health window and the cron period it is computed from: pure functions of
 // time, no server (the job serving them on /healthz is in test/reaper-job.test.ts).
+// covers: src/reaper-daemon/job.ts
 import { describe, expect, it } from 'vitest';
-import { HEALTH_SLACK_MS, ReaperHealth, cronPeriodMs } from '../../src/reaper/job.js';
+import { HEALTH_SLACK_MS, ReaperHealth, cronPeriodMs } from '../../src/reaper-daemon/job.js';
 
 describe("the reaper job's health", () => {
   it('health turns late when no run finished within two periods plus the slack, and counts from the start before the first run', () => {

@@ -1,10 +1,11 @@
 // The reaper job's settings from the environment, apart from MYSQL_URL (its checks are in
 // test/reaper-job.test.ts): defaults when unset, and a typed error naming the variable when bad.
 // The job's exit 2 and its one log line for such an error are spawned there as well.
+// covers: src/reaper-daemon/job.ts
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/errors.js';
 import { DEFAULTS, LIMITS } from '../../src/options.js';
-import { JOB_DEFAULTS, jobConfigFromEnv } from '../../src/reaper/job.js';
+import { JOB_DEFAULTS, jobConfigFromEnv } from '../../src/reaper-daemon/job.js';
 
 const MYSQL_URL = 'mysql://reaper:pw@db.internal:3306/app';
 

@@ -1,10 +1,11 @@
 // Resource ids are checked and turned into their exact bytes before any statement: the rules
 // themselves, without a server. test/validation.test.ts shows every entry point applies them and
 // writes nothing.
+// covers: src/lock/durable/resource-id.ts
 import { describe, expect, it } from 'vitest';
 import { InvalidResourceIdError } from '../../src/errors.js';
 import { LIMITS } from '../../src/options.js';
-import { resourceKey } from '../../src/lock/resource-id.js';
+import { resourceKey } from '../../src/lock/durable/resource-id.js';
 import { BAD_RESOURCE_IDS } from '../support/bad-resource-ids.js';
 
 describe('resourceKey', () => {

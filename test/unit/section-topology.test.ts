@@ -1,5 +1,6 @@
 // How a section decides, from the server's variables, whether reading sections may share through a
 // shared row lock (src/sql/section.ts): only where every member that can write sees the lock.
+// covers: src/sql/section.ts
 import { describe, expect, it } from 'vitest';
 import { sectionServerOf } from '../../src/sql/section.js';
 

@@ -5,7 +5,11 @@
 // Each example is its own module (`export {}` appended), compiled in one program with the options of
 // tsconfig.json; ```ts nocheck blocks are counted, not compiled, and ```ts legacy-decorators blocks (a
 // NestJS module) are compiled in a second program with experimentalDecorators, as a Nest app is.
-import { readdirSync, readFileSync } from 'node:fs';
+// covers: src/lock/manager/manager.ts, src/contract/api.ts
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +17,7 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '../..');
 
 interface Example {
-  /** `src/lock/manager.ts:94`: the file and the line of the opening fence. */
+  /** `src/lock/manager/manager.ts:94`: the file and the line of the opening fence. */
   where: string;
   /** The fence's words after `ts`: `nocheck`, `legacy-decorators` or none. */
   flags: string[];
@@ -173,6 +177,51 @@ describe('TSDoc @example blocks of src/', () => {
     expect(diagnostics.filter((d) => !d.startsWith('broken.ts:'))).toEqual([]);
     expect(diagnostics.filter((d) => d.startsWith('broken.ts:'))).toEqual([
       expect.stringMatching(/^broken\.ts:6 \(\+4\): .*'waitSeconds' does not exist/),
+    ]);
+  }, 60_000);
+
+  it("every example type-checks under this TypeScript's tsc --init options (control: MYSQL_URL unchecked)", () => {
+    // What `tsc --init` writes for a new project (exactOptionalPropertyTypes, verbatimModuleSyntax, target
+    // esnext, ...), read from its output; "types": ["node"] as its comments ask of a Node project.
+    const dir = mkdtempSync(join(tmpdir(), 'tsc-init-'));
+    let init: ts.CompilerOptions;
+    try {
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      execFileSync(process.execPath, [tsc, '--init'], { cwd: dir, stdio: 'ignore' });
+      const text = readFileSync(join(dir, 'tsconfig.json'), 'utf8');
+      const json = ts.parseConfigFileTextToJson('tsconfig.json', text);
+      if (json.error) throw new Error(ts.flattenDiagnosticMessageText(json.error.messageText, '\n'));
+      init = ts.convertCompilerOptionsFromJson(json.config.compilerOptions, dir).options;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(init.exactOptionalPropertyTypes).toBe(true);
+    const control = extractExamples(
+      'unchecked-url.ts',
+      [
+        '/**',
+        ' * @example',
+        ' * ```ts',
+        " * import knex from 'knex';",
+        '',
+        " * knex({ client: 'mysql2', connection: process.env.MYSQL_URL });",
+        ' * ```',
+        ' */',
+      ].join('\n'),
+    ).examples;
+    expect(control).toHaveLength(1);
+    const options = {
+      ...init,
+      types: ['node'],
+      noEmit: true,
+      declaration: false,
+      declarationMap: false,
+      sourceMap: false,
+    };
+    const diagnostics = typeCheck([...standard, ...control], options);
+    expect(diagnostics.filter((d) => !d.startsWith('unchecked-url.ts:'))).toEqual([]);
+    expect(diagnostics).toEqual([
+      expect.stringMatching(/^unchecked-url\.ts:3 \(\+3\): Argument of type .*with .exactOptionalPropertyTypes: true./),
     ]);
   }, 60_000);
 

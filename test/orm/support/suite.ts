@@ -21,11 +21,11 @@ export const DOCS = join(ROOT, 'docs', 'orms.md');
 
 /** The business tables every recipe writes: a loan's running total and one row per payment. */
 export async function createBusinessTables(db: TestDatabase): Promise<void> {
-  await db.knex.raw('CREATE TABLE loans (id VARCHAR(32) PRIMARY KEY, repaid INT NOT NULL) ENGINE=InnoDB');
+  await db.knex.raw('CREATE TABLE loans (id VARCHAR(32) PRIMARY KEY, repaid_cents INT NOT NULL) ENGINE=InnoDB');
   // A payment must be positive: a recipe given a negative amount fails in its second statement,
   // after its first one changed a row, which is the business error whose rollback is tested.
   await db.knex.raw(`CREATE TABLE payments (id INT AUTO_INCREMENT PRIMARY KEY, loan_id VARCHAR(32) NOT NULL,
-    amount INT NOT NULL, CONSTRAINT payment_positive CHECK (amount > 0)) ENGINE=InnoDB`);
+    amount_cents INT NOT NULL, CONSTRAINT payment_positive CHECK (amount_cents > 0)) ENGINE=InnoDB`);
   // signal_deadlock() gives the client what a deadlock gives it (1213, SQLSTATE 40001); unlike a
   // real deadlock it leaves the transaction open, and the ORM's rollback ends it. A procedure,
   // because MySQL does not prepare a bare SIGNAL, and some ORMs send prepared statements.
@@ -104,7 +104,7 @@ function messages(err: unknown): string {
 }
 
 async function repaid(db: TestDatabase, loanId: string): Promise<{ repaid: number | undefined; payments: number }> {
-  const [loans] = (await db.knex.raw('SELECT repaid FROM loans WHERE id = ?', [loanId])) as unknown as [
+  const [loans] = (await db.knex.raw('SELECT repaid_cents AS repaid FROM loans WHERE id = ?', [loanId])) as unknown as [
     Array<{ repaid: number }>,
   ];
   const [payments] = (await db.knex.raw('SELECT COUNT(*) AS n FROM payments WHERE loan_id = ?', [
@@ -117,7 +117,7 @@ async function repaid(db: TestDatabase, loanId: string): Promise<{ repaid: numbe
 function pay(orm: OrmUnderTest, loanId: string, amount: number): (grant: Grant) => Promise<void> {
   return (grant) =>
     orm.inTransaction(async (execute) => {
-      await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [loanId, amount]);
+      await execute('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [loanId, amount]);
       await grant.fence(execute);
     });
 }
@@ -156,9 +156,9 @@ export function fenceSuite(options: SuiteOptions): void {
     });
 
     it('the connection has the flag it was given: a no-op UPDATE counts 1 matched row or 0 changed rows', async () => {
-      await db.knex.raw('INSERT INTO loans (id, repaid) VALUES (?, 0)', [`${p}-probe`]);
+      await db.knex.raw('INSERT INTO loans (id, repaid_cents) VALUES (?, 0)', [`${p}-probe`]);
       const seen: number[] = [];
-      const probe = 'UPDATE loans SET repaid = repaid WHERE id = ?';
+      const probe = 'UPDATE loans SET repaid_cents = repaid_cents WHERE id = ?';
       await orm.inTransaction(async (execute) => {
         seen.push(await execute(probe, [`${p}-probe`]));
       });
@@ -293,8 +293,8 @@ export function fenceSuite(options: SuiteOptions): void {
         .withWriteGrant(`${p}-g-error`, async (grant) => {
           held = grant;
           await orm.inTransaction(async (execute) => {
-            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, 7]);
-            await execute('INSERT INTO payments (loan_id, amount) VALUES (?, ?)', [`${p}-g-error`, -7]);
+            await execute('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [`${p}-g-error`, 7]);
+            await execute('INSERT INTO payments (loan_id, amount_cents) VALUES (?, ?)', [`${p}-g-error`, -7]);
             await grant.fence(execute);
           });
         })
