@@ -52,6 +52,8 @@ const BUILT_ON_THE_LOCK = [
   'test/jobs-examples.test.ts',
   'test/legacy-decorators/**',
   'test/nestjs.test.ts',
+  'test/nestjs-leader.test.ts',
+  'test/leader-examples.test.ts',
   'test/orm/**',
   'test/otel.test.ts',
   'test/outage.test.ts',
@@ -72,7 +74,8 @@ const PACKAGE_ENTRIES: Record<string, string> = {
   'mysql-rwlock/tracing': 'src/observability/tracing-entry.ts',
   'mysql-rwlock/decorators': 'src/decorators/index.ts',
   'mysql-rwlock/nestjs': 'src/nestjs/index.ts',
-  'mysql-rwlock/cron': 'src/jobs/cron.ts',
+  'mysql-rwlock/cron': 'src/cron/index.ts',
+  'mysql-rwlock/adapters': 'src/adapters/index.ts',
 };
 
 export default defineConfig({

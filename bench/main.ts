@@ -8,7 +8,7 @@
 //                                 it fails on errors, never on a target not met)
 //   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
 //   options: --seconds=N --rounds=N
-//            --only=ceiling,lib,fenced,sections,ref,peers,breakdown,contention,handover,writers,reaper,scale
+//            --only=ceiling,lib,fenced,sections,ref,peers,lan,breakdown,contention,handover,writers,reaper,scale
 //            (or none; a target whose cases a family left out prints n/a with the values it lacks)
 //            --server-arg=--innodb-buffer-pool-size=2G (flags for a throwaway server)
 //
@@ -26,6 +26,7 @@ import { migrate } from '../src/admin/index.js';
 import { contention } from './cases/contention.js';
 import { fenced } from './cases/fenced.js';
 import { handover } from './cases/handover.js';
+import { lan } from './cases/lan.js';
 import { peers } from './cases/peers.js';
 import { procedures } from './cases/procedures.js';
 import { reaper } from './cases/reaper.js';
@@ -48,6 +49,7 @@ const FAMILIES: Family[] = [
   procedures,
   reference,
   peers,
+  lan,
   breakdown,
   contention,
   handover,
@@ -199,7 +201,7 @@ try {
     run,
   );
   console.log(
-    `\nTargets (32.n: issue 32; 25.n: issue 25; 14.n: issue 14; r1.n: the first round; '(retired)' rows are information), on ${version}, run ${run}:\n${targetTable(targets).join('\n')}`,
+    `\nTargets (named by what they measure; '(retired)' rows are information), on ${version}, run ${run}:\n${targetTable(targets).join('\n')}`,
   );
   const total = (Date.now() - started) / 1000;
   console.log(`\ntotal ${total.toFixed(0)} s`);

@@ -21,7 +21,7 @@ import { migrate } from '../src/admin/index.js';
 import { CHANNELS } from '../src/observability/tracing-entry.js';
 import { instrumentLocks } from '../src/observability/otel.js';
 import { registerLockMetrics } from '../src/observability/prometheus.js';
-import { acquireChannel, traced } from '../src/lock/channels.js';
+import { acquireChannel, traced } from '../src/contract/channels.js';
 import { pooled, runFor, stats, watchServerCpu, type Sample } from './lib/run.js';
 
 const argv = process.argv.slice(2);

@@ -2,7 +2,7 @@
 // added one at a time, on one raw mysql2 connection, each a fixed number of operations one after
 // another, in 3 interleaved rounds, the server process's CPU per operation read from /proc (a server
 // on this machine, found by its port). Not part of `npm run bench`: it answers one question, for
-// docs/performance.md. Usage: MYSQL_URL=mysql://root@127.0.0.1:3306/ npx tsx bench/section-cost.ts [--n=2000]
+// docs/performance-sections.md. Usage: MYSQL_URL=mysql://root@127.0.0.1:3306/ npx tsx bench/section-cost.ts [--n=2000]
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } from '../harness/database.js';
@@ -80,6 +80,15 @@ try {
       ];
       await work();
       await c.query('CALL rwlock_section_commit(CONVERT(? USING ascii), 1)', [Buffer.from(String(sets[0]![0]!.ids))]);
+    },
+    'a one-resource section: rwlock_section_begin_one, the UPDATE, rwlock_section_commit_one': async () => {
+      const [sets] = (await c.query(call('rwlock_section_begin_one'), takeArgs())) as unknown as [
+        Array<Array<{ ids: string }>>,
+      ];
+      await work();
+      await c.query('CALL rwlock_section_commit_one(CONVERT(? USING ascii), 1)', [
+        Buffer.from(String(sets[0]![0]!.ids)),
+      ]);
     },
   };
   const perOp = new Map<string, number[]>();

@@ -17,7 +17,7 @@ try {
     id BIGINT AUTO_INCREMENT PRIMARY KEY,
     loan_id VARCHAR(64) NOT NULL,
     amount_cents BIGINT NOT NULL,
-    grant_id BIGINT NOT NULL
+    grant_id BIGINT
   )`);
   const locks = createLockManager({ knex: db });
 

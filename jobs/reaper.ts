@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The scheduled reaper process: `mysql-rwlock-reaper` when installed, `npm run reaper` in a checkout.
-// Configured by environment variables (see `--help`, or JOB_ENV in src/reaper/job.ts). Logs one JSON
+// Configured by environment variables (see `--help`, or JOB_ENV in src/reaper-daemon/job.ts). Logs one JSON
 // line per run and per reaped grant on stdout. Exit codes: 0 stopped by SIGTERM/SIGINT or a `--once`
 // run that succeeded; 1 a `--once` run that failed, or an unexpected error; 2 bad configuration or usage.
 import knexFactory from 'knex';
@@ -13,8 +13,8 @@ import {
   runReaperOnce,
   scheduleReaper,
   type LogLine,
-} from '../src/reaper/job.js';
-import type { ReaperServer } from '../src/reaper/server.js';
+} from '../src/reaper-daemon/job.js';
+import type { ReaperServer } from '../src/reaper-daemon/server.js';
 
 const USAGE = `Usage: mysql-rwlock-reaper [--once]
 
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   let observe = log;
   if (config.metricsPort !== null) {
     // Loaded only now: prom-client is an optional peer dependency.
-    const loaded = await import('../src/reaper/server.js').catch((err: NodeJS.ErrnoException) => {
+    const loaded = await import('../src/reaper-daemon/server.js').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ERR_MODULE_NOT_FOUND' && /prom-client/.test(err.message))
         refuse('METRICS_PORT needs prom-client: npm install prom-client');
       throw err;

@@ -1,6 +1,6 @@
 /*
- * mysql-rwlock's lock protocol, for Spin. docs/design.md ("The model") maps every step below to the
- * statement or transaction of the library that it abstracts, and says what is bounded and why.
+ * mysql-rwlock's lock protocol, for Spin. docs/model.md maps every step below to the
+ * statement or transaction of the library that it abstracts, and docs/model-runs.md says what is bounded and why.
  *
  * One atomic step (d_step) is one statement or one transaction of the real code: every transaction
  * of the lock locks the rows it decides on (a guarded UPDATE or a locking read) and holds those locks
@@ -26,12 +26,37 @@
  *   HEAL      a refused durable acquire (single or a group's take) may heal its resource: the
  *             reaper's select and guarded, versioned release, NOWAIT, inside the acquire's call
  *   NO_REAPER  no reaper process: stale grants are released only by heals (and the operator)
+ *   LONG_CUTOFF  every lease is shorter than the cutoff, which no grant reaches in a run: a grant goes
+ *             stale only when its lease (set by extend(): leaseMs, lockAtMostFor, ttlMs) runs out, as
+ *             a renewer that paused or died lets it
  *   LIVENESS  compile the ltl formulas (progress runs)
  *   PERMITS   every cycle is a durable permit of a semaphore of LIMIT (default 2) on resource 0: the
  *             read grant whose guarded UPDATE also needs r_count < LIMIT (migration 010); no mode
  *             change, no sections or groups. CHECK asserts no more than LIMIT live permits.
  *   WITNESS_PERMITS  (with PERMITS) assert that fewer than LIMIT permits are ever held: its
  *                  counterexample is the witness that LIMIT holders do hold at once
+ *   KINDS     every cycle is a durable acquire of resource 0 as a write lock, a read lock, or a permit
+ *             of a semaphore of 1 or of 2 (the lock row's permit_limit), with self-healing (HEAL):
+ *             an attempt refused by the other kind or another limit heals the resource first and is
+ *             decided again; the refusal (ResourceKindError, PermitLimitError) stands only while a
+ *             holder that is not a crashed one's stale grant disagrees. No mode change (see
+ *             KINDS_DOWNGRADE), sections or groups; NC <= 3, NACQ = 1, no lost replies.
+ *   WITNESS_HEALED  (with KINDS) assert that a call refused by the other kind or limit is never
+ *                  granted: its counterexample is the witness that healing frees the resource
+ *   LEADER    campaigners instead of clients (src/lock/leader): each loops, up to NACQ terms, over
+ *             the name's write grant (waiting; a refused attempt may heal), its lease's first
+ *             extension, then up to NLEAD steps of leading (renewals, business transactions fenced
+ *             by TERM_FENCE_SQL, which holds the term's grant row to its COMMIT), and the term's end:
+ *             a release (resign, close, failed, expired) or a crash. Asserts that terms' business
+ *             commits come in the order of the terms, and that a campaigner leads again only with a
+ *             higher term.
+ *   JOBS      job instances instead of clients (src/lock/scheduled/exclusive.ts, lockAtLeastFor):
+ *             each fire tries the job's write grant once (a try may heal), leases it, and runs its
+ *             transaction, whose last statements hand the hold over to a successor grant
+ *             (src/sql/hand-over.ts) in the run's commit; the successor is released once the
+ *             window has passed. Its commit's reply may be lost (NLOST), the instance may crash
+ *             anywhere. Asserts that no run commits while an earlier run's lockAtLeastFor window
+ *             is open.
  * Negative controls, each a defect of the reference design, of an earlier version, or one the design
  * avoids:
  *   NO_RESOURCE_ID     the acquire UPDATE lacks resource_id = ?: any row that passes the guard grants
@@ -43,6 +68,9 @@
  *   LOOKUP_SETTLE      a lost acquire is settled by looking its token up, not by the withdrawal insert
  *   INTENT_NO_EXPIRY   a writer's intent mark never expires (progress)
  *   LEASE_FOREVER      the reaper never reaps a grant once extended, even after its lease ran out (progress)
+ *   LEASE_LENGTHENS    the former lease rule: a grant is stale only past the cutoff, its lease (if any) run
+ *                      out, so a lease can lengthen a grant's life but never end it sooner (progress,
+ *                      with LONG_CUTOFF: a leased grant whose renewer died is never released)
  *   SECTION_NO_GUARD   a write section's UPDATE of the lock row is not guarded by the counts
  *   GROUP_FIRST_FENCE  a group's fence checks only its first grant
  *   CALLER_ORDER       section groups take their rows in the caller's order, not the ids' (progress)
@@ -61,6 +89,18 @@
  *                      nothing frees a crashed holder's resource (progress)
  *   PERMIT_PRECHECK    (with PERMITS) the limit is checked by a SELECT of the count before the acquire,
  *                      whose UPDATE then adds to the count without the limit in its guard
+ *   REFUSE_BEFORE_HEAL (with KINDS) an attempt refused by the other kind or limit is refused at once,
+ *                      without healing the resource first
+ *   KINDS_DOWNGRADE    (with KINDS) a write lock may be downgraded: the statement clears the lock
+ *                      row's permit_limit, as the read guard does, so the reader it leaves is a reader
+ *   DOWNGRADE_KEEPS_LIMIT  (with KINDS_DOWNGRADE) the downgrade leaves permit_limit as the last
+ *                      semaphore left it: the reader counts as a permit of that semaphore
+ *   LEADER_UNFENCED    (with LEADER) a leader commits its business writes without the term's fence,
+ *                      whenever it still believes it leads (its signal not yet seen)
+ *   TERM_FENCE_UNLOCKED  (with LEADER) the term's fence checks the grant (live, its token, its lease)
+ *                      without holding the row to the COMMIT (a plain SELECT)
+ *   HAND_OVER_TWO_STEPS  (with JOBS) the hand-over as two transactions: the run's fence releases the
+ *                      job's grant and commits, then the successor is taken by an acquire of its own
  */
 
 #ifdef NO_HEAL
@@ -85,13 +125,24 @@
 /* A client's token counter moves on at each grant (a group takes two), at each lost acquire and by
    two at each section cycle (one row per resource it may lock): its tokens are distinct. NLOST bounds
    the lost replies. */
-#if defined(SECTIONS) || defined(GROUPS)
+#if defined(SECTIONS) || defined(GROUPS) || defined(JOBS)
+/* (a job's run takes two: its grant and its hand-over's successor) */
 #define TPC (2 * NACQ + NLOST)
 #else
 #define TPC (NACQ + NLOST)
 #endif
 /* Grant log ids 1..NG-1: every grant, section row and withdrawal row takes one. */
 #define NG (NC * TPC + 1)
+
+#if (defined(KINDS) || defined(LEADER) || defined(JOBS)) && !defined(NOFAILOVER)
+#error "KINDS, LEADER and JOBS are checked without the failover (-DNOFAILOVER)"
+#endif
+#if defined(KINDS) && (NG > 8 || NC > 3 || defined(PERMITS) || defined(SECTIONS) || defined(GROUPS))
+#error "KINDS: durable acquires only, at most 3 clients and 7 grant ids (NACQ 1, NLOST 0)"
+#endif
+#if defined(KINDS) && !defined(HEAL)
+#error "KINDS is the self-healing acquire's (-DHEAL)"
+#endif
 
 #define LIVE 1
 #define RELEASED 2
@@ -104,6 +155,12 @@
 
 /* The two resources: durable and section cycles of one resource use resource 0; groups lock both. */
 #define NRES 2
+/* what the downgrade does to permit_limit (only the KINDS runs model it) */
+#if defined(KINDS) && !defined(DOWNGRADE_KEEPS_LIMIT)
+#define CLEAR_LIMIT(q) db.lim[q] = 0
+#else
+#define CLEAR_LIMIT(q) skip
+#endif
 
 typedef Row {
   byte tok;              /* 0: no row with this id */
@@ -111,14 +168,17 @@ typedef Row {
   bit wr;                /* lock_type: 1 write, 0 read */
   bit res;               /* resource_id */
   byte ver;              /* version */
-  bit stale;             /* STALE_SQL on the database clock: older than the cutoff, not under a lease */
-#ifdef LEASE_FOREVER
+  bit stale;             /* STALE_SQL on the database clock: its lease run out, or unleased past the cutoff */
+#if defined(LEASE_FOREVER) || defined(LONG_CUTOFF) || defined(LEASE_LENGTHENS)
   bit ext;               /* lease_until IS NOT NULL */
 #endif
-#ifdef HEAL_AGE_ONLY
+#if defined(HEAL_AGE_ONLY) || defined(LEASE_LENGTHENS)
   bit old;               /* older than the cutoff, whatever its lease */
 #endif
   unsigned by : 3;       /* released_by */
+#ifdef KINDS
+  unsigned pk : 2;       /* ghost: the kind it was granted as: 0 a read or write lock, else a permit of that limit */
+#endif
   unsigned gb : 2        /* ghost: how many times this grant's count was given back */
 }
 
@@ -129,6 +189,9 @@ typedef Db {
   byte wc[NRES];         /* its w_count */
   byte rc[NRES];         /* its r_count */
   bit intent[NRES];      /* w_wait_until > NOW(6) */
+#ifdef KINDS
+  byte lim[NRES];        /* permit_limit: 0 NULL, else the limit the last permit acquire wrote */
+#endif
   byte biz[NC]           /* ghost business data: token of the grant each client's last business commit ran under */
 }
 
@@ -154,6 +217,22 @@ byte rs[NRES];           /* the lock row's shared holders (read sections of the 
 /* ghost: sections past their take, holding the resource, per mode */
 byte secw[NRES];
 byte secr[NRES];
+#ifdef LEADER
+/* the grant row that a term's fence locked, held to its transaction's COMMIT (its id; 0: none) */
+byte fx;
+/* ghost: the term (grant id) of the last business commit of any leader */
+byte lastterm;
+#endif
+#ifdef JOBS
+/* ghost: a committed run's lockAtLeastFor window is open (from its grant, on the database clock) */
+bit keep;
+/* ghost: the grant that holds the job through that window (the run's hand-over successor) */
+byte kg;
+#endif
+#ifdef KINDS
+/* ghost: the clients that crashed (bit per client): their live grants have no holder left */
+byte dead;
+#endif
 
 #ifdef NOFAILOVER
 #define EPOCH 0
@@ -217,20 +296,29 @@ hidden byte i, j, nw, nr, q, cw, cr;
 #define REAPER_STALE(id) (1)
 #elif defined(LEASE_FOREVER)
 #define REAPER_STALE(id) (db.g[id].stale && !db.g[id].ext)
+#elif defined(LEASE_LENGTHENS)
+/* the former rule: a leased grant whose lease ran out is stale only once it is past the cutoff too */
+#define REAPER_STALE(id) (db.g[id].stale && (!db.g[id].ext || db.g[id].old))
 #else
 #define REAPER_STALE(id) (db.g[id].stale)
 #endif
 #define STALE(id) (db.g[id].st == LIVE && db.g[id].stale)
 #ifdef HEAL_AGE_ONLY
 #define HEAL_STALE(id) (db.g[id].old)
-#define SET_OLD(id) db.g[id].old = 1
-#define COPY_OLD(to, from, j) to.g[j].old = from.g[j].old
 #else
 #define HEAL_STALE(id) REAPER_STALE(id)
+#endif
+#if (defined(HEAL_AGE_ONLY) || defined(LEASE_LENGTHENS)) && !defined(LONG_CUTOFF)
+#define SET_OLD(id) db.g[id].old = 1
+#else
 #define SET_OLD(id) skip
+#endif
+#if defined(HEAL_AGE_ONLY) || defined(LEASE_LENGTHENS)
+#define COPY_OLD(to, from, j) to.g[j].old = from.g[j].old
+#else
 #define COPY_OLD(to, from, j) skip
 #endif
-#ifdef LEASE_FOREVER
+#if defined(LEASE_FOREVER) || defined(LONG_CUTOFF) || defined(LEASE_LENGTHENS)
 #define SET_EXT(id) db.g[id].ext = 1
 #define COPY_EXT(to, from, j) to.g[j].ext = from.g[j].ext
 #else
@@ -263,7 +351,7 @@ hidden byte i, j, nw, nr, q, cw, cr;
 #endif
 /*
  * The rows a settle may still need: the purge's floor keeps them (PURGE_NO_FLOOR: no floor). The
- * floor is a time (LIMITS.purgeFloorMs) longer than any settling's window; docs/design.md says why.
+ * floor is a time (LIMITS.purgeFloorMs) longer than any settling's window; docs/lost-replies.md says why.
  */
 #ifdef PURGE_NO_FLOOR
 #define NEEDED(t) (0)
@@ -283,6 +371,10 @@ inline CHECK() {
         :: db.g[i].st == LIVE && db.g[i].res == q -> if :: db.g[i].wr -> cw++ :: else -> cr++ fi
         :: else
         fi;
+#ifdef KINDS
+        /* kinds never mix: every live shared grant is of the kind (and limit) the lock row says */
+        assert(!(db.g[i].st == LIVE && db.g[i].res == q && !db.g[i].wr) || db.g[i].pk == db.lim[q]);
+#endif
         i++
      :: else -> break
      od;
@@ -298,6 +390,10 @@ inline CHECK() {
      /* fails exactly when LIMIT permits are held at once: the semaphore admits up to its limit */
      assert(cr < LIMIT);
 #endif
+#endif
+#ifdef KINDS
+     /* never more permits than the semaphore's limit */
+     assert(db.lim[q] == 0 || cr <= db.lim[q]);
 #endif
      q++
   :: else -> break
@@ -329,6 +425,9 @@ inline NEW_ROW(tk, status, w, rs_, who) {
   assert(db.next < NG);
   db.g[db.next].tok = tk; db.g[db.next].st = status; db.g[db.next].wr = w; db.g[db.next].res = rs_;
   db.g[db.next].ver = 0; db.g[db.next].stale = 0; db.g[db.next].by = who; db.g[db.next].gb = 0;
+#ifdef KINDS
+  db.g[db.next].pk = 0;
+#endif
 #ifdef HEAL_AGE_ONLY
   db.g[db.next].old = 0;
 #endif
@@ -431,7 +530,12 @@ inline RELEASE(id, tk, w, who, ok) {
   fi
 }
 /* The lock row of grant id is not locked by another transaction (a statement on it waits until then). */
+#ifdef LEADER
+/* nor its grant row, which a term's fence holds to its COMMIT: every release is a write of that row */
+#define ROW_FREE(id) (rx[db.g[id].res] == 0 && fx != (id))
+#else
 #define ROW_FREE(id) (rx[db.g[id].res] == 0)
+#endif
 
 /* The fence: the business transaction's last statement; its writes commit only with the release. */
 inline FENCE(c, id, tk, w, ok) {
@@ -517,7 +621,16 @@ inline SECTION_COMMIT(c, k, w, held, pass) {
 #endif
 
 /* What a client forgets when a lock cycle ends (so that finished cycles leave no trace in its state). */
-#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; SET_WIN(c, 0) }; goto next
+#ifdef KINDS
+#ifdef WITNESS_HEALED
+#define KINDS_END pl = 0; kc = 0; hz = 0; sd = 0; mk = 0
+#else
+#define KINDS_END pl = 0; kc = 0; hz = 0; sd = 0
+#endif
+#else
+#define KINDS_END skip
+#endif
+#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; SET_WIN(c, 0); KINDS_END }; goto next
 
 /* The resource of a group's si-th take: the ids' order, or (CALLER_ORDER) the caller's. */
 #ifdef CALLER_ORDER
@@ -586,6 +699,130 @@ inline HEAL_REAP(hid, hver) {
 }
 #endif
 
+#ifdef KINDS
+/*
+ * The acquire of resource res as a write lock (w), a read lock (!w, pl 0) or a permit of a semaphore
+ * of pl (the procedures' guards, src/sql/decision.ts): a writer needs no holder; a reader no writer,
+ * no permits (permit_limit NULL or no holder) and no intent in force, and clears permit_limit; a
+ * permit no writer and either no holder or holders of the same limit with room for one more, and
+ * writes its limit. The write guard leaves permit_limit as it is. Refused, kc reports whether the
+ * other kind or another limit holds (the refusal's report, read in the same transaction: a reader or
+ * writer meets permits; a permit meets a writer, readers, or permits of another limit). No section
+ * runs in these runs: the gate is never held by another transaction.
+ */
+inline ACQUIRE_KIND(tk, w, pl, id, res, kc) {
+  id = 0; kc = 0; nr = 0;
+  assert(!ROW_HELD(res) && gx[res] == 0 && gs[res] == 0);
+  if
+  :: !db.ex[res] -> nr = 1
+  :: db.ex[res] && pl == 0 && w && db.wc[res] == 0 && db.rc[res] == 0 -> nr = 2
+  :: db.ex[res] && pl == 0 && !w && db.wc[res] == 0 && (db.lim[res] == 0 || db.rc[res] == 0) && !db.intent[res] -> nr = 2
+  :: db.ex[res] && pl != 0 && db.wc[res] == 0 && (db.rc[res] == 0 || (db.lim[res] == pl && db.rc[res] < pl)) -> nr = 2
+  :: else
+  fi;
+  if
+  :: nr != 0 ->
+     db.ex[res] = 1;
+     if
+     :: w -> db.wc[res] = 1; db.intent[res] = 0
+     :: !w && pl == 0 -> db.rc[res]++; db.lim[res] = 0
+     :: !w && pl != 0 -> db.rc[res]++; db.lim[res] = pl
+     fi;
+     id = db.next;
+     NEW_ROW(tk, LIVE, w, res, 0);
+     db.g[id].pk = pl
+  :: else ->
+     if
+     :: pl == 0 -> kc = (db.wc[res] == 0 && db.rc[res] > 0 && db.lim[res] != 0)
+     :: else -> kc = (db.wc[res] > 0 || (db.lim[res] == 0 && db.rc[res] > 0) || (db.rc[res] > 0 && db.lim[res] != pl))
+     fi;
+     /* a refused writer marks its intent */
+     if :: w -> db.intent[res] = 1 :: else fi
+  fi;
+  nr = 0
+}
+
+/* sd: the live grants that are stale and whose holder crashed (bit per id): stale until released. */
+inline SNAP_DEAD_STALE(sd) {
+  sd = 0; i = 1;
+  do
+  :: i < NG ->
+     if
+     :: db.g[i].st == LIVE && db.g[i].stale && ((dead >> TOKCLIENT(db.g[i].tok)) & 1) -> sd = sd | (1 << i)
+     :: else
+     fi;
+     i++
+  :: else -> break
+  od;
+  i = 0
+}
+
+/*
+ * At a refusal by the other kind or limit (ResourceKindError, PermitLimitError), made in the step
+ * that decides it: some live grant that disagrees (another kind, or another limit) is not one that
+ * was already stale, its holder crashed, when the call began (sd): such grants are healed first.
+ */
+inline REFUSAL_CHECK(pl, sd) {
+  nw = 0; nr = 0; i = 1;
+  do
+  :: i < NG ->
+     if
+     :: db.g[i].st == LIVE && db.g[i].res == 0 && db.g[i].pk != pl ->
+        nw++; if :: (sd >> i) & 1 -> nr++ :: else fi
+     :: else
+     fi;
+     i++
+  :: else -> break
+  od;
+  /* refused only while a holder of the other kind or limit is not a crashed holder's stale grant */
+  assert(nw == 0 || nr < nw);
+  nw = 0; nr = 0; i = 0
+}
+
+/*
+ * The heal as the code runs it (resourceStaleness, then reapCandidates): every stale live grant of
+ * the resource, read without locks with its version (at most two: the other clients' grants), then
+ * each released if still live, stale and at that version, in one transaction taken NOWAIT. hz: 1
+ * when it released one.
+ */
+inline HEAL2_PICK(hres) {
+  hid = 0; hid2 = 0; i = 1;
+  do
+  :: i < NG ->
+     if
+     :: db.g[i].st == LIVE && db.g[i].res == hres && HEAL_STALE(i) ->
+        if
+        :: hid == 0 -> hid = i; hver = db.g[i].ver
+        :: else -> assert(hid2 == 0); hid2 = i; hver2 = db.g[i].ver
+        fi
+     :: else
+     fi;
+     i++
+  :: else -> break
+  od;
+  i = 0
+}
+inline HEAL_ONE(x, xv, hz) {
+  if
+  :: db.g[x].st == LIVE && HEAL_STALE(x) && db.g[x].ver == xv ->
+     assert(db.g[x].stale);
+     nw = 1; GIVE_BACK(x, nw); nw = 0;
+     db.g[x].st = RELEASED; db.g[x].by = REAPER; FORGET(x); hz = 1
+  :: else
+  fi
+}
+inline HEAL2_REAP(hz) {
+  if
+  :: ROW_FREE(hid) && (hid2 == 0 || ROW_FREE(hid2)) ->
+     HEAL_ONE(hid, hver, hz);
+     if :: hid2 != 0 -> HEAL_ONE(hid2, hver2, hz) :: else fi
+  :: else
+  fi;
+  hid = 0; hver = 0; hid2 = 0; hver2 = 0
+}
+#endif
+
+#if !defined(LEADER) && !defined(JOBS)
 proctype client(byte c) {
   byte k;            /* token counter: the current attempt's token is TOK(c, k) */
   byte cyc;          /* lock cycles begun */
@@ -606,6 +843,16 @@ proctype client(byte c) {
 #ifdef HEAL
   byte hid, hver;    /* the stale grant a heal read, and its version */
 #endif
+#ifdef KINDS
+  byte pl;           /* this cycle: 0 a read or write lock, else a permit of a semaphore of pl */
+  bit kc;            /* the last attempt was refused by the other kind or another limit */
+  bit hz;            /* this call healed the resource (it heals once, then is decided again) */
+  byte sd;           /* the grants stale, their holders crashed, when this call began (bit per id) */
+  byte hid2, hver2;  /* a second stale grant the heal read, and its version */
+#ifdef WITNESS_HEALED
+  bit mk;            /* this call met the other kind or limit */
+#endif
+#endif
 
 next:
   do
@@ -619,6 +866,17 @@ next:
        :: kind = 3; w = 1
 #elif defined(PERMITS)
        :: kind = 0; w = 0
+#elif defined(KINDS) && defined(KINDS_TWO_HOLDERS)
+       /* clients 0 and 1 take permits of a semaphore of 2; client 2 another kind or limit */
+       :: c < 2 -> kind = 0; w = 0; pl = 2
+       :: c == 2 -> kind = 0; w = 1; pl = 0
+       :: c == 2 -> kind = 0; w = 0; pl = 0
+       :: c == 2 -> kind = 0; w = 0; pl = 1
+#elif defined(KINDS)
+       :: kind = 0; w = 1; pl = 0
+       :: kind = 0; w = 0; pl = 0
+       :: kind = 0; w = 0; pl = 1
+       :: kind = 0; w = 0; pl = 2
 #else
        :: kind = 0; if :: w = 1 :: w = 0 fi
 #ifdef SECTIONS
@@ -662,7 +920,25 @@ attempt: skip;
      if
      :: d_step {
           CAN_ACQUIRE(w, 0);
+#ifdef KINDS
+          /* a call's first attempt: the grants a crashed holder left stale */
+          if :: !hz -> SNAP_DEAD_STALE(sd) :: else fi;
+          ACQUIRE_KIND(TOK(c, k), w, pl, g, 0, kc); CHECK();
+#ifdef REFUSE_BEFORE_HEAL
+          if :: kc -> REFUSAL_CHECK(pl, sd) :: else fi;
+#else
+          /* refused by the other kind again, after the heal: the refusal stands */
+          if :: kc && hz -> REFUSAL_CHECK(pl, sd) :: else fi;
+#endif
+#ifdef WITNESS_HEALED
+          /* fails exactly when a call that met the other kind or limit is granted: healing freed it */
+          assert(!(g != 0 && mk));
+          mk = mk || kc;
+#endif
+          skip
+#else
           ACQUIRE(TOK(c, k), w, 1, g, 0); CHECK();
+#endif
 #ifdef WITNESS_SHARE
           /* fails exactly when a durable reader is granted while a read section holds: readers share */
           assert(!(g != 0 && !w && secr[0] > 0))
@@ -670,6 +946,38 @@ attempt: skip;
         } ->
         if
         :: g != 0 -> k++; goto hold
+#ifdef KINDS
+        :: else ->
+           /* refused by the other kind or limit after the call healed (or, the control, before it) */
+           if
+#ifdef REFUSE_BEFORE_HEAL
+           :: kc -> END_CYCLE
+#endif
+           :: kc && hz -> END_CYCLE
+           :: else
+           fi;
+           if
+           :: !hz ->
+              /*
+               * The call heals once: after a refusal by the other kind or limit always (it decides
+               * that refusal), after another refusal when selfHeal is on and the hint allows.
+               */
+              atomic { HEAL2_PICK(0); if :: hid == 0 && kc -> REFUSAL_CHECK(pl, sd) :: else fi };
+              if
+              :: hid != 0 -> d_step { HEAL2_REAP(hz); if :: !hz && kc -> REFUSAL_CHECK(pl, sd) :: else fi; CHECK() }
+              :: else
+              fi;
+              if
+              :: hz -> goto attempt     /* healed: decided again, in the same call */
+              :: !hz && kc -> END_CYCLE /* nothing healed: a holder that is not stale disagrees */
+              :: else
+              fi
+           :: !kc -> skip               /* no heal: selfHeal off, the look-up's hint, or healed already */
+           fi;
+           /* refused while holders of its own kind hold: the waiting acquire calls again, or times out */
+           if :: d_step { hz = 0 }; goto attempt :: END_CYCLE fi
+        fi
+#else
         :: else ->
 #ifdef HEAL
            /* refused: the same call may heal the resource (then it attempts again, or a try answers) */
@@ -683,6 +991,7 @@ attempt: skip;
 #endif
            if :: goto attempt :: END_CYCLE fi
         fi
+#endif
      :: lost < NLOST && LOSE_ACQUIRE ->
         /* the acquire is sent and its reply lost: its transaction may have run, may run later or never */
         d_step { lost++; pending = 1; pepoch = EPOCH; SET_WIN(c, TOK(c, k)) };
@@ -742,18 +1051,21 @@ hold: skip;
           fi;
           CHECK()
         }
+#if !defined(KINDS) || defined(KINDS_DOWNGRADE)
      :: w ->
         d_step {
           ROW_FREE(g);
-          /* downgrade(): write grant to read grant in one statement */
+          /* downgrade(): write grant to read grant in one statement, which clears permit_limit */
           if
           :: NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && db.g[g].wr && db.wc[0] >= 1 ->
-             db.g[g].wr = 0; BUMP(db.g[g].ver); db.wc[0]--; db.rc[0]++; w = 0
+             db.g[g].wr = 0; BUMP(db.g[g].ver); db.wc[0]--; db.rc[0]++; w = 0;
+             CLEAR_LIMIT(0)
           :: else -> ok = 0
           fi;
           CHECK()
         }
-#ifndef PERMITS
+#endif
+#if !defined(PERMITS) && !defined(KINDS)
      :: !w ->
         d_step {
           ROW_FREE(g);
@@ -1061,8 +1373,329 @@ gheld: skip;
   :: else -> break
   od;
 crashed:
+  skip;
+#ifdef KINDS
+  /* its grants have no holder any more (a client that ended its cycles holds none) */
+  d_step { dead = dead | (1 << c) }
+#endif
+}
+#endif
+
+#ifdef LEADER
+#ifndef NLEAD
+#define NLEAD 2
+#endif
+/*
+ * A campaign (src/lock/leader/campaign.ts, term.ts): up to NACQ terms. Each: the name's write grant,
+ * waited for (a refused attempt tries again, after a heal or not; close() ends the wait); the lease's
+ * first extension (not live: lost before leading); then up to NLEAD steps of leading, each a renewal
+ * (extend) or a business transaction whose last statement is the term's fence (TERM_FENCE_SQL: the
+ * grant row, live, its token, its lease not run out, its version bumped; the row held to the
+ * COMMIT); then the term ends: released (resign, close, a failed callback, its deadline passed) or
+ * lost (a renewal or a fence found it released or its lease run out; term.end releases it if it is
+ * still live), or the campaigner crashes. Pauses need no step: the lease runs out meanwhile (the
+ * clock), and the reaper, a successor's heal or the operator take the grant. The fence's lease test
+ * is modelled as the reaper's staleness (the lease run out past its grace): it passes in more states
+ * than the real one, which only adds behaviours.
+ */
+proctype campaigner(byte c) {
+  byte k;            /* terms won: the current term's token is TOK(c, k - 1) */
+  byte g;            /* the term: its write grant's id */
+  byte mine;         /* ghost: the last term this campaigner led */
+  byte n;            /* steps of leading in this term */
+  bit ok;
+#ifdef HEAL
+  byte hid, hver;    /* the stale grant a heal read, and its version */
+#endif
+
+campaign:
+  if
+  :: k < NACQ -> d_step { WAITING(c) }
+  :: else -> goto closed
+  fi;
+attempt:
+  skip;
+  d_step {
+    /* waitForGrant: the write grant's acquire (its intent mark, which holds back readers only, left out) */
+    CAN_ACQUIRE(1, 0); ACQUIRE(TOK(c, k), 1, 0, g, 0); CHECK()
+  };
+  if
+  :: g == 0 ->
+#ifdef HEAL
+     /* refused: it may heal the name (a leader whose lease ran out, a crashed one's grant) */
+     if
+#ifndef LIVENESS
+     :: skip
+#endif
+     :: atomic { HEAL_PICK(0, hid, hver) };
+        if :: hid != 0 -> d_step { HEAL_REAP(hid, hver); CHECK() } :: else fi
+     fi;
+#endif
+     /* it tries again, or close() ends the campaign */
+     if :: goto attempt :: d_step { NOT_WAITING(c) }; goto closed fi
+  :: else -> d_step { NOT_WAITING(c); k++ }
+  fi;
+  if
+  :: d_step {
+       /* leadIn: the lease's first extension; not live: lost before it led */
+       ROW_FREE(g);
+       ok = (NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE);
+       if :: ok -> db.g[g].stale = 0; SET_EXT(g); BUMP(db.g[g].ver) :: else fi;
+       CHECK()
+     }
+  :: goto crashed     /* it dies before the lease's first extension: an unleased grant */
+  fi;
+  if :: !ok -> d_step { g = 0 }; goto campaign :: else fi;
+  d_step {
+    /* the term leads: a higher term than any this campaigner led before */
+    assert(g > mine); mine = g; n = 0
+  };
+lead:
+  skip;
+  if
+  :: n < NLEAD ->
+     d_step {
+       /* a renewal: the lease extended (one late or not sent is a pause: the lease runs out meanwhile) */
+       ROW_FREE(g); n++;
+       ok = (NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE);
+       if :: ok -> db.g[g].stale = 0; BUMP(db.g[g].ver) :: else fi;
+       CHECK()
+     };
+     if :: ok -> goto lead :: else -> goto lostterm fi
+  :: n < NLEAD ->
+#ifdef LEADER_UNFENCED
+     d_step {
+       /* a business transaction without the term's fence (the defect): it commits while it believes it leads */
+       n++; ok = 1
+     };
+#elif defined(TERM_FENCE_UNLOCKED)
+     d_step {
+       /* a business transaction whose fence checks the grant without holding its row (the defect) */
+       ROW_FREE(g); n++; ok = (NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && !db.g[g].stale)
+     };
+#else
+     d_step {
+       /* a business transaction, its last statement the term's fence: the grant row held to the COMMIT */
+       ROW_FREE(g); n++;
+       ok = (NAMED(g, TOK(c, k - 1)) && db.g[g].st == LIVE && !db.g[g].stale);
+       if :: ok -> fx = g :: else fi
+     };
+#endif
+     if
+     :: ok ->
+        if
+        :: d_step {
+             /* the business transaction's COMMIT: the fence's change (its version) and the term's writes */
+#if !defined(LEADER_UNFENCED) && !defined(TERM_FENCE_UNLOCKED)
+             fx = 0; BUMP(db.g[g].ver);
+#endif
+             /* every business commit of term t comes before every one of term t + 1 */
+             assert(g >= lastterm);
+             lastterm = g;
+             CHECK()
+           };
+           goto lead
+        :: d_step { fx = 0 }; goto crashed   /* it dies before its COMMIT: rolled back, the row freed */
+        fi
+     :: else -> goto lostterm    /* LockLostError: it rolls back; the term no longer leads */
+     fi
+  :: d_step {
+       /* the term ends: resign(), close(), a failed callback or its deadline: its grant released */
+       ROW_FREE(g); RELEASE(g, TOK(c, k - 1), 1, HOLDER, ok); CHECK(); g = 0; n = 0; ok = 0
+     };
+     goto campaign
+  :: goto crashed     /* it dies leading: its grant is left to its lease */
+  fi;
+lostterm:
+  if
+  :: d_step {
+       /* the term is lost: term.end releases the grant if it is still live */
+       ROW_FREE(g); RELEASE(g, TOK(c, k - 1), 1, HOLDER, ok); CHECK()
+     }
+  :: skip   /* a renewal that found it released marked the grant lost: no release */
+  fi;
+  d_step { g = 0; n = 0; ok = 0 };
+  goto campaign;
+closed:
+  skip;
+crashed:
   skip
 }
+#endif
+
+#ifdef JOBS
+/*
+ * The run's commit, with lockAtLeastFor (src/sql/hand-over.ts): RELEASE_SQL with nothing given back
+ * (the job's grant row leaves live, released by its holder; the resource's count stays), then
+ * HAND_OVER_SQL (the successor row, live, of the same resource, mode and grant time, leased to the
+ * end of the window), then the run's writes, in one COMMIT. The job's grant has token TOK(c, k - 2),
+ * the successor TOK(c, k - 1).
+ */
+inline HAND_OVER(c, g, k, ok) {
+  ok = 0;
+  if
+  :: NAMED(g, TOK(c, k - 2)) && db.g[g].st == LIVE && db.g[g].wr ->
+     ok = 1;
+     db.g[g].st = RELEASED; db.g[g].by = HOLDER; FORGET(g);
+     kg = db.next;
+     NEW_ROW(TOK(c, k - 1), LIVE, 1, 0, 0);
+     /* a run commits only when no earlier run's lockAtLeastFor window is open */
+     assert(!keep);
+     db.biz[c] = TOK(c, k - 2);
+     keep = 1
+  :: else
+  fi
+}
+
+/*
+ * An exclusive job's instance (src/lock/scheduled/exclusive.ts, runExclusiveJob with
+ * lockAtLeastFor): NACQ fires. Each: one attempt at the job's write grant (a try: refused, it may
+ * heal and attempt once more, else the fire is skipped); the lease's first extension; the run,
+ * whose transaction commits the hand-over, or whose COMMIT reply is lost (settled as any fence's),
+ * or that fails (nothing committed: the job's grant kept, then released), or the instance dies;
+ * after a commit, the successor looked up by its token and released once lockAtLeastFor has passed
+ * since the grant on the database clock (releaseAfterAtLeast), or left to its lease by a crash.
+ */
+proctype job(byte c) {
+  byte k;            /* token counter */
+  byte cyc;          /* fires begun */
+  byte g;            /* the run's grant (token TOK(c, k - 2) once granted) */
+  byte s;            /* the hold after the run: its successor (token TOK(c, k - 1)) */
+  bit ok;
+  bit said;          /* a settled lost commit: reported committed */
+  bit infl;          /* the COMMIT sent, its reply lost, its transaction still open */
+#ifdef HEAL
+  byte hid, hver;
+#endif
+
+next:
+  do
+  :: cyc < NACQ ->
+     cyc++;
+     d_step {
+       /* tryWrite: one attempt at the job's write grant, no waiting */
+       CAN_ACQUIRE(1, 0); ACQUIRE(TOK(c, k), 1, 0, g, 0); CHECK()
+     };
+#ifdef HEAL
+     if
+     :: g == 0 ->
+        /* refused: the try may heal the resource, then attempt once more */
+        if
+        :: skip
+        :: atomic { HEAL_PICK(0, hid, hver) };
+           if
+           :: hid != 0 ->
+              d_step { HEAL_REAP(hid, hver); CHECK() };
+              d_step {
+                /* tryWrite's attempt after the heal */
+                CAN_ACQUIRE(1, 0); ACQUIRE(TOK(c, k), 1, 0, g, 0); CHECK()
+              }
+           :: else
+           fi
+        fi
+     :: else
+     fi;
+#endif
+     if :: g == 0 -> goto next :: else -> k = k + 2 fi;    /* refused: { ran: false } */
+     d_step {
+       /* keepAlive.first: the lease's first extension (lockAtMostFor) */
+       ROW_FREE(g);
+       ok = (NAMED(g, TOK(c, k - 2)) && db.g[g].st == LIVE);
+       if :: ok -> db.g[g].stale = 0; BUMP(db.g[g].ver) :: else fi;
+       CHECK()
+     };
+     if :: !ok -> goto ended :: else fi;
+     if
+#ifdef HAND_OVER_TWO_STEPS
+     :: d_step {
+          /* the run's COMMIT with a fence that releases the job's grant (the defect: no successor yet) */
+          ROW_FREE(g);
+          RELEASE(g, TOK(c, k - 2), 1, HOLDER, ok);
+          if :: ok -> assert(!keep); db.biz[c] = TOK(c, k - 2); keep = 1; kg = 0 :: else fi;
+          CHECK()
+        };
+        if
+        :: ok ->
+           d_step {
+             /* then the successor, taken by an acquire of its own (the defect) */
+             CAN_ACQUIRE(1, 0); ACQUIRE(TOK(c, k - 1), 1, 0, s, 0); if :: s != 0 -> kg = s :: else fi; s = 0; CHECK()
+           }
+        :: else
+        fi;
+#else
+     :: d_step {
+          /* the run's COMMIT: its writes and, last, the hand-over to the successor */
+          ROW_FREE(g); HAND_OVER(c, g, k, ok); CHECK()
+        };
+#endif
+        if :: ok -> goto handed :: else -> goto ended fi   /* LockLostError: nothing committed */
+     :: d_step {
+          /* the run's COMMIT is sent and its reply lost: until it commits or dies it holds the rows */
+          lost < NLOST && ROW_FREE(g) && NAMED(g, TOK(c, k - 2)) && db.g[g].st == LIVE;
+          lost++; infl = 1; rx[0] = c + 1
+        };
+        do
+        :: d_step {
+             /* the lost COMMIT commits: the hand-over and the run's writes */
+             infl; rx[0] = 0; infl = 0; HAND_OVER(c, g, k, ok); CHECK()
+           }
+        :: d_step { infl; rx[0] = 0; infl = 0 }   /* it rolls back */
+        :: !infl -> break
+        od;
+        if :: skip :: goto crashed fi;
+        d_step {
+          /* settleLostCommit: release again (it waits for the row); released now: rolled back; else the row says */
+          ROW_FREE(g);
+          RELEASE(g, TOK(c, k - 2), 1, HOLDER, ok);
+          if
+          :: ok -> said = 0
+          :: else -> FIND(TOK(c, k - 2), i); said = (i < NG && db.g[i].by == HOLDER); i = 0
+          fi;
+          CHECK()
+        };
+        /* the caller is told "committed" exactly when the run's writes (and the hand-over) committed */
+        d_step { assert(said == (db.biz[c] == TOK(c, k - 2))) };
+        if :: said -> goto handed :: else -> goto ended fi
+     :: d_step {
+          /* the run fails: nothing committed; the job's grant is kept, then released */
+          ROW_FREE(g); RELEASE(g, TOK(c, k - 2), 1, HOLDER, ok); CHECK()
+        };
+        goto ended
+     :: goto crashed   /* the instance dies in its run: rolled back, the grant left to its lease */
+     fi;
+handed:
+     skip;
+     d_step {
+       /* the hold after the run: the successor, looked up by its token (not live: released since) */
+       FIND(TOK(c, k - 1), i); if :: i < NG && db.g[i].st == LIVE -> s = i :: else -> s = 0 fi; i = 0
+     };
+     if
+     :: s != 0 ->
+        if
+        :: d_step {
+             /* releaseAfterAtLeast: once the database clock says lockAtLeastFor has passed since the grant */
+             !(keep && kg == s) && ROW_FREE(s); RELEASE(s, TOK(c, k - 1), 1, HOLDER, ok); CHECK()
+           }
+        :: goto crashed   /* the instance dies: the successor's lease ends the hold */
+        fi
+     :: else
+     fi;
+ended:
+     skip;
+     d_step { g = 0; s = 0; ok = 0; said = 0 }
+  :: else -> break
+  od;
+crashed:
+  skip
+}
+
+/* The database clock passes a committed run's lockAtLeastFor window (at any moment after its commit). */
+active proctype window() {
+  do
+  :: d_step { keep; keep = 0; kg = 0 }
+  od
+}
+#endif
 
 /*
  * The reaper: a stale SELECT without locks, then the versioned release in its own transaction, one
@@ -1120,7 +1753,15 @@ active proctype operator() {
   :: atomic {
        select(id : 1 .. NG - 1);
        if
-       :: db.g[id].tok != 0 -> d_step { ROW_FREE(id); tk = db.g[id].tok; w = db.g[id].wr; RELEASE(id, tk, w, OPERATOR, ok); CHECK(); tk = 0; w = 0; ok = 0 }
+       :: db.g[id].tok != 0 ->
+          d_step {
+            ROW_FREE(id); tk = db.g[id].tok; w = db.g[id].wr; RELEASE(id, tk, w, OPERATOR, ok); CHECK();
+#ifdef JOBS
+            /* an operator's release of the hold ends it: lockAtLeastFor is the holders' promise, not the operator's */
+            if :: ok && id == kg -> keep = 0; kg = 0 :: else fi;
+#endif
+            tk = 0; w = 0; ok = 0
+          }
        :: else
        fi;
        id = 0
@@ -1191,12 +1832,27 @@ active proctype purge() {
 }
 #endif
 
-/* The database clock: grants age past the cutoff, leases and writer-intent marks run out. */
+/*
+ * The database clock: grants age past the cutoff, leases and writer-intent marks run out. A live
+ * grant turns stale (STALE_AT_SQL passes) when its lease, if it has one, runs out, or, if it has none,
+ * when it passes the cutoff: at any moment, so any lease, shorter or longer than the cutoff, is one
+ * of the runs. With LONG_CUTOFF no grant reaches the cutoff: only a lease running out makes one stale.
+ */
+#ifdef LONG_CUTOFF
+#define MAY_GO_STALE(id) (db.g[id].ext)
+#else
+#define MAY_GO_STALE(id) (1)
+#endif
+#ifdef JOBS
+/* a hand-over's successor is leased to the end of its run's window: it is not stale before */
+#define MAY_GO_STALE_NOW(id) (MAY_GO_STALE(id) && !(keep && kg == (id)))
+#else
+#define MAY_GO_STALE_NOW(id) MAY_GO_STALE(id)
+#endif
 active proctype clock() {
   byte id;
   do
-  /* a live grant passes the cutoff with no lease running (its lease, if any, has run out) */
-  :: atomic { select(id : 1 .. NG - 1); if :: db.g[id].st == LIVE -> db.g[id].stale = 1; SET_OLD(id) :: else fi; id = 0 }
+  :: atomic { select(id : 1 .. NG - 1); if :: db.g[id].st == LIVE && MAY_GO_STALE_NOW(id) -> db.g[id].stale = 1; SET_OLD(id) :: else fi; id = 0 }
   od
 }
 
@@ -1271,7 +1927,13 @@ init {
 #endif
     i = 0;
     do
+#ifdef LEADER
+    :: i < NC -> run campaigner(i); i++
+#elif defined(JOBS)
+    :: i < NC -> run job(i); i++
+#else
     :: i < NC -> run client(i); i++
+#endif
     :: else -> break
     od;
     i = 0

@@ -54,21 +54,21 @@ export const contention: Family = {
   },
   targets: [
     {
-      id: 'r1.4 throughput',
+      id: 'contention/throughput',
       label: '32 waiters ÷ uncontended (1 ms hold), ops/s',
       of: { case: 'contention.32' },
       per: { case: 'contention.1' },
       atLeast: 0.5,
     },
     {
-      id: 'r1.4 max wait',
+      id: 'contention/max-wait',
       label: 'max wait ÷ (2 × 32 × 1 ms)',
       of: { case: 'contention.32', metric: 'waitMax' },
       factor: 64,
       atMost: 1,
     },
     {
-      id: 'r1.4 FIFO',
+      id: 'contention/fifo',
       label: 'max wait ÷ FIFO ideal (31 × measured cycle)',
       of: { case: 'contention.32', metric: 'waitMax' },
       per: { case: 'contention.32', metric: 'fifoIdealWaitMs' },

@@ -12,10 +12,9 @@ export const businessUpdate = (trx: Knex.Transaction, id: number): Promise<unkno
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   const fencedOverPlain = { of: { case: 'fenced.write.distinct', c }, per: { case: 'plain.txn.distinct', c } };
-  // Two durable commits: 0.5 is the limit. Issue 25 retired 14.1 (>= 0.45) and kept this floor
-  // against regressions as 25.5 (it replaced the first round's r1.2, >= 0.3); issue 32 keeps it as 32.6.
+  // Two durable commits against one: 0.5 is the limit. A floor against regressions, not a goal.
   targets.push({
-    id: `32.6 floor c=${c}`,
+    id: `fenced/floor c=${c}`,
     label: 'fenced withWriteLock ÷ plain txn (distinct), regression floor',
     ...fencedOverPlain,
     atLeast: 0.37,

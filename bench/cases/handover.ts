@@ -189,40 +189,40 @@ export const handover: Family = {
     ];
   },
   targets: [
-    // Issue 25 moved the worst wait and the server CPU per grant from durable grants (every grant
-    // is a durable commit before the work runs) to sections: the durable figures stay, as information.
+    // The worst wait and the server CPU per grant are judged on sections; durable grants (every grant
+    // is a durable commit before the work runs) are printed as information.
     {
-      id: '14.2 32x4 max wait',
+      id: 'handover/32x4-max-wait',
       label: `32 waiters in ${PROCESSES} processes, 1 ms hold: max wait ÷ (32 × one hand-over at one commit) (retired)`,
       of: { case: 'handover.32x4', metric: 'waitMax' },
       per: { case: 'handover.32x4', metric: 'oneHandoverMs' },
       factor: 32,
     },
     {
-      id: '14.2 32x4 cross p50',
+      id: 'handover/32x4-cross-p50',
       label: `32 waiters in ${PROCESSES} processes: hand-over to another process, p50 ms`,
       of: { case: 'handover.32x4', metric: 'crossP50' },
       atMost: 3,
     },
     {
-      id: '14.2 32x4 cross max',
+      id: 'handover/32x4-cross-max',
       label: `32 waiters in ${PROCESSES} processes: hand-over to another process, max ms`,
       of: { case: 'handover.32x4', metric: 'crossMax' },
       atMost: 10,
     },
     {
-      id: '14.2 32x4 server CPU',
+      id: 'handover/32x4-server-cpu',
       label: `32 waiters in ${PROCESSES} processes: server CPU per grant ÷ one holder alone (1 ms hold) (retired)`,
       of: { case: 'handover.32x4', metric: 'serverCpuUsPerOp' },
       per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
     },
-    // The ideal (issue 25's, kept by issue 32): 32 cycles of one hand-over at one commit, each the
+    // The ideal: 32 cycles of one hand-over at one commit, each the
     // hold as it really was in this run (its mean) plus the median ceiling commit of this run at
     // concurrency 1 (the ceiling case must run too). In strict first-come-first-served order a waiter
     // that asks again as it releases waits for the 31 others' holds and hand-overs: the ideal counts
     // one cycle more, about 3 %.
     {
-      id: '32.4 max wait',
+      id: 'handover/sections-max-wait',
       label: `32 waiters in ${PROCESSES} processes as sections: max wait ÷ (32 × (real hold + one ceiling commit p50))`,
       of: { case: 'handover.32x4.section', metric: 'waitMax' },
       per: { case: 'handover.32x4.section', metric: 'oneHandoverMs' },
@@ -230,20 +230,20 @@ export const handover: Family = {
       atMost: 1.5,
     },
     {
-      id: '25.3 server CPU',
+      id: 'handover/sections-server-cpu',
       label: `32 waiters in ${PROCESSES} processes as sections: server CPU per grant ÷ one holder alone (durable)`,
       of: { case: 'handover.32x4.section', metric: 'serverCpuUsPerOp' },
       per: { case: 'handover.1x1', metric: 'serverCpuUsPerOp' },
       atMost: 1,
     },
     {
-      id: '14.2 alt2 p50',
+      id: 'handover/alt2-p50',
       label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over p50 ms',
       of: { case: 'handover.alternate2', metric: 'crossP50' },
       atMost: 3,
     },
     {
-      id: '14.2 alt2 max',
+      id: 'handover/alt2-max',
       label: '2 processes alternating (hold 10 ms, 30 ms away): hand-over max ms',
       of: { case: 'handover.alternate2', metric: 'crossMax' },
       atMost: 10,

@@ -10,14 +10,14 @@ import { businessUpdate } from './fenced.js';
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   targets.push({
-    id: `11.3 cycle c=${c}`,
+    id: `statements/cycle c=${c}`,
     label: 'write cycle, plain statements ÷ procedure',
     atLeast: 0.9,
     of: { case: 'plain-sql.write.distinct', c },
     per: { case: 'lib.write.distinct', c },
   });
   targets.push({
-    id: `11.3 fenced c=${c}`,
+    id: `statements/fenced c=${c}`,
     label: 'fenced withWriteLock, plain statements ÷ procedure',
     atLeast: 0.9,
     of: { case: 'plain-sql.fenced.distinct', c },

@@ -137,18 +137,18 @@ export const reaper: Family = {
   },
   targets: [
     {
-      id: '14.4 p99',
+      id: 'reaper/p99',
       label: 'acquire p99 while 100k stale grants are reaped ÷ without (retired on 2 cores)',
       of: { case: 'reaper', metric: 'p99Ratio' },
     },
     {
-      id: '14.4 time',
+      id: 'reaper/time',
       label: 'seconds to reap those 100k while 8 workers acquire',
       of: { case: 'reaper', metric: 'reapSecondsUnderLoad' },
       atMost: 10,
     },
     {
-      id: '14.4 time alone',
+      id: 'reaper/time-alone',
       label: 'seconds to reap 100k stale grants with no other traffic',
       of: { case: 'reaper', metric: 'reapSeconds' },
     },

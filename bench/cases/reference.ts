@@ -8,21 +8,21 @@ import { CEILING } from './throughput.js';
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   targets.push({
-    id: `r1.3 write c=${c}`,
+    id: `vs-reference/write c=${c}`,
     label: 'write cycle ÷ reference write cycle',
     of: { case: 'lib.write.distinct', c },
     per: { case: 'ref.write.distinct', c },
     atLeast: 1.2,
   });
   targets.push({
-    id: `r1.3 read c=${c}`,
+    id: `vs-reference/read c=${c}`,
     label: 'read cycle ÷ reference read cycle',
     of: { case: 'lib.read.distinct', c },
     per: { case: 'ref.read.distinct', c },
     atLeast: 1.2,
   });
   targets.push({
-    id: `r1.3 fenced c=${c}`,
+    id: `vs-reference/fenced c=${c}`,
     label: 'fenced op ÷ reference fenced op',
     of: { case: 'fenced.write.distinct', c },
     per: { case: 'ref.fenced.distinct', c },

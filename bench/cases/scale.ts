@@ -79,24 +79,24 @@ export const scale: Family = {
   summary: (results) => (results.get('scale') ? [`scale: ${JSON.stringify(results.get('scale'))}`] : []),
   targets: [
     {
-      id: 'r1.6 cycle',
+      id: 'scale/cycle',
       label: 'cycle @1M resources ÷ @1k resources',
       of: { case: 'scale', metric: 'cycleRatio' },
       atLeast: 0.8,
     },
     {
-      id: 'r1.6 reap',
+      id: 'scale/reap',
       label: 'reap 100k stale grants among 1M resources, seconds',
       of: { case: 'scale', metric: 'reapSeconds' },
       atMost: 10,
     },
     {
-      id: 'r1.6 reap, load',
+      id: 'scale/reap-under-load',
       label: 'reap 100k while 8 workers acquire, seconds',
       of: { case: 'scale', metric: 'reapSecondsUnderLoad' },
     },
     {
-      id: 'r1.6 p99',
+      id: 'scale/p99',
       label: 'acquire p99 during reap ÷ without',
       of: { case: 'scale', metric: 'p99Ratio' },
       atMost: 1.5,

@@ -10,19 +10,19 @@ import { createLockManager } from '../../src/index.js';
 
 const SECTION = { section: true } as const;
 
-// Issue 32 (the section at the one-commit limit) supersedes issue 25's 25.1, 25.2 and 25.4 with
-// the same measures and higher goals, and adds the Redis lock around the same transaction (peers.ts).
+// A section is judged against the plain transaction it wraps and against the Redis lock around the
+// same transaction (peers.ts), the unsafe lock users compare it with.
 const targets: Target[] = [];
 for (const c of [1, 16]) {
   targets.push({
-    id: `32.1 c=${c}`,
+    id: `section/redis-txn c=${c}`,
     label: 'section ÷ (Redis lock + plain txn) (distinct)',
     of: { case: 'section.write.distinct', c },
     per: { case: 'peer.redis.txn', c },
     atLeast: 1,
   });
   targets.push({
-    id: `32.2 c=${c}`,
+    id: `section/plain c=${c}`,
     label: 'section ÷ plain txn (distinct)',
     of: { case: 'section.write.distinct', c },
     per: { case: 'plain.txn.distinct', c },
@@ -30,23 +30,23 @@ for (const c of [1, 16]) {
   });
 }
 targets.push({
-  id: '32.3 c=16',
+  id: 'section/hot c=16',
   label: 'one hot resource: sections ÷ fenced withWriteLock, ops/s',
   of: { case: 'section.write.hot', c: 16 },
   per: { case: 'fenced.write.hot', c: 16 },
   atLeast: 2.5,
 });
-// 32.4 (32 waiters in 4 processes as sections) is declared in handover.ts, 32.6 (the floor) in fenced.ts.
+// The waiters as sections (handover/sections-max-wait) are declared in handover.ts, the fenced floor in fenced.ts.
 for (const c of [1, 16]) {
   targets.push({
-    id: `32.5 section c=${c}`,
+    id: `section/two-resources c=${c}`,
     label: 'two-resource withLocks section ÷ one-resource section (distinct)',
     of: { case: 'section.write2.distinct', c },
     per: { case: 'section.write.distinct', c },
     atLeast: 0.85,
   });
   targets.push({
-    id: `32.5 durable c=${c}`,
+    id: `fenced/two-resources c=${c}`,
     label: 'two-resource fenced withLocks ÷ one-resource withWriteLock (distinct)',
     of: { case: 'fenced.write2.distinct', c },
     per: { case: 'fenced.write.distinct', c },

@@ -30,7 +30,7 @@ for (const c of [1, 16]) {
   // first round: a cycle is two commits, so half the ceiling is its limit
   for (const mode of ['write', 'read'] as const) {
     targets.push({
-      id: `r1.1 ${mode} c=${c}`,
+      id: `cycle/${mode} c=${c}`,
       label: `${mode} cycle (distinct) ÷ (ceiling ÷ 2)`,
       of: { case: `lib.${mode}.distinct`, c },
       per: { case: CEILING, c },
@@ -38,27 +38,27 @@ for (const c of [1, 16]) {
       atLeast: c === 1 ? 0.55 : 0.45,
     });
   }
-  // issue 33, 4: a permit cycle beside the write cycle it is built like (one guarded UPDATE, one grant
+  // A permit cycle beside the write cycle it is built like (one guarded UPDATE, one grant
   // row, one release); on one semaphore with a permit for every worker, beside the hot read cycle.
   targets.push(
     {
-      id: `33.4 distinct c=${c}`,
+      id: `permit/distinct c=${c}`,
       label: 'permit cycle (distinct) ÷ write cycle (distinct)',
       of: { case: 'lib.permit.distinct', c },
       per: { case: 'lib.write.distinct', c },
     },
     {
-      id: `33.4 shared c=${c}`,
+      id: `permit/shared c=${c}`,
       label: 'permit cycle (one semaphore of 16) ÷ read cycle (one hot resource)',
       of: { case: 'lib.permit.shared', c },
       per: { case: 'lib.read.hot', c },
     },
   );
-  // issue 14, 3: server CPU of a lock cycle against that of one ceiling commit; retired by issue
-  // 25 (a cycle is two durable commits), printed for information
+  // Server CPU of a lock cycle against that of one ceiling commit: a cycle is two durable commits,
+  // so this is printed for information
   for (const mode of ['write', 'read'] as const) {
     targets.push({
-      id: `14.3 ${mode} c=${c}`,
+      id: `cycle/${mode} server-cpu c=${c}`,
       label: `server CPU per ${mode} cycle (distinct) ÷ per ceiling commit (retired)`,
       of: { case: `lib.${mode}.distinct`, c, metric: 'serverCpuUsPerOp' },
       per: { case: CEILING, c, metric: 'serverCpuUsPerOp' },

@@ -100,7 +100,7 @@ export const writers: Family = {
   },
   targets: [
     {
-      id: 'r1.5 writer wait',
+      id: 'writers/writer-wait',
       label: 'writer max wait ÷ (2 × longest read hold)',
       of: { case: 'writers', metric: 'writerWaitMax' },
       per: { case: 'writers', metric: 'readHoldMax' },
@@ -108,13 +108,13 @@ export const writers: Family = {
       atMost: 1,
     },
     {
-      id: 'r1.5 wait path',
+      id: 'writers/wait-path',
       label: 'reader throughput cost of the wait path, no writers (acquireRead vs tryAcquireRead)',
       of: { case: 'writers', metric: 'waitingMachineryCost' },
       atMost: 0.1,
     },
     {
-      id: 'r1.5 reader drop',
+      id: 'writers/reader-drop',
       label: 'reader throughput drop with a writer every ~200 ms',
       of: { case: 'writers', metric: 'readerDrop' },
     },

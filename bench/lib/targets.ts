@@ -10,7 +10,7 @@ export interface Ref {
 }
 
 export interface Target {
-  /** Sort key and name, e.g. '14.1 c=1' (issue 14, target 1) or 'r1.2 c=16' (first round). */
+  /** Sort key and name: what it measures, e.g. 'section/plain c=1' (a section ÷ the plain transaction, 1 worker). */
   id: string;
   label: string;
   /** The value is `of ÷ (factor × per)`, or `of` alone when there is no `per`. */

@@ -1,6 +1,6 @@
 // The reference article's read-write lock, statement by statement, on its own ref_ tables, for
 // comparison only. Its outright bugs are fixed so it can run under load without corrupting itself
-// (defects 1 and 3 listed in docs/design.md: resource_id and w_count = 0 in the acquire UPDATE, one primary
+// (defects 1 and 3 listed in docs/guarantees.md: resource_id and w_count = 0 in the acquire UPDATE, one primary
 // key), but the sequence of statements, transactions and commits is the article's:
 //   acquire: SELECT pre-check -> INSERT if absent -> BEGIN, conditional UPDATE, INSERT log, COMMIT
 //   release: BEGIN, UPDATE counts, UPDATE log status = 2, COMMIT

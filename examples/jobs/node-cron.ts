@@ -6,7 +6,7 @@ import { createLockManager } from 'mysql-rwlock';
 import { migrate } from 'mysql-rwlock/admin';
 import { createRunCoordinator } from 'mysql-rwlock/cron';
 
-const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL! });
 await migrate(db);
 const locks = createLockManager({ knex: db, owner: `reports@${process.pid}` });
 

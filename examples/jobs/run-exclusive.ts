@@ -1,11 +1,12 @@
 // A nightly job that runs on one instance at a time, its writes fenced: runExclusive and @Exclusive.
 // Run: MYSQL_URL=mysql://user:password@127.0.0.1:3306/app node run-exclusive.js
+// Compile with "target": "es2022": TypeScript lowers @Exclusive there (no Node runs decorators as written).
 import knex from 'knex';
 import { createLockManager } from 'mysql-rwlock';
 import { migrate } from 'mysql-rwlock/admin';
 import { Exclusive } from 'mysql-rwlock/decorators';
 
-const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL });
+const db = knex({ client: 'mysql2', connection: process.env.MYSQL_URL! });
 await migrate(db);
 await db.raw('CREATE TABLE IF NOT EXISTS invoice (id INT PRIMARY KEY, status VARCHAR(8) NOT NULL)');
 await db('invoice')
@@ -17,7 +18,7 @@ await db('invoice')
   .ignore();
 
 const locks = createLockManager({ knex: db, owner: `billing@${process.pid}` });
-// At most 10 minutes (then its commit is refused once the reaper has released it); at least 2 s.
+// At most 10 minutes (then its grant is stale: another instance may run it, and this run commits nothing); at least 2 s.
 const job = { lockAtMostFor: 600_000, lockAtLeastFor: 2_000 };
 
 const run = await locks.runExclusive(

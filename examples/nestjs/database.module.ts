@@ -9,7 +9,9 @@ export const KNEX = 'KNEX';
  * in onApplicationShutdown, after every module's onModuleDestroy, so after the lock manager closed.
  */
 @Module({
-  providers: [{ provide: KNEX, useFactory: (): Knex => knex({ client: 'mysql2', connection: process.env.MYSQL_URL }) }],
+  providers: [
+    { provide: KNEX, useFactory: (): Knex => knex({ client: 'mysql2', connection: process.env.MYSQL_URL! }) },
+  ],
   exports: [KNEX],
 })
 export class DatabaseModule implements OnApplicationShutdown {
