@@ -40,8 +40,12 @@ export const testSwitches: {
    * sleep), so a control can hold several callers there at once and make the overlap certain.
    */
   acquire: { permitUnguarded: boolean; afterPermitRead: (() => Promise<void>) | undefined };
-  /** src/lock/durable/heal-stale.ts: `ageOnly: true` judges a grant by its age alone, ignoring its lease. */
-  heal: { ageOnly: boolean };
+  /**
+   * src/lock/durable/heal-stale.ts: `ageOnly: true` judges a grant by its age alone, ignoring its lease;
+   * `rememberToCutoff: true` remembers a look that found nothing stale until the first grant's stale
+   * time as seen, up to the cutoff, as if no lease could be set or shortened after the look.
+   */
+  heal: { ageOnly: boolean; rememberToCutoff: boolean };
   /**
    * src/lock/scheduled/maintenance.ts: `during` is awaited inside each sweep, under its grant (to hold a sweep
    * open); `refused` is called when a sweep's attempt at the grant is refused; `noGate: true` runs
@@ -61,7 +65,7 @@ export const testSwitches: {
   privilegeProbe: { probe: true },
   group: { callerOrder: false, afterFirst: undefined, fenceFirstOnly: false, afterOneCall: undefined },
   acquire: { permitUnguarded: false, afterPermitRead: undefined },
-  heal: { ageOnly: false },
+  heal: { ageOnly: false, rememberToCutoff: false },
   maintenance: { during: undefined, refused: undefined, noGate: false },
   section: { idleBound: true, guard: true, lockRowShared: false, killThroughPool: false, onKill: undefined },
 };

@@ -7,7 +7,14 @@
 // live, leased holder's grant, which the real heal never does.
 // covers: src/lock/durable/heal-stale.ts, src/sql/heal.ts, src/sql/reap.ts
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLockManager, LockTimeoutError, PermitLimitError, ResourceKindError, type Grant } from '../src/index.js';
+import {
+  createLockManager,
+  DEFAULTS,
+  LockTimeoutError,
+  PermitLimitError,
+  ResourceKindError,
+  type Grant,
+} from '../src/index.js';
 import { HEAL_REASON } from '../src/lock/durable/heal-stale.js';
 import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
@@ -20,6 +27,7 @@ const PAST_CUTOFF_MS = 11 * 60_000;
 
 afterEach(() => {
   testSwitches.heal.ageOnly = false;
+  testSwitches.heal.rememberToCutoff = false;
 });
 
 /** A holder that crashed holding `mode` on `resource`: its grant is never released, and older than the cutoff. */
@@ -169,6 +177,45 @@ describe('a live holder is never healed away', () => {
     expect(await grantRow(db.knex, dead.id)).toMatchObject({ status: 0 });
     expect(await healer('after').tryAcquireWrite('busy')).not.toBeNull();
   }, 20_000);
+});
+
+describe('a lease set after a refused look', () => {
+  /**
+   * A holder takes `resource` without a lease (stale only at the default cutoff, 10 minutes); a
+   * healer's try is refused and looks; then the holder sets a 300 ms lease and dies. Resolves with
+   * the healer's try made once the lease and the grace have passed on the database clock.
+   */
+  async function tryAfterShortLease(resource: string): Promise<{ dead: Grant; taken: Grant | null }> {
+    const holder = createLockManager({ knex: db.knex, owner: `short-${resource}` });
+    const dead = (await holder.tryAcquireWrite(resource))!;
+    const locks = createLockManager({ knex: db.knex, owner: `healer-${resource}` });
+    expect(await locks.tryAcquireWrite(resource)).toBeNull();
+    expect(await dead.extend(300)).toBe(true);
+    // The holder is gone: nothing extends its lease again. Awaited on the database clock, which judges it.
+    for (;;) {
+      const [[row]] = (await db.knex.raw(
+        `SELECT lease_until + INTERVAL ${DEFAULTS.leaseGraceMs} * 1000 MICROSECOND < UTC_TIMESTAMP(6) AS past FROM t_lock_log WHERE id = ?`,
+        [dead.id],
+      )) as unknown as [[{ past: number }]];
+      if (Number(row.past) === 1) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return { dead, taken: await locks.tryAcquireWrite(resource) };
+  }
+
+  it('the healer that looked while the grant had no lease heals it once the lease and the grace have passed', async () => {
+    const { dead, taken } = await tryAfterShortLease('short-lease');
+    expect(taken).not.toBeNull();
+    expect(await grantRow(db.knex, dead.id)).toMatchObject({ status: 2, released_by: 2 });
+    await taken!.release();
+  });
+
+  it('negative control: a look remembered up to the cutoff leaves the dead holder’s grant in place', async () => {
+    testSwitches.heal.rememberToCutoff = true;
+    const { dead, taken } = await tryAfterShortLease('short-lease-control');
+    expect(taken).toBeNull();
+    expect(await grantRow(db.knex, dead.id)).toMatchObject({ status: 0 });
+  });
 });
 
 describe('healing comes before a refusal by kind or limit', () => {

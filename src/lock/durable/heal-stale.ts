@@ -10,6 +10,18 @@ import { agedSql, BUSY, reapCandidates, STALE_SQL } from '../../sql/reap.js';
 import { resourceStaleness } from '../../sql/heal.js';
 import { DatabaseUnreachableError, LockAbortedError, LockTimeoutError } from '../../errors.js';
 import { testSwitches } from '../../test-switches.js';
+import { DEFAULTS } from '../../options.js';
+
+/**
+ * How long a look that found no stale grant holds: until the first live grant's stale time, but
+ * never past `DEFAULTS.leaseGraceMs`. Any grant's stale time can move earlier after the look: every
+ * lease is set by an extension after the grant was taken (an unleased grant, stale at the cutoff,
+ * turns stale `leaseGraceMs` after a short lease set a moment later), and an extension may shorten
+ * a lease. None can turn stale sooner than the grace after the extension that set its lease.
+ */
+export function rememberedMs(nextInMs: number | null): number {
+  return Math.min(nextInMs ?? DEFAULTS.leaseGraceMs, DEFAULTS.leaseGraceMs);
+}
 
 /** The reason a self-healing acquire notes with each grant it releases (`history()`'s `reason`). */
 export const HEAL_REASON = 'self-healed by an acquire: stale (its lease run out, or past the cutoff without one)';
@@ -20,8 +32,8 @@ const AGE_ONLY_SQL = agedSql();
 interface HealState {
   /**
    * Per resource (hex), the `performance.now()` before which no live grant of it can be stale: the
-   * first of them turns stale no sooner (a grant made since is younger still). Only a holder that
-   * shortens its own lease can make one stale earlier, and then it is healed at this time.
+   * first of them turns stale no sooner, and a lease set or shortened after the look turns its
+   * grant stale no sooner than `DEFAULTS.leaseGraceMs` after it was set (see `rememberedMs`).
    */
   notBefore: Map<string, number>;
   /** Turned off for the manager when its user lacks a privilege the heal needs (warned once). */
@@ -78,7 +90,9 @@ export async function healStale(
         const seen = await resourceStaleness(conn, resource, staleUs, staleSql);
         if (seen.stale.length === 0) {
           if (s.notBefore.size >= MAX_REMEMBERED) s.notBefore.clear();
-          const wait = Math.min(seen.nextInMs ?? ctx.options.staleAfterMs, ctx.options.staleAfterMs);
+          const wait = testSwitches.heal.rememberToCutoff
+            ? Math.min(seen.nextInMs ?? ctx.options.staleAfterMs, ctx.options.staleAfterMs)
+            : rememberedMs(seen.nextInMs);
           s.notBefore.set(key, performance.now() + wait);
           return false;
         }
