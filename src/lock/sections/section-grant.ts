@@ -15,8 +15,7 @@ export class SectionGrant implements Grant {
   readonly owner: string;
   readonly token: string;
   readonly mode: LockMode;
-  /** Never aborted: nobody else can end a section. One per grant, so listeners added to it go with it. */
-  readonly signal: AbortSignal = new AbortController().signal;
+  #signal: AbortSignal | undefined;
   #ended = false;
 
   constructor(id: number, t: SectionTarget, owner: string, token: string) {
@@ -25,6 +24,14 @@ export class SectionGrant implements Grant {
     this.mode = t.mode;
     this.owner = owner;
     this.token = token;
+  }
+
+  /**
+   * Never aborted: nobody else can end a section. One per grant, so listeners added to it go with
+   * it; made when first read, as most work never reads it.
+   */
+  get signal(): AbortSignal {
+    return (this.#signal ??= new AbortController().signal);
   }
 
   get settled(): boolean {
