@@ -76,16 +76,23 @@ export class LockLostError extends RwLockError {
 
 /**
  * The connection was lost while a commit was in flight, or the commit replied an error, and the
- * database did not say in time whether it committed.
- * The grant token lets an operator look the row up; a grant left behind is released by the reaper.
+ * database did not say in time whether it committed (or, for a section run without history, had
+ * no row to say it by). The grant token lets an operator look the row up; a grant left behind is
+ * released by the reaper.
  */
 export class LockOutcomeUnknownError extends RwLockError {
   readonly token: string;
   readonly grantId: number | null;
-  constructor(what: string, token: string, grantId: number | null, cause: unknown) {
+  constructor(
+    what: string,
+    token: string,
+    grantId: number | null,
+    cause: unknown,
+    why = 'the database did not answer in time',
+  ) {
     super(
       'ERR_RWLOCK_OUTCOME_UNKNOWN',
-      `connection lost or commit failed during ${what}, and the database did not answer in time: whether it committed is unknown (grant token ${token})`,
+      `connection lost or commit failed during ${what}, and ${why}: whether it committed is unknown (grant token ${token})`,
       { cause },
     );
     this.token = token;

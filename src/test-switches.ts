@@ -31,7 +31,8 @@ export const testSwitches: {
    * with a shared lock, as before the gate (durable readers then cannot share with it);
    * `killThroughPool: true` interrupts a waiting section as before (KILL QUERY through the pool, not
    * awaited, the connection handed back); `onKill` is told of each KILL QUERY a section's
-   * interruption sent, once it was answered.
+   * interruption sent, once it was answered; `settleWithoutRow: true` settles a lost COMMIT of a
+   * section without history by its token, as one with history is (there is no row to find).
    */
   /**
    * src/sql/acquire.ts: `permitUnguarded: true` checks a permit's limit on a count read first, then
@@ -58,6 +59,7 @@ export const testSwitches: {
     lockRowShared: boolean;
     killThroughPool: boolean;
     onKill: ((threadId: number) => void) | undefined;
+    settleWithoutRow: boolean;
   };
 } = {
   session: { guard: true },
@@ -67,5 +69,12 @@ export const testSwitches: {
   acquire: { permitUnguarded: false, afterPermitRead: undefined },
   heal: { ageOnly: false, rememberToCutoff: false },
   maintenance: { during: undefined, refused: undefined, noGate: false },
-  section: { idleBound: true, guard: true, lockRowShared: false, killThroughPool: false, onKill: undefined },
+  section: {
+    idleBound: true,
+    guard: true,
+    lockRowShared: false,
+    killThroughPool: false,
+    onKill: undefined,
+    settleWithoutRow: false,
+  },
 };

@@ -35,7 +35,7 @@ const target = (resourceId: string, mode: 'write' | 'read'): SectionTarget => ({
   resource: resourceKey(resourceId),
   mode,
 });
-const options = { waitMs: 1_000, signal: undefined, isolationLevel: undefined };
+const options = { waitMs: 1_000, signal: undefined, isolationLevel: undefined, history: true };
 
 describe('runSection over several resources', () => {
   it('takes every row in one transaction, logs one row per resource and commits once', async () => {

@@ -13,6 +13,7 @@ import { TEXT as t010 } from './010_permits.js';
 import { TEXT as t011 } from './011_group_acquire.js';
 import { TEXT as t012 } from './012_section_begin.js';
 import { TEXT as t013 } from './013_section_one_target.js';
+import { TEXT as t014 } from './014_section_history_choice.js';
 
 export const RELEASED: readonly { name: string; text: string; sha256: string }[] = [
   { name: '001_lock_tables', text: t001, sha256: '1435fc622411aeecb25826809712c269d1d45b005dc5e4007d465c7f0a6c2edc' },
@@ -35,5 +36,10 @@ export const RELEASED: readonly { name: string; text: string; sha256: string }[]
     name: '013_section_one_target',
     text: t013,
     sha256: '4faa963613b9ba464a8b01ab8b06bbf678d4fb6c5fc668f93e457b7122e5de97',
+  },
+  {
+    name: '014_section_history_choice',
+    text: t014,
+    sha256: '850a1a3be27fcc337693364fe927ab7b05f4566f710c640327be7e0c1cc1fe15',
   },
 ];

@@ -49,7 +49,7 @@ export interface GrantDecoratorOptions<This = unknown> extends WithGrantOptions 
   /**
    * Run the method inside `withWriteGrant`/`withReadGrant`: for another ORM, the body opens its own
    * transaction, reaches the grant with `manager.current()` and makes `grant.fence(adapter)` its last
-   * statement (so `isolationLevel` and `section`, options of the transaction, are not taken). The
+   * statement (so `isolationLevel`, `section` and `history`, options of the transaction, are not taken). The
    * method then resolves `undefined` when its COMMIT's reply was lost but it committed.
    */
   grant: true;

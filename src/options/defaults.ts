@@ -23,6 +23,7 @@ export const DEFAULTS = deepFreeze({
   resolveTimeoutMs: 30_000,
   procedures: 'auto' as ProceduresMode,
   sectionIdleTimeoutMs: 10_000,
+  sectionHistory: true,
   selfHeal: true,
   /** `maintenance: true` (its purge's `retentionMs` is `purge.retentionMs`) */
   maintenance: { intervalMs: 60_000 },

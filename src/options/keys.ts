@@ -27,7 +27,15 @@ export const OPTION_KEYS = Object.freeze({
   /** `acquireWrite`, `acquireRead`, `acquireMany` */
   acquire: keysOf<AcquireOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
   /** `withWriteLock`, `withReadLock`, `withLocks` */
-  scoped: keysOf<WithLockOptions>()(['waitMs', 'signal', 'isolationLevel', 'leaseMs', 'maxHoldMs', 'section']),
+  scoped: keysOf<WithLockOptions>()([
+    'waitMs',
+    'signal',
+    'isolationLevel',
+    'leaseMs',
+    'maxHoldMs',
+    'section',
+    'history',
+  ]),
   /** `withWriteGrant`, `withReadGrant` */
   granted: keysOf<WithGrantOptions>()(['waitMs', 'signal', 'leaseMs', 'maxHoldMs']),
   /**
@@ -50,6 +58,7 @@ export const OPTION_KEYS = Object.freeze({
     'procedures',
     'onLockLost',
     'sectionIdleTimeoutMs',
+    'sectionHistory',
     'selfHeal',
     'maintenance',
   ]),

@@ -61,6 +61,14 @@ export interface LockManagerOptions {
    */
   sectionIdleTimeoutMs?: number;
   /**
+   * Whether this manager's sections write their history row (one `t_lock_log` row per resource,
+   * released by `section`), when a call does not say (its `history` option). `false` runs them with
+   * exclusion and the commit only: cheaper, but nothing in history or the in-progress view, and a
+   * COMMIT whose reply was lost ends in LockOutcomeUnknownError. See docs/sections.md.
+   * @defaultValue `DEFAULTS.sectionHistory`
+   */
+  sectionHistory?: boolean;
+  /**
    * Whether an acquire that is refused releases the resource's stale grants as the reaper would
    * (the reaper's test with this manager's `staleAfterMs`, on the database clock; guarded,
    * versioned, recorded as `reaper` with a note naming this manager) and tries again in the same
@@ -95,6 +103,7 @@ export interface ResolvedManagerOptions {
   procedures: ProceduresMode;
   onLockLost: LockLostHandler | undefined;
   sectionIdleTimeoutMs: number;
+  sectionHistory: boolean;
   selfHeal: boolean;
   /** null: no maintenance in this process. */
   maintenance: { intervalMs: number; retentionMs: number } | null;
@@ -139,6 +148,14 @@ export interface WithLockOptions extends WithGrantOptions {
    * docs/sections.md. @defaultValue false
    */
   section?: boolean;
+  /**
+   * With `section`: whether the section writes its history row. `false` keeps the exclusion and the
+   * commit and writes no row: the grant's `id` is 0, history and the operators' in-progress view do
+   * not show the section, and a COMMIT whose reply was lost ends in LockOutcomeUnknownError (there is
+   * no row to settle it by). Not `false` without `section` (a durable grant is its row).
+   * See docs/sections.md. @defaultValue the manager's `sectionHistory`
+   */
+  history?: boolean;
 }
 
 /** The options of `withWriteGrant`/`withReadGrant`: the business transaction, and its isolation level, are the caller's. */
@@ -166,6 +183,8 @@ export interface ResolvedAcquireOptions {
   leaseMs: number | undefined;
   maxHoldMs: number | undefined;
   section: boolean;
+  /** Undefined: the manager's `sectionHistory`. */
+  history: boolean | undefined;
 }
 
 /** The options of `runExclusive` and `@Exclusive`: how long a job's grant is held at most and at least. */

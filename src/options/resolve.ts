@@ -77,6 +77,7 @@ export function resolveManagerOptions(input: unknown): ResolvedManagerOptions {
       1,
       LIMITS.maxSectionIdleTimeoutMs,
     ),
+    sectionHistory: booleanOption('sectionHistory', o.sectionHistory, DEFAULTS.sectionHistory),
     selfHeal: booleanOption('selfHeal', o.selfHeal, DEFAULTS.selfHeal),
     maintenance: maintenanceOption(o.maintenance),
   };
@@ -131,7 +132,18 @@ export function resolveCallOptions(
   const section = booleanOption('section', o.section, false);
   if (section && leaseMs !== undefined)
     throw new InvalidOptionsError('leaseMs cannot be used with section: a section holds no durable grant to extend');
-  return { waitMs, signal, isolationLevel: isolationLevel as IsolationLevel | undefined, leaseMs, maxHoldMs, section };
+  const history = o.history === undefined ? undefined : booleanOption('history', o.history, true);
+  if (history === false && !section)
+    throw new InvalidOptionsError('history: false needs section: true (a durable grant is its history row)');
+  return {
+    waitMs,
+    signal,
+    isolationLevel: isolationLevel as IsolationLevel | undefined,
+    leaseMs,
+    maxHoldMs,
+    section,
+    history,
+  };
 }
 
 function leaseOption(value: unknown): number | undefined {

@@ -165,13 +165,22 @@ BEGIN
 END`;
 
 /**
- * `rwlock_section_begin_one`: a one-resource section's start and take in one call, with no nested
- * CALL and no loop over packed targets (migration 013). It takes the packed take's parameters (one
- * target: its length byte, its id, one kind letter, one token) and answers as it does, so the client
- * sends the same values to either; it decides as `rwlock_section_take` decides one target. The
- * bounds are set before the transaction starts, so the error handler always has one to restore.
+ * A one-resource section's start and take in one call, with no nested CALL and no loop over packed
+ * targets. It takes the packed take's parameters (one target: its length byte, its id, one kind
+ * letter, one token) and answers as it does, so the client sends the same values to either; it
+ * decides as `rwlock_section_take` decides one target. The bounds are set before the transaction
+ * starts, so the error handler always has one to restore. `history`: whether it writes the
+ * section's log row (its id answered in `ids`), or none (`ids` empty).
  */
-export const SECTION_BEGIN_ONE_ROUTINE = `CREATE PROCEDURE rwlock_section_begin_one(
+function beginOne(name: string, history: boolean): string {
+  const logged = history
+    ? `
+  IF v_outcome = 'taken' THEN
+    ${logSection({ resource: 'v_resource', type: TARGET_TYPE, owner: 'p_owner', token: 'p_tokens' }, '    ')};
+    SET v_ids = LAST_INSERT_ID();
+  END IF;`
+    : '';
+  return `CREATE PROCEDURE ${name}(
   ${SECTION_PARAMETERS}
   SQL SECURITY INVOKER
 BEGIN
@@ -184,7 +193,7 @@ BEGIN
   DECLARE v_ids VARCHAR(20) CHARACTER SET ascii DEFAULT '';
   ${BOUNDS_SET}
   IF LENGTH(p_kinds) <> 1 OR LENGTH(p_tokens) <> 16 THEN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'rwlock_section_begin_one takes one target';
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '${name} takes one target';
   END IF;
   START TRANSACTION;
   take: BEGIN
@@ -192,19 +201,36 @@ BEGIN
     ${rowTake('    ', '0')}
     ${readTake('    ', '0')}
   END take;
-  SET SESSION innodb_lock_wait_timeout = @rwlock_lwt;
-  IF v_outcome = 'taken' THEN
-    ${logSection({ resource: 'v_resource', type: TARGET_TYPE, owner: 'p_owner', token: 'p_tokens' }, '    ')};
-    SET v_ids = LAST_INSERT_ID();
-  END IF;
+  SET SESSION innodb_lock_wait_timeout = @rwlock_lwt;${logged}
   SELECT v_outcome AS outcome, v_at AS at, v_ids AS ids;
 END`;
+}
+
+/** `rwlock_section_begin_one`: a one-resource section's start, take and log row (migration 013). */
+export const SECTION_BEGIN_ONE_ROUTINE = beginOne('rwlock_section_begin_one', true);
+
+/**
+ * `rwlock_section_begin_bare`: a one-resource section's start and take with no log row, for a
+ * section run without history (migration 014). Its `ids` are empty.
+ */
+export const SECTION_BEGIN_BARE_ROUTINE = beginOne('rwlock_section_begin_bare', false);
 
 /** `rwlock_section_commit_one`: a one-resource section's log row released now, COMMIT, the idle bound restored (migration 013). */
 export const SECTION_COMMIT_ONE_ROUTINE = `CREATE PROCEDURE rwlock_section_commit_one(IN p_ids VARCHAR(20) CHARACTER SET ascii, IN p_idle TINYINT UNSIGNED)
   SQL SECURITY INVOKER
 BEGIN
   ${sectionReleased(DB_NOW, 'id = CAST(p_ids AS UNSIGNED)', '  ')};
+  COMMIT;
+  ${IDLE_RESTORED}
+END`;
+
+/**
+ * `rwlock_section_commit_bare`: a section without history's COMMIT and the idle bound restored,
+ * in one call as its begin set that bound in one (migration 014).
+ */
+export const SECTION_COMMIT_BARE_ROUTINE = `CREATE PROCEDURE rwlock_section_commit_bare(IN p_idle TINYINT UNSIGNED)
+  SQL SECURITY INVOKER
+BEGIN
   COMMIT;
   ${IDLE_RESTORED}
 END`;

@@ -1,7 +1,9 @@
 import { ACQUIRE, ACQUIRE_GROUP, ACQUIRE_PERMIT } from './routines-acquire.js';
 import {
+  SECTION_BEGIN_BARE_ROUTINE,
   SECTION_BEGIN_ONE_ROUTINE,
   SECTION_BEGIN_ROUTINE,
+  SECTION_COMMIT_BARE_ROUTINE,
   SECTION_COMMIT_ONE_ROUTINE,
   SECTION_COMMIT_ROUTINE,
   SECTION_TAKE_ROUTINE,
@@ -22,4 +24,6 @@ export const CURRENT_ROUTINES: Readonly<Record<string, string>> = {
   rwlock_section_begin: SECTION_BEGIN_ROUTINE,
   rwlock_section_begin_one: SECTION_BEGIN_ONE_ROUTINE,
   rwlock_section_commit_one: SECTION_COMMIT_ONE_ROUTINE,
+  rwlock_section_begin_bare: SECTION_BEGIN_BARE_ROUTINE,
+  rwlock_section_commit_bare: SECTION_COMMIT_BARE_ROUTINE,
 };

@@ -116,11 +116,19 @@ export const SECTION_BEGIN =
 export const SECTION_BEGIN_ONE =
   'CALL rwlock_section_begin_one(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
 
+/**
+ * A one-resource section's start and take without history (`rwlock_section_begin_bare`, migration
+ * 014): as `SECTION_BEGIN_ONE`, with no log row; its reply's `ids` are empty.
+ */
+export const SECTION_BEGIN_BARE =
+  'CALL rwlock_section_begin_bare(?, CONVERT(? USING ascii), CONVERT(? USING utf8mb4), ?, ?, ?, ?)';
+
 /** The procedure each take's call runs, as its reply names it. */
 const PROCEDURE_OF = {
   [SECTION_TAKE]: 'rwlock_section_take',
   [SECTION_BEGIN]: 'rwlock_section_begin',
   [SECTION_BEGIN_ONE]: 'rwlock_section_begin_one',
+  [SECTION_BEGIN_BARE]: 'rwlock_section_begin_bare',
 } as const;
 
 /**
@@ -130,7 +138,7 @@ const PROCEDURE_OF = {
  */
 export async function callSectionTake(
   send: (sql: string, values: SqlValue[]) => Promise<unknown>,
-  sql: typeof SECTION_TAKE | typeof SECTION_BEGIN | typeof SECTION_BEGIN_ONE,
+  sql: keyof typeof PROCEDURE_OF,
   targets: ReadonlyArray<{ resource: Buffer; letter: TakeLetter }>,
   owner: Buffer,
   tokens: readonly Buffer[],
@@ -164,6 +172,8 @@ export async function callSectionTake(
 export const SECTION_COMMIT = 'CALL rwlock_section_commit(CONVERT(? USING ascii), ?)';
 /** A one-resource section's commit (`rwlock_section_commit_one`, migration 013): the same values as `SECTION_COMMIT`. */
 export const SECTION_COMMIT_ONE = 'CALL rwlock_section_commit_one(CONVERT(? USING ascii), ?)';
+/** A section without history's commit (`rwlock_section_commit_bare`, migration 014): COMMIT, idle bound restored. */
+export const SECTION_COMMIT_BARE = 'CALL rwlock_section_commit_bare(?)';
 
 /** The ids `SECTION_COMMIT` takes: comma-separated, as bytes (the library sends no strings). */
 export function idList(ids: readonly number[]): Buffer {

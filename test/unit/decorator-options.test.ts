@@ -67,7 +67,7 @@ describe('decorator options are those of their call', () => {
   });
 
   it('accepts every option its call accepts, values checked by the same validator when the class is defined', () => {
-    const all: Required<Omit<WithLockOptions, 'section'>> = {
+    const all: Required<Omit<WithLockOptions, 'section' | 'history'>> = {
       waitMs: 1,
       signal: new AbortController().signal,
       isolationLevel: 'serializable',
@@ -76,6 +76,8 @@ describe('decorator options are those of their call', () => {
     };
     expect(() => WithWriteLock(key, all)).not.toThrow();
     expect(() => WithReadLock(key, { section: true, waitMs: 1 })).not.toThrow();
+    expect(() => WithReadLock(key, { section: true, history: false })).not.toThrow();
+    expect(() => WithReadLock(key, { history: false })).toThrow(/^history: false needs section: true/);
     const { isolationLevel: _, ...granted } = all;
     expect(() => WithWriteLock(key, { ...granted, grant: true })).not.toThrow();
     expect(() => WithWriteLock(key, { waitMs: -1 })).toThrow(/^waitMs must be an integer from 0/);

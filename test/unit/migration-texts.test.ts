@@ -100,6 +100,7 @@ describe('the decision has one home', () => {
     expect(drift(changed, FROZEN_PROCEDURES).sort()).toEqual([
       'rwlock_acquire',
       'rwlock_acquire_group',
+      'rwlock_section_begin_bare',
       'rwlock_section_begin_one',
       'rwlock_section_take',
     ]);

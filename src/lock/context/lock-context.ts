@@ -30,5 +30,7 @@ export interface LockContext {
     beginApart?: boolean;
     /** No migration 013: one-resource sections take and commit through the packed routines. */
     onePacked?: boolean;
+    /** No migration 014: sections without history take through statements. */
+    bareStatements?: boolean;
   };
 }

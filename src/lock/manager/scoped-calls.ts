@@ -69,13 +69,20 @@ export async function scopedCall<T>(
   permitTarget?: Target,
 ): Promise<T> {
   const t = permitTarget ?? target(mode, resourceId);
-  const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
+  const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section, history } = resolveCallOptions(
+    what,
+    options,
+    'scoped',
+  );
   if (typeof work !== 'function')
     throw new InvalidOptionsError(`work: ${what} needs a function (trx, grant) => Promise`);
   const outer = joinOne(ctx, mode, t, what);
   if (outer) return work(outer.trx, outer.grant);
   checkPool(ctx, leaseMs !== undefined, what);
-  if (section) return runSection(ctx, [t], (trx, grants) => work(trx, grants[0]!), { waitMs, signal, isolationLevel });
+  if (section) {
+    const o = { waitMs, signal, isolationLevel, history: history ?? ctx.options.sectionHistory };
+    return runSection(ctx, [t], (trx, grants) => work(trx, grants[0]!), o);
+  }
   const grant = await acquireTraced(ctx, t, waitMs, signal);
   return runWhileHeld(grant, [grant], { leaseMs, maxHoldMs }, () => runFenced(ctx, grant, work, isolationLevel));
 }
@@ -104,7 +111,11 @@ export async function scopedGroupCall<T>(
 ): Promise<T> {
   const what = 'withLocks';
   const targets = groupTargets(what, sets);
-  const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section } = resolveCallOptions(what, options, 'scoped');
+  const { waitMs, signal, isolationLevel, leaseMs, maxHoldMs, section, history } = resolveCallOptions(
+    what,
+    options,
+    'scoped',
+  );
   if (typeof work !== 'function')
     throw new InvalidOptionsError(`work: ${what} needs a function (trx, grants) => Promise`);
   const joined = joinGroup(ctx, targets);
@@ -116,7 +127,8 @@ export async function scopedGroupCall<T>(
       throw new InvalidOptionsError(
         'section: withLocks with permits has no one-commit section (permit holders are durable grants)',
       );
-    return runSection(ctx, inResourceOrder(targets), work, { waitMs, signal, isolationLevel });
+    const o = { waitMs, signal, isolationLevel, history: history ?? ctx.options.sectionHistory };
+    return runSection(ctx, inResourceOrder(targets), work, o);
   }
   const group = await acquireGroupTraced(ctx, targets, waitMs, signal);
   // The work, its commit and the release inside the hold scope: its queries are children of the

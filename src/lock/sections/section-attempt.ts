@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { LockContext } from '../context/lock-context.js';
-import { ConnectionLostError, LockAbortedError, LockTimeoutError } from '../../errors.js';
+import { ConnectionLostError, LockAbortedError, LockOutcomeUnknownError, LockTimeoutError } from '../../errors.js';
 import {
   isConnectionLost,
   isLockWaitTimeout,
@@ -17,8 +17,10 @@ import {
   restoreAfterTake,
   restoreBounds,
   SECTION_BEGIN,
+  SECTION_BEGIN_BARE,
   SECTION_BEGIN_ONE,
   SECTION_COMMIT,
+  SECTION_COMMIT_BARE,
   SECTION_COMMIT_ONE,
   SECTION_TAKE,
   SET_RELEASED,
@@ -67,14 +69,19 @@ export async function attempt<T>(
   deadline: number,
   traces: SectionTraces,
 ): Promise<Outcome<T>> {
-  const { signal, isolationLevel, waitMs } = options;
+  const { signal, isolationLevel, waitMs, history } = options;
   const idleSec = testSwitches.section.idleBound ? Math.ceil(ctx.options.sectionIdleTimeoutMs / 1000) : null;
   const lockWaitSec = Math.max(1, Math.ceil((deadline - performance.now()) / 1000));
   const intentMs = waitMs > 0 ? ctx.options.writerIntentMs : 0;
   const tokens = targets.map(() => newToken());
   const kinds = targets.map((t) => takeKind(server, t));
+  /** A one-resource section with migration 013: its own begin and commit, no packed targets. */
+  const oneTarget = targets.length === 1 && !ctx.sections.onePacked;
+  /** Without history: migration 014's bare begin and commit for one resource; statements for more. */
+  const bare = !history && targets.length === 1 && !ctx.sections.bareStatements;
   // The negative controls' takes exist only as statements.
   const viaProcedure =
+    (history || bare) &&
     !ctx.acquirePath.statements &&
     !ctx.sections.statements &&
     testSwitches.section.guard &&
@@ -108,14 +115,14 @@ export async function attempt<T>(
     let again = false;
     /** The take sent in place of knex's BEGIN (migration 012), armed before the transaction starts. */
     let takeInBegin: Promise<Taken | { again: true }> | undefined;
-    /** A one-resource section with migration 013: its own begin and commit, no packed targets. */
-    const oneTarget = targets.length === 1 && !ctx.sections.onePacked;
     let takenByOne = false;
+    /** The log rows written: none for a section without history (nothing to settle a lost COMMIT by). */
+    let ids: number[] = [];
     const takeOptions = { isolationLevel, idleSec, lockWaitSec, intentMs, waits, deadline, signal, waitMs };
     try {
       if (viaProcedure && !ctx.sections.beginApart) {
         bounds = 'procedure';
-        const sql = oneTarget ? SECTION_BEGIN_ONE : SECTION_BEGIN;
+        const sql = bare ? SECTION_BEGIN_BARE : oneTarget ? SECTION_BEGIN_ONE : SECTION_BEGIN;
         const begin = calls.beforeBegin(sql, SECTION_TAKE, () => waits.interruption());
         takeInBegin = takeWithProcedure(ctx, begin.send, sql, targets, kinds, tokens, {
           ...takeOptions,
@@ -136,7 +143,8 @@ export async function attempt<T>(
         async (trx) => {
           let taken: Taken | { again: true };
           if (takeInBegin) {
-            // Unless the take went apart as the packed one, the one-resource begin ran: so does its commit.
+            // Unless the take went apart as the packed one (log rows and all), the one-resource begin
+            // ran: so does its commit.
             takenByOne = !calls.beginNow() && oneTarget;
             taken = await takeInBegin;
           } else if (viaProcedure) {
@@ -147,6 +155,7 @@ export async function attempt<T>(
             taken = await takeWithStatements(ctx, conn, server, targets, kinds, tokens, {
               isolationLevel,
               intentMs,
+              history,
               waiting,
             });
           }
@@ -158,8 +167,10 @@ export async function attempt<T>(
             refusedWithIntent = taken;
             return; // commits the intent (and nothing else: the work has not run)
           }
-          const ids = taken.ids;
-          grants = targets.map((t, i) => new SectionGrant(ids[i]!, t, ctx.options.owner, tokens[i]!.toString('hex')));
+          ids = taken.ids;
+          grants = targets.map(
+            (t, i) => new SectionGrant(ids[i] ?? 0, t, ctx.options.owner, tokens[i]!.toString('hex')),
+          );
           await traces.taken(grants);
           try {
             value = await inHoldWrappers(grants, () => inScopes(ctx, targets, grants, trx, () => work(trx, grants)));
@@ -169,12 +180,11 @@ export async function attempt<T>(
             throw error instanceof Error ? error : new Error('section work rejected');
           }
           // The release time, just before the commit: in the commit's own call where it can be.
-          if (viaProcedure)
-            calls.beforeCommit(takenByOne ? SECTION_COMMIT_ONE : SECTION_COMMIT, [
-              idList(ids),
-              idleSec === null ? 0 : 1,
-            ]);
-          else await query(conn, SET_RELEASED, [ids]);
+          const idle = idleSec === null ? 0 : 1;
+          if (viaProcedure && ids.length === 0) calls.beforeCommit(SECTION_COMMIT_BARE, [idle]);
+          else if (viaProcedure)
+            calls.beforeCommit(takenByOne ? SECTION_COMMIT_ONE : SECTION_COMMIT, [idList(ids), idle]);
+          else if (ids.length > 0) await query(conn, SET_RELEASED, [ids]);
           commitSent = true;
           commit = traces.commit(grants);
         },
@@ -215,6 +225,14 @@ export async function attempt<T>(
       }
       if (commitSent && isConnectionLost(err)) {
         ended = true; // the connection is gone: its transaction is no longer ours to end
+        if (ids.length === 0 && !testSwitches.section.settleWithoutRow)
+          throw new LockOutcomeUnknownError(
+            'a section without history',
+            tokens[0]!.toString('hex'),
+            null,
+            err,
+            'it wrote no row to settle it by',
+          );
         return { value: await settleSectionCommit(ctx, targets[0]!, tokens[0]!, err, value as T) };
       }
       if (!commitSent && isConnectionLost(err)) {

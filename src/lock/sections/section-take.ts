@@ -9,6 +9,7 @@ import {
   GATE_TAKE,
   logSection,
   SECTION_BEGIN,
+  SECTION_BEGIN_BARE,
   SECTION_BEGIN_ONE,
   READ_DECISION,
   READ_LOCKING_ROW,
@@ -42,7 +43,7 @@ export function takeKind(
   return server.sharedLocksCertified ? 'readShared' : 'readExclusive';
 }
 
-/** A take done: the log rows' ids, or a refusal that marked a writer's intent (for the caller to commit). */
+/** A take done: the log rows' ids (none without history), or a refusal that marked a writer's intent (for the caller to commit). */
 export type Taken = { ids: number[] } | { refused: SectionTarget };
 
 /**
@@ -94,11 +95,16 @@ export async function takeWithProcedure(
       o.sent,
     );
   } catch (err) {
-    // A CALL of a missing procedure fails before running anything. Without migration 013 a
+    // A CALL of a missing procedure fails before running anything. Without migration 014 a section
+    // without history takes through statements from the next try; without 013 a
     // one-resource section takes through the packed begin from the next try; without 012 the BEGIN
     // and the take go apart (lock managers need neither), whatever `procedures` says; without 009,
     // under 'auto', the statements.
     if (err instanceof SchemaMissingError && errnoOf(err.cause) === ER_SP_DOES_NOT_EXIST) {
+      if (sql === SECTION_BEGIN_BARE) {
+        ctx.sections.bareStatements = true;
+        return { again: true };
+      }
       if (sql === SECTION_BEGIN_ONE) {
         ctx.sections.onePacked = true;
         return { again: true };
@@ -132,7 +138,8 @@ function takeLetter(kind: ReturnType<typeof takeKind>, isolationLevel: Isolation
 
 /**
  * The take as separate statements (a database without the section procedures, and the negative
- * controls): the gates, the lock rows, the plain reads, then the log rows. The log rows' ids, or a
+ * controls, and sections without history where no bare begin serves): the gates, the lock rows, the
+ * plain reads, then the log rows unless `history` is false. The log rows' ids, or a
  * refusal that marked a writer's intent (for the caller to commit); other refusals throw Refused.
  */
 export async function takeWithStatements(
@@ -145,6 +152,7 @@ export async function takeWithStatements(
   o: {
     isolationLevel: IsolationLevel | undefined;
     intentMs: number;
+    history: boolean;
     waiting: <R>(t: SectionTarget, sql: string) => Promise<R>;
   },
 ): Promise<Taken> {
@@ -181,8 +189,9 @@ export async function takeWithStatements(
   }
   if (!server.mariadb) await query(conn, RESTORE_LOCK_WAIT);
   const ids: number[] = [];
-  for (const [i, t] of targets.entries())
-    ids.push(await logSection(conn, t.resource, t.mode, ctx.ownerBytes, tokens[i]!));
+  if (o.history)
+    for (const [i, t] of targets.entries())
+      ids.push(await logSection(conn, t.resource, t.mode, ctx.ownerBytes, tokens[i]!));
   return { ids };
 }
 

@@ -14,6 +14,8 @@ export interface SectionOptions {
   waitMs: number;
   signal: AbortSignal | undefined;
   isolationLevel: IsolationLevel | undefined;
+  /** Whether the section writes its history row (false: exclusion and the commit only). */
+  history: boolean;
 }
 
 /** The work of a section: its transaction, and one grant per target, in the targets' order. */
