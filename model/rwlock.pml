@@ -14,6 +14,9 @@
  *   NC      clients (2 or 3)              NACQ   lock cycles per client
  *   NLOST   lost replies in the whole run NOFAILOVER  no asynchronous failover
  *   SECTIONS  clients may run one-commit sections as well as durable grants
+ *   BARE      (with SECTIONS) a section may run without history (`history: false`): its commit
+ *             writes no log row, and a COMMIT whose reply was lost is reported unknown
+ *             (LockOutcomeUnknownError), as there is no row to settle it by
  *   GROUPS    clients may lock both resources as one group (durable, or a section group)
  *   PURGE     the retention purge runs        REPAIR  an operator runs repairLockCounts once
  *   MODE_LOST a mode change's reply may be lost   GRANT_FORM  withWriteGrant's settling
@@ -99,6 +102,8 @@
  *                      whenever it still believes it leads (its signal not yet seen)
  *   TERM_FENCE_UNLOCKED  (with LEADER) the term's fence checks the grant (live, its token, its lease)
  *                      without holding the row to the COMMIT (a plain SELECT)
+ *   BARE_SETTLE        (with BARE) a section without history settles a lost COMMIT by its token, as
+ *                      one with history does: it finds no row and reports "not committed"
  *   HAND_OVER_TWO_STEPS  (with JOBS) the hand-over as two transactions: the run's fence releases the
  *                      job's grant and commits, then the successor is taken by an acquire of its own
  */
@@ -596,7 +601,7 @@ inline SECTION_END(c, w, held, pass) {
 inline SECTION_COMMIT(c, k, w, held, pass) {
   q = 0;
   do
-  :: q < NRES -> if :: (pass >> q) & 1 -> NEW_ROW(TOK(c, k + q), RELEASED, w, q, SECTION) :: else fi; q++
+  :: q < NRES && !bare -> if :: (pass >> q) & 1 -> NEW_ROW(TOK(c, k + q), RELEASED, w, q, SECTION) :: else fi; q++
   :: else -> break
   od;
   db.biz[c] = TOK(c, k);
@@ -630,7 +635,7 @@ inline SECTION_COMMIT(c, k, w, held, pass) {
 #else
 #define KINDS_END skip
 #endif
-#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; SET_WIN(c, 0); KINDS_END }; goto next
+#define END_CYCLE d_step { NOT_WAITING(c); g = 0; g2 = 0; ok = 0; id = 0; w = 0; kind = 0; si = 0; rr = 0; said = 0; bare = 0; SET_WIN(c, 0); KINDS_END }; goto next
 
 /* The resource of a group's si-th take: the ids' order, or (CALLER_ORDER) the caller's. */
 #ifdef CALLER_ORDER
@@ -837,6 +842,7 @@ proctype client(byte c) {
   bit ok;
   bit said;          /* a settled lost commit: reported committed */
   bit infl;          /* a COMMIT sent, its reply lost, its transaction still open */
+  bit bare;          /* this cycle: a section without history (BARE) */
   byte id;
   bit pending;       /* a lost acquire's transaction that has not reached the server yet */
   bit pepoch;        /* the failover epoch it was sent in */
@@ -881,10 +887,16 @@ next:
        :: kind = 0; if :: w = 1 :: w = 0 fi
 #ifdef SECTIONS
        :: kind = 1; if :: w = 1 :: w = 0 fi
+#ifdef BARE
+       :: kind = 1; bare = 1; if :: w = 1 :: w = 0 fi
+#endif
 #endif
 #ifdef GROUPS
        :: kind = 2; w = 1
        :: kind = 3; w = 1
+#ifdef BARE
+       :: kind = 3; w = 1; bare = 1
+#endif
 #endif
 #endif
        fi;
@@ -1270,16 +1282,23 @@ take:
         :: !infl -> break
         od;
 ssettle: skip;
-        /* settleLostCommit (section): a withdrawn row under its token; a duplicate means it committed */
-        d_step {
-          SET_WIN(c, TOK(c, k));
-          FIND(TOK(c, k), i);
-          said = (i < NG);
-          if :: !said -> NEW_ROW(TOK(c, k), RELEASED, w, 0, WITHDRAWN) :: else fi;
-          i = 0;
-          assert(said == (db.biz[c] == TOK(c, k)));
-          CHECK()
-        };
+        if
+#ifndef BARE_SETTLE
+        /* without history: no row to settle by, reported unknown (LockOutcomeUnknownError), no claim */
+        :: bare -> skip
+#endif
+        :: else ->
+          /* settleLostCommit (section): a withdrawn row under its token; a duplicate means it committed */
+          d_step {
+            SET_WIN(c, TOK(c, k));
+            FIND(TOK(c, k), i);
+            said = (i < NG);
+            if :: !said -> NEW_ROW(TOK(c, k), RELEASED, w, 0, WITHDRAWN) :: else fi;
+            i = 0;
+            assert(said == (db.biz[c] == TOK(c, k)));
+            CHECK()
+          }
+        fi;
         k = k + 2;
         END_CYCLE
      fi;

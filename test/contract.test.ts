@@ -1,5 +1,6 @@
 // One contract in every mix of lock modes (docs/api.md, "The contract"), checked for every holder
-// (a durable grant, a durable group, a section, a section group; writing and reading) against every
+// (a durable grant, a durable group, a section with history and without, a section group; writing
+// and reading) against every
 // caller (a try, each waiting call with waitMs, each with a signal):
 // 1. a try answers at once, and a resource held by a section counts as held;
 // 2. every wait ends by its waitMs and on its signal;
@@ -39,9 +40,18 @@ const WAIT_MS = 400;
 const ABORT_AFTER_MS = 200;
 
 type Mode = 'write' | 'read';
-const HOLDERS = ['durable', 'durable group', 'section', 'section group'] as const;
+const HOLDERS = ['durable', 'durable group', 'section', 'section without history', 'section group'] as const;
 type HolderKind = (typeof HOLDERS)[number];
-const WAITERS = ['acquire', 'withLock', 'withGrant', 'acquireMany', 'withLocks', 'section', 'section group'] as const;
+const WAITERS = [
+  'acquire',
+  'withLock',
+  'withGrant',
+  'acquireMany',
+  'withLocks',
+  'section',
+  'section without history',
+  'section group',
+] as const;
 type CallerKind = 'try' | (typeof WAITERS)[number];
 
 let seq = 0;
@@ -93,12 +103,13 @@ async function hold(locks: LockManager, kind: HolderKind, mode: Mode, id: string
     await Promise.race([finish.opened, new Promise((r) => setTimeout(r, HOLD_MS))]);
     ended = true; // the commit follows
   };
+  const one = { section: true, history: kind === 'section' } as const;
   const done =
-    kind === 'section'
-      ? mode === 'write'
-        ? locks.withWriteLock(id, work, { section: true })
-        : locks.withReadLock(id, work, { section: true })
-      : locks.withLocks({ [mode]: [id, `${id}~`] }, work, { section: true });
+    kind === 'section group'
+      ? locks.withLocks({ [mode]: [id, `${id}~`] }, work, { section: true })
+      : mode === 'write'
+        ? locks.withWriteLock(id, work, one)
+        : locks.withReadLock(id, work, one);
   await inside.opened;
   return {
     ended: () => ended,
@@ -156,9 +167,10 @@ async function call(
       case 'withLocks':
         return locks.withLocks({ [mode]: [id, other] }, ran, options);
       case 'section':
-        return mode === 'write'
-          ? locks.withWriteLock(id, ran, { ...options, section: true })
-          : locks.withReadLock(id, ran, { ...options, section: true });
+      case 'section without history': {
+        const o = { ...options, section: true, history: kind === 'section' };
+        return mode === 'write' ? locks.withWriteLock(id, ran, o) : locks.withReadLock(id, ran, o);
+      }
       case 'section group':
         return locks.withLocks({ [mode]: [id, other] }, ran, { ...options, section: true });
     }

@@ -238,3 +238,83 @@ describe('a one-resource section takes and commits through routines of its own (
     });
   });
 });
+
+describe('a section without history takes and commits through routines that write no row (migration 014)', () => {
+  /** The section rows (`released_by` section) `t_lock_log` holds for `resource`. */
+  async function logRows(resource: string): Promise<number> {
+    const [rows] = (await db.knex.raw(
+      'SELECT COUNT(*) AS n FROM t_lock_log WHERE resource_id = ? AND released_by = 5',
+      [Buffer.from(resource)],
+    )) as unknown as [Array<{ n: number }>];
+    return Number(rows[0]!.n);
+  }
+
+  it("one resource: rwlock_section_begin_bare and rwlock_section_commit_bare, the plain transaction's commands, no row", async () => {
+    await db.knex.raw('CREATE TABLE IF NOT EXISTS rt_probe (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB');
+    await db.knex.raw('INSERT IGNORE INTO rt_probe VALUES (1, 0)');
+    const counted = await countedKnex();
+    const locks = createLockManager({ knex: counted.knex });
+    const other = createLockManager({ knex: db.knex });
+    const bare = { section: true, history: false } as const;
+    await locks.withWriteLock('bare-a', (trx) => trx.raw(WORK), bare); // first use
+    const plain = await counted.commandsOf(() => counted.knex.transaction((trx) => trx.raw(WORK)));
+    for (const mode of ['write', 'read'] as const) {
+      let beside: unknown = 'not asked';
+      let id: number | undefined;
+      const run = mode === 'write' ? locks.withWriteLock.bind(locks) : locks.withReadLock.bind(locks);
+      const sql = await counted.sqlOf(() =>
+        run(
+          'bare-a',
+          async (trx, grant) => {
+            id = grant.id;
+            // Held as any section holds: a durable writer is refused, a durable reader shares with a reader.
+            const g = await (mode === 'write' ? other.tryAcquireWrite('bare-a') : other.tryAcquireRead('bare-a'));
+            beside = g === null ? null : await g.release();
+            await trx.raw(WORK);
+          },
+          bare,
+        ),
+      );
+      expect(calls(sql), mode).toEqual(['rwlock_section_begin_bare', 'rwlock_section_commit_bare']);
+      expect(sql.length, mode).toBe(plain);
+      expect(id, mode).toBe(0);
+      expect(beside, mode).toBe(mode === 'write' ? null : true);
+    }
+    expect(await logRows('bare-a')).toBe(0);
+    // Not vacuous: the same section with history writes its row.
+    await locks.withWriteLock('bare-a', (trx) => trx.raw(WORK), { section: true });
+    expect(await logRows('bare-a')).toBe(1);
+  });
+
+  it('without migration 014, or over two resources, it takes through statements and still writes no row', async () => {
+    await without(['rwlock_section_begin_bare', 'rwlock_section_commit_bare'], async () => {
+      const counted = await countedKnex();
+      const locks = createLockManager({ knex: counted.knex });
+      const other = createLockManager({ knex: db.knex });
+      await locks.withWriteLock('bare-b', (trx) => trx.raw(WORK), { section: true, history: false }); // finds 014 missing
+      let heldDuringWork: unknown = 'not asked';
+      const sql = await counted.sqlOf(() =>
+        locks.withWriteLock(
+          'bare-b',
+          async (trx) => {
+            heldDuringWork = await other.tryAcquireWrite('bare-b');
+            await trx.raw(WORK);
+          },
+          { section: true, history: false },
+        ),
+      );
+      expect(calls(sql)).toEqual([]);
+      expect(heldDuringWork).toBeNull();
+      expect(await logRows('bare-b')).toBe(0);
+    });
+    const counted = await countedKnex();
+    const locks = createLockManager({ knex: counted.knex });
+    const two = { section: true, history: false } as const;
+    await locks.withLocks({ write: ['bare-c', 'bare-d'] }, (trx) => trx.raw(WORK), two); // first use
+    const sql = await counted.sqlOf(() =>
+      locks.withLocks({ write: ['bare-c', 'bare-d'] }, (trx) => trx.raw(WORK), two),
+    );
+    expect(calls(sql)).toEqual([]);
+    expect((await logRows('bare-c')) + (await logRows('bare-d'))).toBe(0);
+  });
+});

@@ -7,9 +7,11 @@ export interface ModeOptions {
   waitMs: number;
   signal: AbortSignal;
   isolationLevel?: 'read committed';
+  /** A section's history row (false: a section without history, whose grant id is 0). */
+  history?: boolean;
 }
 
-/** A resource and the grant the work runs under (a section reports one if its log row has an id). */
+/** A resource and the grant the work runs under (a section reports one if it has a log row: with history). */
 export interface Held {
   resource: string;
   mode: 'write' | 'read';
@@ -18,7 +20,7 @@ export interface Held {
   extend?: (ms: number) => Promise<boolean>;
 }
 
-/** `withWriteLock` / `withReadLock` with `section: true`; the grant is the section's log row. */
+/** `withWriteLock` / `withReadLock` with `section: true`; the grant is the section's log row (0 without history). */
 export function inSection<T>(
   locks: LockManager,
   mode: 'write' | 'read',

@@ -435,7 +435,8 @@ async function permitOp(op: string, resource: string): Promise<number> {
 
 /**
  * A one-commit section: the business transaction takes the lock with its first statement, writes
- * (or reads twice) and commits once. The 'section-unguarded' variant takes it without the guard.
+ * (or reads twice) and commits once; half of them without history (no log row: judged, as every
+ * section is, by its business rows). The 'section-unguarded' variant takes it without the guard.
  */
 async function sectionOp(op: string, kind: 'write' | 'read', resource: string): Promise<number | undefined> {
   const pause = rand(2, 15);
@@ -451,6 +452,7 @@ async function sectionOp(op: string, kind: 'write' | 'read', resource: string): 
     waitMs: config.waitMs,
     signal: stopper.signal,
     isolationLevel: 'read committed',
+    history: Math.random() < 0.5,
   });
 }
 
@@ -509,7 +511,14 @@ async function manyOp(
       log({ op, kind, resource: held[0]!.resource, ev: 'work-done' });
     },
     // A slow one waits as long as the others (under the cutoff, so its first grant is not reaped while it waits for the second).
-    { waitMs: config.waitMs, signal: stopper.signal, section, isolationLevel: 'read committed' },
+    {
+      waitMs: config.waitMs,
+      signal: stopper.signal,
+      section,
+      isolationLevel: 'read committed',
+      // Half the section groups without history, as half the one-resource sections.
+      ...(section ? { history: Math.random() < 0.5 } : {}),
+    },
   );
 }
 

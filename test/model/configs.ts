@@ -34,6 +34,11 @@ export const MODE_CHANGES_AND_GRANT_FORM = [
 ];
 /** Durable grants and one-commit sections of either mode; a section's COMMIT reply lost. */
 export const SECTIONS_LOST_COMMIT = [...TWO, '-DNLOST=1', '-DNOFAILOVER', '-DSECTIONS', '-DNO_LOST_GRANT_REPLY'];
+/**
+ * Durable grants and sections with history and without (BARE), of either mode; a section's COMMIT
+ * reply lost: settled by its row, or (without history) reported unknown.
+ */
+export const BARE_SECTIONS_LOST_COMMIT = [...SECTIONS_LOST_COMMIT, '-DBARE'];
 /** Durable grants and one-commit sections of either mode, and repairLockCounts. */
 export const SECTIONS_REPAIR = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DSECTIONS', '-DREPAIR'];
 export const SECTIONS_SMALL = [...TWO, '-DNLOST=0', '-DNOFAILOVER', '-DSECTIONS'];

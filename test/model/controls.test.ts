@@ -13,6 +13,7 @@ import {
   PURGE_LOST_REPLIES,
   SECTION_GROUPS,
   SECTIONS_REPAIR,
+  BARE_SECTIONS_LOST_COMMIT,
   SECTIONS_SMALL,
   SHORT_LEASES,
   SHORT_LEASES_HEAL_NO_REAPER,
@@ -133,6 +134,12 @@ const controls: Control[] = [
     define: 'PURGE_NO_FLOOR',
     defines: [...PURGE_LOST_REPLIES, '-DONLY_LOST_ACQUIRE'],
     breaks: 'nogrant',
+  },
+  {
+    defect: 'a lost COMMIT of a section without history settled by its token, as one with history is',
+    define: 'BARE_SETTLE',
+    defines: BARE_SECTIONS_LOST_COMMIT,
+    breaks: 'said==',
   },
   {
     defect: 'a lost COMMIT settled by a non-locking look-up while it is in flight',

@@ -18,6 +18,7 @@ import {
   PERMITS_THREE,
   SECTION_GROUPS,
   SECTIONS_LOST_COMMIT,
+  BARE_SECTIONS_LOST_COMMIT,
   SECTIONS_REPAIR,
   SECTIONS_SMALL,
   SHORT_LEASES,
@@ -55,6 +56,10 @@ describe.concurrent('the lock protocol model, checked by Spin', () => {
     ['safety, 3 clients, crashes, reaper, operator', THREE_CLIENTS],
     ["safety, 2 clients, a lost mode change's reply, withWriteGrant's settling", MODE_CHANGES_AND_GRANT_FORM],
     ["safety, 2 clients, sections and durable grants, a section's lost COMMIT", SECTIONS_LOST_COMMIT],
+    [
+      "safety, 2 clients, sections with and without history and durable grants, a section's lost COMMIT",
+      BARE_SECTIONS_LOST_COMMIT,
+    ],
     ['safety, 2 clients, sections and durable grants, repairLockCounts', SECTIONS_REPAIR],
     ['safety, 2 clients, durable and section groups of two resources, self-healing takes', GROUPS],
     ['safety, 3 clients, permits of a semaphore of 2, crashes, reaper, operator', PERMITS_THREE],
