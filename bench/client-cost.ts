@@ -24,6 +24,11 @@ try {
     'plain transaction': () => knex.transaction((trx) => trx('probe').where({ id: 1 }).increment('n', 1)),
     'one-resource write section': () =>
       locks.withWriteLock('cost', (trx) => trx('probe').where({ id: 1 }).increment('n', 1), { section: true }),
+    'one-resource write section without history': () =>
+      locks.withWriteLock('cost', (trx) => trx('probe').where({ id: 1 }).increment('n', 1), {
+        section: true,
+        history: false,
+      }),
   };
   const perOp = new Map<string, number[]>();
   for (let round = 0; round < 3; round++)

@@ -8,6 +8,7 @@ import mysql from 'mysql2/promise';
 import { connectKnex, createDatabase, dropDatabase, parseMysqlUrl } from '../harness/database.js';
 import { migrate } from '../src/admin/index.js';
 import { serverCpuUs, watchServerCpu } from './lib/run.js';
+import { SECTION_BEGIN_BARE_ROUTINE, SECTION_COMMIT_BARE_ROUTINE } from '../src/sql/routines-section.js';
 
 const url = process.env.MYSQL_URL;
 if (!url) throw new Error('MYSQL_URL names the server (one on this machine, for its CPU)');
@@ -26,6 +27,27 @@ try {
   await c.query("INSERT INTO t_read_write_lock (resource_id) VALUES ('cost')");
   await c.query("INSERT INTO t_lock_gate (resource_id) VALUES ('cost')");
   await c.query('CREATE PROCEDURE empty_call() BEGIN SELECT 1 AS outcome; END');
+  // Prototypes, in this database only, of two choices issue 40 asks to measure before building them.
+  // The history row written once, released, by the commit's call (no row at the take, no UPDATE).
+  await c.query(
+    SECTION_COMMIT_BARE_ROUTINE.replace(
+      'rwlock_section_commit_bare(IN p_idle TINYINT UNSIGNED)',
+      'proto_commit_logged(IN p_token VARBINARY(16), IN p_idle TINYINT UNSIGNED)',
+    ).replace(
+      '  COMMIT;',
+      `  INSERT INTO t_lock_log (resource_id, lock_type, status, create_time, version, owner, token, released_at, released_by)
+  VALUES ('cost', 0, 2, UTC_TIMESTAMP(6), 1, 'me', p_token, UTC_TIMESTAMP(6), 5);
+  COMMIT;`,
+    ),
+  );
+  // The session bounds saved and set in one SET statement instead of four.
+  const oneSet = SECTION_BEGIN_BARE_ROUTINE.replace('rwlock_section_begin_bare(', 'proto_begin_bare_one_set(').replace(
+    /SET @rwlock_lwt = [^\n]*\n\s*SET SESSION innodb_lock_wait_timeout = p_lock_wait_sec;\n\s*IF p_idle_sec IS NOT NULL THEN\n\s*SET @rwlock_idle = @@SESSION.wait_timeout;\n\s*SET SESSION wait_timeout = p_idle_sec;\n\s*END IF;/,
+    `SET @rwlock_lwt = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = p_lock_wait_sec,
+    @rwlock_idle = @@SESSION.wait_timeout, SESSION wait_timeout = IFNULL(p_idle_sec, @@SESSION.wait_timeout);`,
+  );
+  if (!oneSet.includes('IFNULL(p_idle_sec')) throw new Error('the bounds prototype did not apply');
+  await c.query(oneSet);
   const work = (): Promise<unknown> => c.query('UPDATE probe SET n = n + 1 WHERE id = 1');
   const takeArgs = (): unknown[] => [
     Buffer.from('\x04cost', 'latin1'),
@@ -89,6 +111,23 @@ try {
       await c.query('CALL rwlock_section_commit_one(CONVERT(? USING ascii), 1)', [
         Buffer.from(String(sets[0]![0]!.ids)),
       ]);
+    },
+    'a one-resource section without history: rwlock_section_begin_bare, the UPDATE, rwlock_section_commit_bare':
+      async () => {
+        await c.query(call('rwlock_section_begin_bare'), takeArgs());
+        await work();
+        await c.query('CALL rwlock_section_commit_bare(1)');
+      },
+    'prototype: the history row written once by the commit call (begin_bare, the UPDATE, INSERT + COMMIT)':
+      async () => {
+        await c.query(call('rwlock_section_begin_bare'), takeArgs());
+        await work();
+        await c.query('CALL proto_commit_logged(?, 1)', [randomBytes(16)]);
+      },
+    'prototype: without history, the bounds in one SET (begin, the UPDATE, rwlock_section_commit_bare)': async () => {
+      await c.query(call('proto_begin_bare_one_set'), takeArgs());
+      await work();
+      await c.query('CALL rwlock_section_commit_bare(1)');
     },
   };
   const perOp = new Map<string, number[]>();

@@ -9,6 +9,7 @@ import { businessUpdate } from './fenced.js';
 import { createLockManager } from '../../src/index.js';
 
 const SECTION = { section: true } as const;
+const NO_HISTORY = { section: true, history: false } as const;
 
 // A section is judged against the plain transaction it wraps and against the Redis lock around the
 // same transaction (peers.ts), the unsafe lock users compare it with.
@@ -27,6 +28,22 @@ for (const c of [1, 16]) {
     of: { case: 'section.write.distinct', c },
     per: { case: 'plain.txn.distinct', c },
     atLeast: c === 1 ? 0.8 : 0.75,
+  });
+}
+// Without history: the exclusion and the commit only, no log row (docs/sections.md).
+for (const c of [1, 16]) {
+  targets.push({
+    id: `section-no-history/redis-txn c=${c}`,
+    label: 'section without history ÷ (Redis lock + plain txn) (distinct)',
+    of: { case: 'section.nohistory.write.distinct', c },
+    per: { case: 'peer.redis.txn', c },
+    atLeast: c === 1 ? 0.95 : 0.8,
+  });
+  targets.push({
+    id: `section-no-history/section c=${c}`,
+    label: 'section without history ÷ section (distinct)',
+    of: { case: 'section.nohistory.write.distinct', c },
+    per: { case: 'section.write.distinct', c },
   });
 }
 targets.push({
@@ -74,6 +91,17 @@ export const sections: Family = {
         label: 'section withWriteLock + 1-row UPDATE, distinct',
         op: (w) => locks.withWriteLock(`sw-${w}`, update(w + 1), SECTION).then(() => true),
         ratios: [...ratios('plain.txn.distinct'), { name: 'x Redis lock + txn', to: 'peer.redis.txn' }],
+      },
+      {
+        id: 'section.nohistory.write.distinct',
+        group: 'sections',
+        label: 'section without history (history: false) + 1-row UPDATE, distinct',
+        op: (w) => locks.withWriteLock(`swn-${w}`, update(w + 1), NO_HISTORY).then(() => true),
+        ratios: [
+          ...ratios('plain.txn.distinct'),
+          { name: 'x Redis lock + txn', to: 'peer.redis.txn' },
+          { name: 'x section', to: 'section.write.distinct' },
+        ],
       },
       {
         id: 'section.write.distinct.statements',
