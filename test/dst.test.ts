@@ -162,6 +162,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '011_group_acquire',
       '012_section_begin',
       '013_section_one_target',
+      '014_section_history_choice',
     ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',

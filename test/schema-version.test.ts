@@ -23,6 +23,7 @@ const SECTION_PROCEDURES = [
   ...Object.keys(m009.PROCEDURES),
   ...Object.keys(m012.PROCEDURES),
   ...Object.keys(frozen('013_section_one_target').PROCEDURES),
+  ...Object.keys(frozen('014_section_history_choice').PROCEDURES),
 ].sort();
 
 const fresh = useTestDatabase(`${import.meta.filename}-fresh`, { migrate: false });
@@ -166,7 +167,7 @@ describe('replacing procedures: one home', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    // The permit and section routines are migrations 009's to 013's, from this database's first migrate(), untouched.
+    // The permit and section routines are migrations 009's to 014's, from this database's first migrate(), untouched.
     expect(left.map((r) => r.n)).toEqual([
       'rwlock_acquire',
       'rwlock_acquire_group',

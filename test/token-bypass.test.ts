@@ -104,8 +104,10 @@ describe('the current schema', () => {
         'rwlock_acquire_group',
         'rwlock_acquire_permit',
         'rwlock_section_begin',
+        'rwlock_section_begin_bare',
         'rwlock_section_begin_one',
         'rwlock_section_commit',
+        'rwlock_section_commit_bare',
         'rwlock_section_commit_one',
         'rwlock_section_take',
       ].map((name) => ({

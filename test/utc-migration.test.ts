@@ -85,6 +85,7 @@ describe('migration 007 converts times written in a session zone', () => {
       '011_group_acquire',
       '012_section_begin',
       '013_section_one_target',
+      '014_section_history_choice',
     ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.
     const after = await minutesFromUtcNow(converted.knex);
