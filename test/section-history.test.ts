@@ -12,6 +12,7 @@ import {
   createLockManager,
   InvalidOptionsError,
   LockOutcomeUnknownError,
+  LockTimeoutError,
   type LockManager,
 } from '../src/index.js';
 import { testSwitches } from '../src/test-switches.js';
@@ -150,6 +151,32 @@ describe('a section without history', () => {
     await db.knex.raw('INSERT IGNORE INTO t_read_write_lock (resource_id) VALUES (?)', [Buffer.from('hx-bad')]);
     testSwitches.section.guard = false;
     expect(await racingIncrements(locks, 'hx-bad', ['section without history'])).toBeLessThan(12);
+  });
+
+  it('and permits: a section waits out its waitMs behind a permit; a permit try is refused during a writing one', async () => {
+    // No writer intent: the refused writing section would hold the reading one back for its length.
+    const locks = createLockManager({ knex: db.knex, writerIntentMs: 0 });
+    const other = createLockManager({ knex: db.knex });
+    const bare = { section: true, history: false, waitMs: 300 } as const;
+    const permit = await locks.acquirePermit('hx-p', { permits: 2 });
+    let ran = 0;
+    await expect(locks.withWriteLock('hx-p', async () => void ran++, bare)).rejects.toBeInstanceOf(LockTimeoutError);
+    await expect(locks.withReadLock('hx-p', async () => void ran++, bare)).rejects.toBeInstanceOf(LockTimeoutError);
+    expect(ran).toBe(0);
+    await permit.release();
+    // A writing section holds the lock row: a permit's try is refused at once. (A reading section reads the
+    // row without locking it and shares the gate, as a permit acquire does: the two kinds are not kept
+    // apart there, with history or without: a gap docs/semaphores.md states.)
+    const tried = await locks.withWriteLock('hx-p', () => other.tryAcquirePermit('hx-p', { permits: 2 }), bare);
+    expect(tried).toBeNull();
+    // The gap as docs/semaphores.md states it: granted beside a reading section.
+    const beside = await locks.withReadLock('hx-p', () => other.tryAcquirePermit('hx-p', { permits: 2 }), bare);
+    expect(beside).not.toBeNull();
+    await beside!.release();
+    // Free again: a permit is granted.
+    const after = await other.tryAcquirePermit('hx-p', { permits: 2 });
+    expect(after).not.toBeNull();
+    await after!.release();
   });
 
   it("is the manager's default with sectionHistory: false; a call's history: true writes the row", async () => {

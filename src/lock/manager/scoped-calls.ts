@@ -79,12 +79,20 @@ export async function scopedCall<T>(
   const outer = joinOne(ctx, mode, t, what);
   if (outer) return work(outer.trx, outer.grant);
   checkPool(ctx, leaseMs !== undefined, what);
-  if (section) {
-    const o = { waitMs, signal, isolationLevel, history: history ?? ctx.options.sectionHistory };
-    return runSection(ctx, [t], (trx, grants) => work(trx, grants[0]!), o);
-  }
+  if (section)
+    return runSection(ctx, [t], (trx, grants) => work(trx, grants[0]!), {
+      waitMs,
+      signal,
+      isolationLevel,
+      history: sectionHistory(ctx, history),
+    });
   const grant = await acquireTraced(ctx, t, waitMs, signal);
   return runWhileHeld(grant, [grant], { leaseMs, maxHoldMs }, () => runFenced(ctx, grant, work, isolationLevel));
+}
+
+/** Whether a section writes its history row: the call's `history`, else its manager's `sectionHistory`. */
+function sectionHistory(ctx: LockContext, history: boolean | undefined): boolean {
+  return history ?? ctx.options.sectionHistory;
 }
 
 /** `withPermit`: no section, as a semaphore's holders are counted durable grants. */
@@ -127,8 +135,12 @@ export async function scopedGroupCall<T>(
       throw new InvalidOptionsError(
         'section: withLocks with permits has no one-commit section (permit holders are durable grants)',
       );
-    const o = { waitMs, signal, isolationLevel, history: history ?? ctx.options.sectionHistory };
-    return runSection(ctx, inResourceOrder(targets), work, o);
+    return runSection(ctx, inResourceOrder(targets), work, {
+      waitMs,
+      signal,
+      isolationLevel,
+      history: sectionHistory(ctx, history),
+    });
   }
   const group = await acquireGroupTraced(ctx, targets, waitMs, signal);
   // The work, its commit and the release inside the hold scope: its queries are children of the
