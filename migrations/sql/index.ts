@@ -14,6 +14,7 @@ import { TEXT as t011 } from './011_group_acquire.js';
 import { TEXT as t012 } from './012_section_begin.js';
 import { TEXT as t013 } from './013_section_one_target.js';
 import { TEXT as t014 } from './014_section_history_choice.js';
+import { TEXT as t015 } from './015_fence_commit.js';
 
 export const RELEASED: readonly { name: string; text: string; sha256: string }[] = [
   { name: '001_lock_tables', text: t001, sha256: '1435fc622411aeecb25826809712c269d1d45b005dc5e4007d465c7f0a6c2edc' },
@@ -42,4 +43,5 @@ export const RELEASED: readonly { name: string; text: string; sha256: string }[]
     text: t014,
     sha256: '850a1a3be27fcc337693364fe927ab7b05f4566f710c640327be7e0c1cc1fe15',
   },
+  { name: '015_fence_commit', text: t015, sha256: 'ed1f5504d6d04badfee57469f4a5a59018a11985a7cc873bd9317b1cd323af04' },
 ];

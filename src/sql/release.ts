@@ -29,10 +29,19 @@ export interface GrantRef {
  * the fence. Parameters are numbers and hex strings only, so any driver or ORM can send them and
  * no sql_mode changes how they are read.
  */
-export const RELEASE_SQL = `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
-   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ?,
-       r.w_count = r.w_count - ?, r.r_count = r.r_count - ?, r.version = r.version + 1
- WHERE l.id = ? AND l.resource_id = UNHEX(?) AND l.lock_type = ? AND l.status = ${STATUS.live} AND l.token = UNHEX(?)`;
+export const RELEASE_SQL = releaseStatement(['?', '?', '?', '?', '?', '?', '?']);
+
+/**
+ * The release statement with its values spelled by `v` (in ReleaseParams' order): `?` each for the
+ * statement a client sends, a routine's parameter names for the fence in `rwlock_fence_commit`.
+ */
+export function releaseStatement(v: readonly [string, string, string, string, string, string, string]): string {
+  const [by, w, r, id, resourceHex, type, tokenHex] = v;
+  return `UPDATE t_lock_log l JOIN t_read_write_lock r ON r.resource_id = l.resource_id
+   SET l.status = ${STATUS.released}, l.version = l.version + 1, l.released_at = ${DB_NOW}, l.released_by = ${by},
+       r.w_count = r.w_count - ${w}, r.r_count = r.r_count - ${r}, r.version = r.version + 1
+ WHERE l.id = ${id} AND l.resource_id = UNHEX(${resourceHex}) AND l.lock_type = ${type} AND l.status = ${STATUS.live} AND l.token = UNHEX(${tokenHex})`;
+}
 
 /** Rows RELEASE_SQL changes when it releases. */
 export const RELEASED_ROWS = 2;

@@ -1,3 +1,4 @@
+import { FENCE_COMMIT_ROUTINE } from './routines-fence.js';
 import { ACQUIRE, ACQUIRE_GROUP, ACQUIRE_PERMIT } from './routines-acquire.js';
 import {
   SECTION_BEGIN_BARE_ROUTINE,
@@ -26,4 +27,5 @@ export const CURRENT_ROUTINES: Readonly<Record<string, string>> = {
   rwlock_section_commit_one: SECTION_COMMIT_ONE_ROUTINE,
   rwlock_section_begin_bare: SECTION_BEGIN_BARE_ROUTINE,
   rwlock_section_commit_bare: SECTION_COMMIT_BARE_ROUTINE,
+  rwlock_fence_commit: FENCE_COMMIT_ROUTINE,
 };
