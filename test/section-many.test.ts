@@ -27,6 +27,7 @@ function context(): LockContext {
     ownerBytes: Buffer.from(options.owner),
     acquirePath: { statements: false },
     sections: {},
+    fences: {},
   };
 }
 

@@ -33,4 +33,6 @@ export interface LockContext {
     /** No migration 014: sections without history take through statements. */
     bareStatements?: boolean;
   };
+  /** `apart` once a fenced commit found no `rwlock_fence_commit` (migration 015): fence and COMMIT go apart. */
+  readonly fences: { apart?: boolean };
 }

@@ -150,6 +150,11 @@ export class DurableGrant implements Grant {
     this.#successor = { token, leaseMs };
   }
 
+  /** @internal Whether this grant's fence hands its hold over (see handOverAtFence). */
+  get handsOver(): boolean {
+    return this.#successor !== undefined;
+  }
+
   fence(execute: FenceExecutor): Promise<void> {
     return traced(
       fenceChannel,

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
-import { isConnectionLost } from '../../sql/connection.js';
+import { acquirePooled, isConnectionLost, type PoolClient } from '../../sql/connection.js';
 import type { LockContext } from '../context/lock-context.js';
 import {
   ConnectionLostError,
   DatabaseUnreachableError,
+  LockInvariantError,
   LockLostError,
   LockOutcomeUnknownError,
   TransactionConflictError,
@@ -14,6 +15,7 @@ import type { IsolationLevel } from '../../options.js';
 import { withRetries } from '../../sql/retry.js';
 import { isNeverSent } from '../../sql/unreachable.js';
 import { fromKnex } from './fence-executor.js';
+import { commitExecutor, fencesInCommit, replaceCommit } from './fence-in-commit.js';
 
 /**
  * What a fenced transaction runs under: one grant, or a group of grants whose fence is one
@@ -135,7 +137,8 @@ async function settleFenced<T>(ctx: LockContext, hold: FencedHold, next: () => F
 /**
  * Runs `work` in a knex transaction whose last statement is the grant's fence, so the business
  * writes and the release commit together or not at all; inside it, the grant's resource is held
- * in the current async context (a nested call on it joins). See runFencedHold.
+ * in the current async context (a nested call on it joins). Where the manager calls procedures,
+ * the fence and the COMMIT go as one call (see runFencedHold).
  */
 export function runFenced<T>(
   ctx: LockContext,
@@ -148,6 +151,7 @@ export function runFenced<T>(
     singleHold(grant),
     (trx) => ctx.scopes.run([[grant.ref.resource.toString('hex'), { grant, trx }]], () => work(trx, grant)),
     isolationLevel,
+    grant,
   );
 }
 
@@ -155,36 +159,66 @@ export function runFenced<T>(
  * Runs `run` in a knex transaction whose last statement is the hold's fence, so the business
  * writes and the release commit together or not at all, settled by {@link settleFenced}. Any
  * rejection of `run`, whatever its value, rolls back and is rethrown as it is.
+ *
+ * Under one grant (`single`) that hands nothing over, and where the manager calls procedures, the
+ * fence goes in the place of knex's COMMIT as `rwlock_fence_commit` (migration 015): one round
+ * trip for both, on a pool connection the transaction is given. A fence that finds the grant no
+ * longer live has rolled the transaction back by then: it is answered as a fence sent before the
+ * COMMIT is (LockLostError, nothing committed).
  */
 export function runFencedHold<T>(
   ctx: LockContext,
   hold: FencedHold,
   run: (trx: Knex.Transaction) => Promise<T>,
   isolationLevel: IsolationLevel | undefined,
+  single?: DurableGrant,
 ): Promise<T> {
   return settleFenced(ctx, hold, () => {
     let commitSent = false;
+    /** The fence in the COMMIT's place refused it: the transaction was rolled back. */
+    let refused = false;
     let value: T | undefined;
     return {
-      fenced: () => commitSent,
+      fenced: () => commitSent && !refused,
       committedAfterAll: () => value as T,
       async run() {
+        const inCommit = single !== undefined && !single.handsOver && fencesInCommit(ctx);
         let failure: { error: unknown } | undefined;
+        const body = async (trx: Knex.Transaction): Promise<void> => {
+          try {
+            value = await run(trx);
+          } catch (error) {
+            failure = { error };
+            // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
+            throw error instanceof Error ? error : new Error('business work rejected');
+          }
+          if (inCommit) return;
+          await hold.fence(fromKnex(trx));
+          commitSent = true;
+        };
+        const options = isolationLevel ? { isolationLevel } : {};
         try {
-          await ctx.knex.transaction(
-            async (trx) => {
-              try {
-                value = await run(trx);
-              } catch (error) {
-                failure = { error };
-                // knex resolves a transaction whose callback threw undefined: always throw an Error to it.
-                throw error instanceof Error ? error : new Error('business work rejected');
-              }
-              await hold.fence(fromKnex(trx));
+          if (!inCommit) await ctx.knex.transaction(body, options);
+          else {
+            const client = ctx.knex.client as unknown as PoolClient;
+            const conn = await acquirePooled(client, { what: 'the business transaction' });
+            const remove = replaceCommit(conn, async (send) => {
               commitSent = true;
-            },
-            isolationLevel ? { isolationLevel } : undefined,
-          );
+              try {
+                await single.fence(commitExecutor(ctx, send));
+              } catch (err) {
+                // The call answered: the grant was not live (or the counts disagree), and it rolled back.
+                if (err instanceof LockLostError || err instanceof LockInvariantError) refused = true;
+                throw err;
+              }
+            });
+            try {
+              await ctx.knex.transaction(body, { ...options, connection: conn });
+            } finally {
+              remove();
+              await client.releaseConnection(conn);
+            }
+          }
         } catch (caught) {
           // The work's own rejection says what happened: when the connection died under it, knex's
           // failed ROLLBACK would replace it.

@@ -23,6 +23,7 @@ export function managerContext(o: ResolvedManagerOptions): LockContext {
     ownerBytes: Buffer.from(o.owner, 'utf8'),
     acquirePath: { statements: o.procedures === false },
     sections: {},
+    fences: {},
   };
 }
 
