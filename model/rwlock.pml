@@ -102,6 +102,8 @@
  *                      whenever it still believes it leads (its signal not yet seen)
  *   TERM_FENCE_UNLOCKED  (with LEADER) the term's fence checks the grant (live, its token, its lease)
  *                      without holding the row to the COMMIT (a plain SELECT)
+ *   FENCE_COMMITS_REFUSED  the fence and the COMMIT in one call (migration 015) commit the business
+ *                      writes even when the fence found the grant no longer live
  *   BARE_SETTLE        (with BARE) a section without history settles a lost COMMIT by its token, as
  *                      one with history does: it finds no row and reports "not committed"
  *   HAND_OVER_TWO_STEPS  (with JOBS) the hand-over as two transactions: the run's fence releases the
@@ -550,8 +552,14 @@ inline FENCE(c, id, tk, w, ok) {
      /* the business effect commits only under the caller's own live grant */
      assert(db.g[id].tok == tk);
      db.biz[c] = tk
+#ifdef FENCE_COMMITS_REFUSED
+  :: else -> db.biz[c] = tk   /* the defect: the fence-and-commit call commits what its fence refused */
+#else
   :: else
-  fi
+#endif
+  fi;
+  /* a refused fence commits nothing: rolled back with the business writes (rwlock_fence_commit too) */
+  assert(ok || db.biz[c] != tk)
 }
 
 #ifdef READ_SECTION_TAKES_ROW

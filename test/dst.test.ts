@@ -163,6 +163,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '012_section_begin',
       '013_section_one_target',
       '014_section_history_choice',
+      '015_fence_commit',
     ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',

@@ -17,7 +17,7 @@ import {
   TransactionConflictError,
   type Grant,
 } from '../src/index.js';
-import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
+import { FENCED_COMMIT, TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { lockWaitCount } from './support/lock-waits.js';
 import { grantRow, invariantViolations } from './support/state.js';
 
@@ -184,12 +184,12 @@ describe('connection lost during COMMIT', () => {
     const value = await locks.withWriteLock('cl-1', async (trx, grant) => {
       // Armed once the lock is held, so it is the business COMMIT that is cut (the plain-statement
       // acquire commits too).
-      cut = via.proxy.armOnce(/^COMMIT/i, 'before-reply');
+      cut = via.proxy.armOnce(FENCED_COMMIT, 'before-reply');
       id = grant.id;
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-1', grant.id]);
       return 'paid';
     });
-    expect(await cut).toMatch(/^COMMIT/i);
+    expect(await cut).toMatch(FENCED_COMMIT);
     expect(value).toBe('paid');
     expect(await ledgerCount('cl-1')).toBe(1);
     expect(await grantRow(db.knex, id)).toMatchObject({ status: 2, released_by: 1 });
@@ -201,7 +201,7 @@ describe('connection lost during COMMIT', () => {
     let id = 0;
     const err = await locks
       .withWriteLock('cl-2', async (trx, grant) => {
-        void via.proxy.armOnce(/^COMMIT/i, 'before-forward');
+        void via.proxy.armOnce(FENCED_COMMIT, 'before-forward');
         id = grant.id;
         await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-2', grant.id]);
       })
@@ -259,7 +259,7 @@ describe('connection lost during COMMIT', () => {
       .withWriteLock('cl-5', async (trx, grant) => {
         // The COMMIT's reply is lost, and so is the reply of the statement that would settle it.
         void via.proxy
-          .armOnce(/^COMMIT/i, 'before-reply')
+          .armOnce(FENCED_COMMIT, 'before-reply')
           .then(() => via.proxy.armOnce(/^UPDATE t_lock_log l JOIN/, 'before-forward'));
         grantId = grant.id;
         await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cl-5', grant.id]);
@@ -313,12 +313,12 @@ describe('an error replied to COMMIT', () => {
       let replaced: Promise<string> | undefined;
       const value = await locks.withWriteLock(tag, async (trx, grant) => {
         runs++;
-        replaced ??= via.proxy.armErrorReply(/^COMMIT/i, error);
+        replaced ??= via.proxy.armErrorReply(FENCED_COMMIT, error);
         id = grant.id;
         await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', [tag, grant.id]);
         return 'paid';
       });
-      expect(await replaced).toMatch(/^COMMIT/i);
+      expect(await replaced).toMatch(FENCED_COMMIT);
       expect(value).toBe('paid');
       expect(runs).toBe(1);
       expect(await ledgerCount(tag)).toBe(1);
@@ -334,12 +334,12 @@ describe('an error replied to COMMIT', () => {
     let replaced: Promise<string> | undefined;
     const value = await locks.withWriteLock('cc-retry', async (trx, grant) => {
       runs++;
-      replaced ??= via.proxy.armErrorReply(/^COMMIT/i, CERTIFICATION_FAILED, 'ROLLBACK');
+      replaced ??= via.proxy.armErrorReply(FENCED_COMMIT, CERTIFICATION_FAILED, 'ROLLBACK');
       grants.add(grant.id);
       await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-retry', grant.id]);
       return 'paid';
     });
-    expect(await replaced).toMatch(/^COMMIT/i);
+    expect(await replaced).toMatch(FENCED_COMMIT);
     expect(value).toBe('paid');
     expect(runs).toBe(2);
     expect(grants.size).toBe(1);
@@ -355,7 +355,7 @@ describe('an error replied to COMMIT', () => {
     const err = await locks
       .withWriteLock('cc-fail', async (trx, grant) => {
         runs++;
-        void via.proxy.armErrorReply(/^COMMIT/i, HOOK_FAILED, 'ROLLBACK');
+        void via.proxy.armErrorReply(FENCED_COMMIT, HOOK_FAILED, 'ROLLBACK');
         id = grant.id;
         await trx.raw('INSERT INTO ledger (tag, grant_id) VALUES (?, ?)', ['cc-fail', grant.id]);
       })

@@ -61,7 +61,7 @@ async function closeAll(...managers: LockManager[]): Promise<void> {
 }
 
 describe.skipIf(!TEST_PROCEDURES)('a free group: one acquire transaction', () => {
-  it('a free two-resource group costs one CALL and the commits of one single acquire; fenced, as withWriteLock', async () => {
+  it('a free two-resource group costs one CALL and the commits of one single acquire; fenced, the commits of withWriteLock', async () => {
     const one = db.connect({ poolMax: 1 });
     const locks = createLockManager({ knex: one });
     await (await locks.acquireWrite('ga:warm')).release();
@@ -73,8 +73,10 @@ describe.skipIf(!TEST_PROCEDURES)('a free group: one acquire transaction', () =>
     expect(group).toEqual({ calls: 1, commits: 1 });
     const fencedSingle = await cost(one, () => locks.withWriteLock('ga:s', async () => undefined));
     const fencedGroup = await cost(one, () => locks.withLocks({ write: ['ga:a', 'ga:b'] }, async () => undefined));
-    expect(fencedSingle).toEqual({ calls: 1, commits: 2 });
-    expect(fencedGroup).toEqual(fencedSingle);
+    // withWriteLock: the acquire's CALL, then the fence's, which commits (migration 015). A group's
+    // fence is one statement of its own before the COMMIT: the same commits, one CALL fewer.
+    expect(fencedSingle).toEqual({ calls: 2, commits: 2 });
+    expect(fencedGroup).toEqual({ calls: 1, commits: 2 });
     await locks.close();
   });
 
@@ -102,7 +104,7 @@ describe.skipIf(!TEST_PROCEDURES)('a free group: one acquire transaction', () =>
     await (await locks.acquireMany({ write: ['gv:a', 'gv:b'] })).release();
     const fencedSingle = await cost(one, () => locks.withWriteLock('gv:s', async () => undefined));
     const fencedGroup = await cost(one, () => locks.withLocks({ write: ['gv:a', 'gv:b'] }, async () => undefined));
-    expect(fencedSingle).toEqual({ calls: 1, commits: 2 });
+    expect(fencedSingle).toEqual({ calls: 2, commits: 2 });
     expect(fencedGroup).toEqual({ calls: 2, commits: 3 });
     await locks.close();
   });

@@ -18,8 +18,9 @@ import { SchemaOutdatedError } from '../src/errors.js';
 import { TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
-/** Migration 009's routines, which the file's databases have beside rwlock_acquire. */
+/** Migration 009's to 015's routines, which the file's databases have beside rwlock_acquire. */
 const SECTION_PROCEDURES = [
+  ...Object.keys(frozen('015_fence_commit').PROCEDURES),
   ...Object.keys(m009.PROCEDURES),
   ...Object.keys(m012.PROCEDURES),
   ...Object.keys(frozen('013_section_one_target').PROCEDURES),
@@ -167,7 +168,7 @@ describe('replacing procedures: one home', () => {
       procs.knex,
       'SELECT ROUTINE_NAME AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
     );
-    // The permit and section routines are migrations 009's to 014's, from this database's first migrate(), untouched.
+    // The permit, section and fence routines are migrations 009's to 015's, from this database's first migrate(), untouched.
     expect(left.map((r) => r.n)).toEqual([
       'rwlock_acquire',
       'rwlock_acquire_group',

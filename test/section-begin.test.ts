@@ -8,49 +8,13 @@ import type { Knex } from 'knex';
 import { createLockManager } from '../src/index.js';
 import { CURRENT_ROUTINES } from '../src/sql/routines.js';
 import { useTestDatabase } from './support/db.js';
+import { calls, countedKnex as countedCommands, type Counted } from './support/commands.js';
 
 // The procedures themselves are under test: whatever the lane, this database has them.
 const db = useTestDatabase(import.meta.filename, { procedures: true });
 
-interface Counted {
-  knex: Knex;
-  /** The commands `op` sent on the pool's one connection. */
-  commandsOf(op: () => Promise<unknown>): Promise<number>;
-  /** The SQL of the commands `op` sent, in order. */
-  sqlOf(op: () => Promise<unknown>): Promise<string[]>;
-}
-
 /** A knex of one pooled connection whose commands are counted. */
-async function countedKnex(): Promise<Counted> {
-  const knex = db.connect({ poolMax: 1 });
-  const client = knex.client as {
-    acquireConnection(): Promise<{ addCommand(cmd: { sql?: unknown }): unknown }>;
-    releaseConnection(conn: unknown): Promise<void>;
-  };
-  const conn = await client.acquireConnection();
-  await client.releaseConnection(conn);
-  let commands = 0;
-  const sent: string[] = [];
-  const send = conn.addCommand.bind(conn);
-  conn.addCommand = (cmd) => {
-    commands++;
-    sent.push(String(cmd.sql ?? ''));
-    return send(cmd);
-  };
-  return {
-    knex,
-    async commandsOf(op) {
-      const before = commands;
-      await op();
-      return commands - before;
-    },
-    async sqlOf(op) {
-      const before = sent.length;
-      await op();
-      return sent.slice(before);
-    },
-  };
-}
+const countedKnex = (): Promise<Counted> => countedCommands((o) => db.connect(o));
 
 const WORK = 'UPDATE rt_probe SET n = n + 1 WHERE id = 1';
 
@@ -151,11 +115,6 @@ describe('the round trips of a one-commit section', () => {
     });
   });
 });
-
-/** The procedures a section's commands called, in order. */
-function calls(sql: string[]): string[] {
-  return sql.flatMap((q) => /^CALL (rwlock_\w+)/.exec(q)?.[1] ?? []);
-}
 
 describe('a one-resource section takes and commits through routines of its own (migration 013)', () => {
   it('one resource: rwlock_section_begin_one and rwlock_section_commit_one; two: the packed begin and commit', async () => {

@@ -93,7 +93,7 @@ afterAll(async () => {
 });
 
 describe('the current schema', () => {
-  it('has its routines, rwlock_acquire, rwlock_acquire_group, rwlock_acquire_permit and the section begin, take and commit, each with the invoker’s rights', async () => {
+  it('has its routines, rwlock_acquire, rwlock_acquire_group, rwlock_acquire_permit, rwlock_fence_commit and the section begin, take and commit, each with the invoker’s rights', async () => {
     const routines = await rows<{ name: string; security: string }>(
       current.knex,
       'SELECT ROUTINE_NAME AS name, SECURITY_TYPE AS security FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
@@ -103,6 +103,7 @@ describe('the current schema', () => {
         'rwlock_acquire',
         'rwlock_acquire_group',
         'rwlock_acquire_permit',
+        'rwlock_fence_commit',
         'rwlock_section_begin',
         'rwlock_section_begin_bare',
         'rwlock_section_begin_one',

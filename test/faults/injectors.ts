@@ -151,10 +151,10 @@ async function killConnection(env: InjectorEnv, hit: Hit): Promise<Struck> {
   return { damaged: killed, detail: await letGo(hit, 30_000) };
 }
 
-/** The proxy forwards this connection's COMMIT and drops the reply. */
+/** The proxy forwards this connection's COMMIT (or the fence's call that commits) and drops the reply. */
 async function commitReplyLost(env: InjectorEnv, hit: Hit): Promise<Struck> {
   if (!env.proxy) throw new Error('commit-reply-lost needs a proxy');
-  const arm = env.proxy.armThread(hit.connectionId, /^COMMIT/i, 'before-reply');
+  const arm = env.proxy.armThread(hit.connectionId, /^(COMMIT|CALL rwlock_fence_commit\()/i, 'before-reply');
   let fired = false;
   void arm.fired.then(() => {
     fired = true;

@@ -136,6 +136,12 @@ const controls: Control[] = [
     breaks: 'nogrant',
   },
   {
+    defect: 'a fence-and-commit call that commits the business writes of a refused fence',
+    define: 'FENCE_COMMITS_REFUSED',
+    defines: TWO_CLIENTS_LOST_REPLIES,
+    breaks: 'ok||',
+  },
+  {
     defect: 'a lost COMMIT of a section without history settled by its token, as one with history is',
     define: 'BARE_SETTLE',
     defines: BARE_SECTIONS_LOST_COMMIT,

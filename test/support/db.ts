@@ -21,6 +21,12 @@ export interface TestDatabase {
  */
 export const TEST_PROCEDURES = process.env.RWLOCK_TEST_PROCEDURES !== 'off';
 
+/**
+ * What carries the COMMIT of `withWriteLock`'s (or `withReadLock`'s) transaction: the fence and the
+ * COMMIT in one call where procedures are (migration 015), knex's own COMMIT after the fence without.
+ */
+export const FENCED_COMMIT = TEST_PROCEDURES ? /^CALL rwlock_fence_commit\(/ : /^COMMIT/i;
+
 export function serverUrl(): string {
   return inject('mysqlUrl');
 }
