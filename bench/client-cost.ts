@@ -1,5 +1,5 @@
-// The client's CPU per operation: a one-row write as a plain knex transaction and as a one-resource
-// section around the same statement, on one pool, in 3 interleaved rounds, read from
+// The client's CPU per operation: a one-row write as a plain knex transaction, fenced by a durable
+// grant, and as a one-resource section around the same statement, on one pool, in 3 interleaved rounds, read from
 // process.cpuUsage(). The section's extra over the plain transaction is what the library adds in the
 // application's process (its own code, knex's and mysql2's work for the calls, their replies). Not part
 // of `npm run bench`: it answers one question, for docs/performance-sections.md.
@@ -22,6 +22,7 @@ try {
   await knex.raw('INSERT INTO probe VALUES (1, 0)');
   const cases: Record<string, () => Promise<unknown>> = {
     'plain transaction': () => knex.transaction((trx) => trx('probe').where({ id: 1 }).increment('n', 1)),
+    'fenced withWriteLock': () => locks.withWriteLock('cost', (trx) => trx('probe').where({ id: 1 }).increment('n', 1)),
     'one-resource write section': () =>
       locks.withWriteLock('cost', (trx) => trx('probe').where({ id: 1 }).increment('n', 1), { section: true }),
     'one-resource write section without history': () =>
