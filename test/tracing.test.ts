@@ -110,6 +110,27 @@ describe('tracing channels', () => {
     expect(recorder.finished<FenceContext>(CHANNELS.fence)[0]).not.toHaveProperty('error');
   });
 
+  it('a section without history is traced as one with history, under grant id 0 (it has no grant row)', async () => {
+    recorder = record();
+    const locks = createLockManager({ knex: db.knex, owner: 'tracer' });
+    const id = await locks.withWriteLock('tr-bare', async (_trx, grant) => grant.id, {
+      section: true,
+      history: false,
+    });
+    expect(id).toBe(0);
+    expect(recorder.finished<AcquireContext>(CHANNELS.acquire)).toEqual([
+      expect.objectContaining({
+        resourceId: 'tr-bare',
+        mode: 'write',
+        section: true,
+        result: expect.objectContaining({ id: 0 }),
+      }),
+    ]);
+    expect(recorder.finished<FenceContext>(CHANNELS.fence)).toEqual([
+      expect.objectContaining({ grantId: 0, resourceId: 'tr-bare', mode: 'write', section: true }),
+    ]);
+  });
+
   it('a fenced operation traces its acquire and its fence', async () => {
     recorder = record();
     const locks = createLockManager({ knex: db.knex });
