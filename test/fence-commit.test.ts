@@ -77,13 +77,16 @@ describe('the fence and the COMMIT in one call', () => {
     const c = await counted();
     const locks = createLockManager({ knex: c.knex });
     const operator = createLockManager({ knex: db.knex });
-    const err = await locks
-      .withWriteLock('fc-lost', async (trx, grant) => {
+    await locks.withWriteLock('fc-lost', (trx) => trx.raw(write('fc-lost-warm'))); // first use
+    const { sql, error } = await c.sqlOfFailing(() =>
+      locks.withWriteLock('fc-lost', async (trx, grant) => {
         await trx.raw(write('fc-lost'));
         expect(await operator.forceRelease(grant.id)).toBe(true);
-      })
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(LockLostError);
+      }),
+    );
+    expect(error).toBeInstanceOf(LockLostError);
+    // The call's refusal says the grant was not live: no look-up of the grant row follows it.
+    expect(sql.slice(-2)).toEqual([expect.stringMatching(/^CALL rwlock_fence_commit\(/), 'ROLLBACK']);
     // The same (only) connection: a transaction left open would still see its own row.
     expect(await ledger(c.knex, 'fc-lost')).toBe(0);
     expect(await ledger(db.knex, 'fc-lost')).toBe(0);

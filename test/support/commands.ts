@@ -6,6 +6,8 @@ export interface Counted {
   commandsOf(op: () => Promise<unknown>): Promise<number>;
   /** The SQL of the commands `op` sent, in order. */
   sqlOf(op: () => Promise<unknown>): Promise<string[]>;
+  /** The same for an `op` that rejects, with what it rejected with. */
+  sqlOfFailing(op: () => Promise<unknown>): Promise<{ sql: string[]; error: unknown }>;
 }
 
 /**
@@ -39,6 +41,14 @@ export async function countedKnex(connect: (o: { poolMax: number }) => Knex): Pr
       const before = sent.length;
       await op();
       return sent.slice(before);
+    },
+    async sqlOfFailing(op) {
+      const before = sent.length;
+      const error = await op().then(
+        () => new Error('expected a rejection'),
+        (e: unknown) => e,
+      );
+      return { sql: sent.slice(before), error };
     },
   };
 }
