@@ -31,8 +31,8 @@ const server = process.env.RWLOCK_TEST_SERVER;
 
 /**
  * The tests of what is built on the lock's public calls rather than of the lock's statements: the CLI,
- * the operator page, frameworks, ORMs, decorators, telemetry, the job helpers, the docs' examples and
- * the package's own shape. Each runs in the two full lanes of CI (MariaDB 10.11 and MySQL 9.7, with
+ * the operator page, the reaper's process, frameworks, ORMs, decorators, telemetry, the job helpers, the
+ * docs' examples and the package's own shape. Each runs in the two full lanes of CI (MariaDB 10.11 and MySQL 9.7, with
  * stored procedures); `RWLOCK_TEST_SCOPE=protocol` leaves them out of the other lanes (another server
  * flavour, or the plain-statement acquire), whose only difference is below those calls and is covered
  * there by every protocol test.
@@ -56,10 +56,10 @@ const BUILT_ON_THE_LOCK = [
   'test/leader-examples.test.ts',
   'test/orm/**',
   'test/otel.test.ts',
-  'test/outage.test.ts',
   'test/privileges-doc.test.ts',
   'test/prometheus.test.ts',
   'test/quickstart.test.ts',
+  'test/reaper-job.test.ts',
   'test/tracing.test.ts',
 ];
 const scope = process.env.RWLOCK_TEST_SCOPE;
