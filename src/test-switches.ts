@@ -38,9 +38,15 @@ export const testSwitches: {
    * src/sql/acquire.ts: `permitUnguarded: true` checks a permit's limit on a count read first, then
    * adds to it with an UPDATE that checks nothing (the semaphore tests' negative control);
    * `afterPermitRead`, when set, is awaited between that read and that write (in place of a short
-   * sleep), so a control can hold several callers there at once and make the overlap certain.
+   * sleep), so a control can hold several callers there at once and make the overlap certain;
+   * `intentNeedsRowAtOnce: true` lets a writer stopped at the gate mark its intent only if it can have
+   * the lock row at once, as before migration 016 (the statement path's form of that routine).
    */
-  acquire: { permitUnguarded: boolean; afterPermitRead: (() => Promise<void>) | undefined };
+  acquire: {
+    permitUnguarded: boolean;
+    afterPermitRead: (() => Promise<void>) | undefined;
+    intentNeedsRowAtOnce: boolean;
+  };
   /**
    * src/lock/durable/heal-stale.ts: `ageOnly: true` judges a grant by its age alone, ignoring its lease;
    * `rememberToCutoff: true` remembers a look that found nothing stale until the first grant's stale
@@ -66,7 +72,7 @@ export const testSwitches: {
   unreachable: { retry: true },
   privilegeProbe: { probe: true },
   group: { callerOrder: false, afterFirst: undefined, fenceFirstOnly: false, afterOneCall: undefined },
-  acquire: { permitUnguarded: false, afterPermitRead: undefined },
+  acquire: { permitUnguarded: false, afterPermitRead: undefined, intentNeedsRowAtOnce: false },
   heal: { ageOnly: false, rememberToCutoff: false },
   maintenance: { during: undefined, refused: undefined, noGate: false },
   section: {

@@ -8,8 +8,9 @@
 // "At once" and "by its waitMs" are judged against the holder: each holder holds for HOLD_MS unless
 // the test ends it, so a call that waited for the holder answers only after the holder ended. The
 // negative controls run what the contract forbids through the same checks: the acquire procedure
-// of migration 006 (which waits in InnoDB's lock queue) and a reading section that locks the lock
-// row, as before the gate.
+// of migration 006 (which waits in InnoDB's lock queue), a reading section that locks the lock
+// row, as before the gate, and a writer that marks its intent only with the lock row free at once (the
+// acquire of migration 010), which a stream of readers holding the gate at every attempt starves.
 // covers: src/lock/durable/durable-acquire.ts, src/lock/groups/group.ts, src/lock/sections/section-run.ts, src/lock/sections/section-take.ts, src/lock/waiting/wait.ts, src/sql/acquire.ts, src/sql/section.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
@@ -23,7 +24,13 @@ import {
 import { PROCEDURES as V6 } from '../migrations/006_invoker_routines.js';
 import { testSwitches } from '../src/test-switches.js';
 import { acquirePooled, type PoolClient } from '../src/sql/connection.js';
-import { useTestDatabase } from './support/db.js';
+import mysql from 'mysql2/promise';
+import { databaseUrl } from '../harness/database.js';
+import { CURRENT_PROCEDURES, frozen } from '../migrations/index.js';
+import { DB_NOW } from '../src/sql/clock.js';
+import { readGuard } from '../src/sql/decision.js';
+import { gateNowait } from '../src/sql/acquire.js';
+import { serverUrl, TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
 
 const db = useTestDatabase(import.meta.filename);
@@ -449,6 +456,134 @@ describe('the bound of rule 3: writing sections in a stream that never pauses', 
     // The stream paused: the next attempt is granted.
     const after = await locks.acquireWrite(id, { waitMs: WAIT_MS });
     await after.release();
+  });
+});
+
+describe('rule 3 against a stream of durable readers: the gate is held at every attempt of the writer', () => {
+  const DEFAULT_ACQUIRE = CURRENT_PROCEDURES.rwlock_acquire!;
+  afterEach(async () => {
+    testSwitches.acquire.intentNeedsRowAtOnce = false;
+    if (TEST_PROCEDURES) await installAcquire(DEFAULT_ACQUIRE);
+  });
+  async function installAcquire(body: string): Promise<void> {
+    await db.knex.raw('DROP PROCEDURE IF EXISTS rwlock_acquire');
+    await db.knex.raw(body);
+  }
+
+  /**
+   * A reader's acquire as rwlock_acquire runs it, left open: its transaction takes the gate shared, then
+   * sends the read guard, which waits while another transaction has the lock row.
+   */
+  async function readerAcquire(
+    id: string,
+  ): Promise<{ thread: number; guard: Promise<number>; commit(): Promise<void> }> {
+    const conn = await mysql.createConnection(databaseUrl(serverUrl(), db.name));
+    const [[version]] = (await conn.query('SELECT VERSION() AS v')) as unknown as [[{ v: string }]];
+    await conn.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    await conn.query('START TRANSACTION');
+    const [taken] = (await conn.query(gateNowait('read', /mariadb/i.test(version.v)), [
+      Buffer.from(id),
+    ])) as unknown as [unknown[]];
+    expect(taken).toHaveLength(1);
+    const guard = conn
+      .query(readGuard('?', ''), [Buffer.from(id)])
+      .then(([r]) => (r as { affectedRows: number }).affectedRows);
+    return {
+      thread: conn.threadId,
+      guard,
+      commit: async () => {
+        await guard;
+        await conn.query('COMMIT');
+        await conn.end();
+      },
+    };
+  }
+
+  async function waitsOnALock(thread: number): Promise<boolean> {
+    const [rows] = (await db.knex.raw(
+      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?",
+      [thread],
+    )) as unknown as [Array<{ n: number }>];
+    return Number(rows[0]!.n) > 0;
+  }
+
+  async function intentMarked(id: string): Promise<boolean> {
+    const [rows] = (await db.knex.raw(
+      `SELECT w_wait_until > ${DB_NOW} AS live FROM t_read_write_lock WHERE resource_id = ?`,
+      [Buffer.from(id)],
+    )) as unknown as [Array<{ live: number | null }>];
+    return Number(rows[0]?.live ?? 0) === 1;
+  }
+
+  /**
+   * Readers' acquires one after another, each taking the gate and queueing its guard before the one
+   * before commits, so that the gate and the lock row are held at every instant: at each step, once the
+   * waiting writer has made an attempt since the last (or waits on a lock), the next reader comes and
+   * the oldest commits. Answers whether the writer's intent was marked within `steps` steps, and the
+   * guard of the first reader after the mark (0: it held back).
+   */
+  async function stream(label: string, steps: number): Promise<{ marked: boolean; heldBack: number | null }> {
+    const id = resource(label);
+    const k = db.connect({ poolMax: 1 });
+    const client = k.client as {
+      acquireConnection(): Promise<{ threadId: number; addCommand(cmd: unknown): unknown }>;
+      releaseConnection(conn: unknown): Promise<void>;
+    };
+    const writerConn = await client.acquireConnection();
+    await client.releaseConnection(writerConn);
+    let commands = 0;
+    const send = writerConn.addCommand.bind(writerConn);
+    writerConn.addCommand = (cmd) => {
+      commands++;
+      return send(cmd);
+    };
+    const locks = createLockManager({ knex: k, writerIntentMs: 60_000 });
+    await (await locks.acquireRead(id)).release(); // the gate and the lock row exist
+    let current = await readerAcquire(id);
+    expect(await current.guard).toBe(1);
+    const granted: number[] = [1];
+    const writer = locks.acquireWrite(id, { waitMs: 60_000 });
+    let marked = false;
+    let heldBack: number | null = null;
+    try {
+      for (let step = 0; step < steps && !marked; step++) {
+        const before = commands;
+        await expect
+          .poll(async () => commands > before || (await waitsOnALock(writerConn.threadId)), { interval: 150 })
+          .toBe(true);
+        const next = await readerAcquire(id);
+        await expect.poll(() => waitsOnALock(next.thread), { interval: 150 }).toBe(true);
+        await current.commit();
+        current = next;
+        granted.push(await next.guard);
+        marked = await intentMarked(id);
+        if (marked) heldBack = granted.at(-1)!;
+      }
+    } finally {
+      await current.commit();
+      const held = granted.reduce((a, b) => a + b, 0);
+      await db.knex.raw('UPDATE t_read_write_lock SET r_count = r_count - ? WHERE resource_id = ?', [
+        held,
+        Buffer.from(id),
+      ]);
+      // The stream ended: the writer is served either way.
+      await (await writer).release();
+      await k.destroy();
+    }
+    return { marked, heldBack };
+  }
+
+  it('a waiting writer marks its intent while the stream runs, and the next reader holds back for it', async () => {
+    const { marked, heldBack } = await stream('reader-stream', 20);
+    expect(marked).toBe(true);
+    expect(heldBack).toBe(0);
+  });
+
+  it('negative control: a writer that marks its intent only with the lock row free at once never does', async () => {
+    if (TEST_PROCEDURES) await installAcquire(frozen('010_permits').PROCEDURES.rwlock_acquire!);
+    else testSwitches.acquire.intentNeedsRowAtOnce = true;
+    const { marked } = await stream('reader-stream-control', 8);
+    expect(marked).toBe(false);
   });
 });
 

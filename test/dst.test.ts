@@ -164,6 +164,7 @@ describe('migration 007 on a server whose zone observes DST', () => {
       '013_section_one_target',
       '014_section_history_choice',
       '015_fence_commit',
+      '016_writer_intent_gate',
     ]);
     const utc = {
       'conv-before create': '2027-03-28 00:59:00.250000',

@@ -7,7 +7,7 @@ import * as m004 from '../migrations/004_release_notes.js';
 import * as m008 from '../migrations/008_resource_gate.js';
 import * as m010 from '../migrations/010_permits.js';
 import * as m005 from '../migrations/005_history_index.js';
-import { MIGRATIONS } from '../migrations/index.js';
+import { frozen, MIGRATIONS } from '../migrations/index.js';
 import {
   createLockManager,
   InvalidOptionsError,
@@ -569,11 +569,12 @@ describe('migrations 004 and 005', () => {
     // Granted before the rollback: this release's clients refuse a schema short of CLIENT_NEEDS.
     const app = createLockManager({ knex: at003.knex });
     const held = (await app.tryAcquireWrite('upgrade-me'))!;
+    await frozen('016_writer_intent_gate').down(at003.knex);
     await m010.down(at003.knex);
     await m008.down(at003.knex);
     await m004.down(at003.knex);
     await at003.knex.raw(
-      "DELETE FROM rwlock_migrations WHERE name IN ('004_release_notes', '008_resource_gate', '010_permits')",
+      "DELETE FROM rwlock_migrations WHERE name IN ('004_release_notes', '008_resource_gate', '010_permits', '016_writer_intent_gate')",
     );
     const tables = async (k: Knex, name: string): Promise<string[]> =>
       (
@@ -587,7 +588,7 @@ describe('migrations 004 and 005', () => {
     expect(await tables(at003.knex, at003.name)).toEqual(await tables(direct003.knex, direct003.name));
 
     expect(await migrate(at003.knex)).toEqual({
-      applied: ['004_release_notes', '008_resource_gate', '010_permits'],
+      applied: ['004_release_notes', '008_resource_gate', '010_permits', '016_writer_intent_gate'],
       repaired: [],
     });
     expect(await tables(at003.knex, at003.name)).toEqual([

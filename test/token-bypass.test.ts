@@ -11,6 +11,7 @@ import * as m006 from '../migrations/006_invoker_routines.js';
 import * as m007 from '../migrations/007_utc_times.js';
 import * as m008 from '../migrations/008_resource_gate.js';
 import * as m010 from '../migrations/010_permits.js';
+import { frozen } from '../migrations/index.js';
 import { migrate } from '../src/admin/migrate.js';
 import { createLockManager } from '../src/index.js';
 import { withConnection } from '../src/sql/connection.js';
@@ -74,13 +75,14 @@ let executeOnly: Knex;
 let oldExecuteOnly: Knex;
 
 beforeAll(async () => {
-  // migration 005's routines: 010, 008, 007 and 006 undone, and their bookkeeping rows with them.
+  // migration 005's routines: 016, 010, 008, 007 and 006 undone, and their bookkeeping rows with them.
+  await frozen('016_writer_intent_gate').down(at005.knex);
   await m010.down(at005.knex);
   await m008.down(at005.knex);
   await m007.down(at005.knex);
   await m006.down(at005.knex);
   await at005.knex.raw(
-    "DELETE FROM rwlock_migrations WHERE name IN ('006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits')",
+    "DELETE FROM rwlock_migrations WHERE name IN ('006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits', '016_writer_intent_gate')",
   );
   app = await userWith(current, 'app', APP_GRANTS);
   executeOnly = await userWith(current, 'exec', EXECUTE_ONLY);
@@ -173,7 +175,7 @@ describe('negative control: the schema as of migration 005', () => {
     expect(await rows(at005.knex, 'SELECT * FROM t_lock_release_note WHERE grant_id = ?', [g.id])).toEqual([]);
 
     expect(await migrate(at005.knex)).toEqual({
-      applied: ['006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits'],
+      applied: ['006_invoker_routines', '007_utc_times', '008_resource_gate', '010_permits', '016_writer_intent_gate'],
       repaired: [],
     });
     const holder = createLockManager({ knex: at005.knex, owner: 'holder' });

@@ -87,6 +87,7 @@ describe('migration 007 converts times written in a session zone', () => {
       '013_section_one_target',
       '014_section_history_choice',
       '015_fence_commit',
+      '016_writer_intent_gate',
     ]);
     // Each column is now what its local time meant: the lease an hour ahead, everything else now.
     const after = await minutesFromUtcNow(converted.knex);

@@ -15,6 +15,7 @@ import { TEXT as t012 } from './012_section_begin.js';
 import { TEXT as t013 } from './013_section_one_target.js';
 import { TEXT as t014 } from './014_section_history_choice.js';
 import { TEXT as t015 } from './015_fence_commit.js';
+import { TEXT as t016 } from './016_writer_intent_gate.js';
 
 export const RELEASED: readonly { name: string; text: string; sha256: string }[] = [
   { name: '001_lock_tables', text: t001, sha256: '1435fc622411aeecb25826809712c269d1d45b005dc5e4007d465c7f0a6c2edc' },
@@ -44,4 +45,9 @@ export const RELEASED: readonly { name: string; text: string; sha256: string }[]
     sha256: '850a1a3be27fcc337693364fe927ab7b05f4566f710c640327be7e0c1cc1fe15',
   },
   { name: '015_fence_commit', text: t015, sha256: 'ed1f5504d6d04badfee57469f4a5a59018a11985a7cc873bd9317b1cd323af04' },
+  {
+    name: '016_writer_intent_gate',
+    text: t016,
+    sha256: 'aa702b26998a03b523da9a488fb64b53d60a456f752e417c2106595f798a36be',
+  },
 ];

@@ -85,8 +85,14 @@ const MIXED = `${rowRead('1 AS found', '?', '')} AND ${PERMITS_HOLD}`;
 const FIRST_USE = firstUse('INSERT IGNORE', '?', '?', '?', '');
 /** First use of a resource's gate. IGNORE: 0 rows when another first user made it. */
 const CREATE_GATE = createGate('?');
-/** The lock row, taken without waiting: a writer stopped at the gate marks its intent only if it can have it at once. */
+
+/** The lock row, taken without waiting: what the intent mark needed before migration 016 (a test's control). */
 const ROW_NOWAIT = rowRead('1 AS found', '?', LOCKING.exclusiveNowait);
+
+/** What a writer stopped at the gate must have at once to mark its intent: the gate, shared. */
+async function intentGate(conn: RawConnection): Promise<string> {
+  return testSwitches.acquire.intentNeedsRowAtOnce ? ROW_NOWAIT : gateNowait('read', await isMariadb(conn));
+}
 
 /**
  * The gate, taken without waiting: a writer exclusively, a reader shared (a reading section holds
@@ -178,7 +184,7 @@ async function takeGate(conn: RawConnection, mode: LockMode, resource: Buffer): 
  * the latest committed row): it can wait only for transactions that hold no gate and are short
  * (another reader's acquire, a release, a reap). The row is inserted on first use, the grant row
  * written when granted, and a refused writer marks its intent (one stopped at the gate only if it
- * can have the lock row at once). Every changed row also changes `version`, so the counts read the
+ * can have the gate shared at once). Every changed row also changes `version`, so the counts read the
  * same with and without CLIENT_FOUND_ROWS.
  */
 export async function acquireWithStatements(
@@ -208,8 +214,13 @@ export async function acquireWithStatements(
       !mixed &&
       mode === 'write' &&
       intentMs > 0 &&
-      (!busy || (await takeNowait(conn, ROW_NOWAIT, resource)) === 'taken')
+      (!busy || (await takeNowait(conn, await intentGate(conn), resource)) === 'taken')
     ) {
+      // Stopped at the gate, a waiting writer marks its intent if it can have the gate shared: then only
+      // short transactions can hold the lock row (readers' acquires, releases, a reap; a writing section
+      // or a durable writer holds the gate exclusively), so the mark waits for them, not for a section.
+      // Requiring the row free at once instead starved a writer on MySQL: a reader that holds the gate
+      // holds the row in the same transaction, and under a stream of readers one always does.
       await query(conn, WRITER_INTENT, [intentMs * 1000, resource, intentMs * 500]);
     }
     return mixed ? { id, busy, conflict: { kind: 'mixed' } } : { id, busy };

@@ -1,10 +1,10 @@
 import { LOCK_TYPE } from '../types.js';
 import {
   firstUse,
+  gateRead,
   gateNowaitInRoutine,
   gateTakeNowait,
   guardByMode,
-  LOCKING,
   logGrant,
   permitConflict,
   permitFirstUse,
@@ -83,11 +83,14 @@ BEGIN
   END IF;
   IF v_granted = 0 AND v_mixed = 0 AND p_mode = 0 AND p_intent_ms > 0 THEN
     IF v_busy = 1 THEN
-      -- Stopped at the gate: mark the intent only if the lock row can be had at once.
+      -- Stopped at the gate: mark the intent only if the gate can be had shared at once. Then only
+      -- short transactions can hold the lock row (readers' acquires, releases, a reap), so the mark
+      -- waits for them; a writing section or a durable writer holds the gate exclusively.
       BEGIN
         DECLARE CONTINUE HANDLER FOR 3572, 1205 SET @rwlock_found = NULL;
         SET @rwlock_found = NULL;
-        PREPARE rwlock_take FROM '${rowRead('COUNT(*) INTO @rwlock_found', '?', LOCKING.exclusiveNowait)}';
+        SET @rwlock_take = CONCAT('${gateRead('COUNT(*) INTO @rwlock_found', '?', '')} ', ${SHARED_NOWAIT_IN_ROUTINE});
+        PREPARE rwlock_take FROM @rwlock_take;
         EXECUTE rwlock_take USING @rwlock_resource;
         DEALLOCATE PREPARE rwlock_take;
       END;
