@@ -32,6 +32,7 @@ import { readGuard } from '../src/sql/decision.js';
 import { gateNowait } from '../src/sql/acquire.js';
 import { serverUrl, TEST_PROCEDURES, useTestDatabase } from './support/db.js';
 import { invariantViolations } from './support/state.js';
+import { lockWaitCount, waitsForALock } from './support/lock-waits.js';
 
 const db = useTestDatabase(import.meta.filename);
 
@@ -189,18 +190,6 @@ async function call(
     holderEnded: held.ended(),
     signalAborted: options.signal?.aborted ?? false,
   };
-}
-
-/** Transactions waiting for a row lock in InnoDB's queue. */
-async function lockWaits(): Promise<number> {
-  // This file's database only: other test files may run beside it on the same server.
-  const [rows] = (await db.knex.raw(
-    `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t
-       JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
-    [db.name],
-  )) as unknown as [Array<{ n: number }>];
-  return Number(rows[0]!.n);
 }
 
 /** One knex for the file, with room for a batch of holders and callers at once (a section holds a connection). */
@@ -392,10 +381,8 @@ describe('rule 3: readers share across modes; a waiting writer holds new readers
         // Waiting: a durable writer's intent is marked on the row; a writing section waits in the gate's
         // lock queue, where InnoDB queues new readers behind it.
         await expect
-          .poll(async () => (await locks.inspect(id)).writerWaiting || (await lockWaits()) > 0, {
+          .poll(async () => (await locks.inspect(id)).writerWaiting || (await lockWaitCount(db.knex)) > 0, {
             timeout: HOLD_MS,
-            // What INNODB_TRX shows is refreshed only when it was not read for 100 ms: poll slower.
-            interval: 150,
           })
           .toBe(true);
         expect(await locks.tryAcquireRead(id)).toBeNull();
@@ -499,14 +486,6 @@ describe('rule 3 against a stream of durable readers: the gate is held at every 
     };
   }
 
-  async function waitsOnALock(thread: number): Promise<boolean> {
-    const [rows] = (await db.knex.raw(
-      "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id = ?",
-      [thread],
-    )) as unknown as [Array<{ n: number }>];
-    return Number(rows[0]!.n) > 0;
-  }
-
   async function intentMarked(id: string): Promise<boolean> {
     const [rows] = (await db.knex.raw(
       `SELECT w_wait_until > ${DB_NOW} AS live FROM t_read_write_lock WHERE resource_id = ?`,
@@ -549,10 +528,10 @@ describe('rule 3 against a stream of durable readers: the gate is held at every 
       for (let step = 0; step < steps && !marked; step++) {
         const before = commands;
         await expect
-          .poll(async () => commands > before || (await waitsOnALock(writerConn.threadId)), { interval: 150 })
+          .poll(async () => commands > before || (await waitsForALock(db.knex, writerConn.threadId)))
           .toBe(true);
         const next = await readerAcquire(id);
-        await expect.poll(() => waitsOnALock(next.thread), { interval: 150 }).toBe(true);
+        await expect.poll(() => waitsForALock(db.knex, next.thread)).toBe(true);
         await current.commit();
         current = next;
         granted.push(await next.guard);

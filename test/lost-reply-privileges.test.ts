@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectKnex, parseMysqlUrl } from '../harness/database.js';
+import { lockWaitingThreads } from './support/lock-waits.js';
 import { proxyFor, type FaultProxy } from './support/proxy.js';
 import { createLockManager } from '../src/index.js';
 import { grantStatements } from '../src/admin/privileges.js';
@@ -50,15 +51,7 @@ async function rows<T>(sql: string, bindings: Knex.RawBinding[] = []): Promise<T
 }
 
 /** Server threads of this database's transactions that wait for a lock. */
-async function waitingThreads(): Promise<number[]> {
-  const found = await rows<{ id: number }>(
-    `SELECT t.trx_mysql_thread_id AS id FROM information_schema.INNODB_TRX t
-       JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
-    [db.name],
-  );
-  return found.map((r) => Number(r.id));
-}
+const waitingThreads = (): Promise<number[]> => lockWaitingThreads(db.knex);
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + 30_000;
@@ -66,8 +59,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
     const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    // InnoDB refreshes what INNODB_TRX shows only when it was not read for 100 ms.
-    await new Promise((r) => setTimeout(r, 150));
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -192,18 +192,22 @@ describe('repairLockCounts()', () => {
 
   /**
    * A connection that, right after the repair has counted the live grants, has a reader try to
-   * acquire the resource, and goes on once the reader is granted or waits for a row lock.
+   * acquire the resource, and goes on once the reader is granted or, if `mayWait`, once some
+   * transaction waits for a row lock. The negative control, where nothing holds the row, waits for
+   * the grant alone: the reader is granted in between or the control shows nothing.
    */
   function readerArrivesAfterCount(
     conn: RawConnection,
     reader: () => Promise<Grant | null>,
     arrived: Array<Grant | null>,
+    mayWait: boolean,
   ): RawConnection {
     return afterCount(conn, async () => {
       let settled = false;
       const granted = reader()
         .then((g) => void arrived.push(g))
         .finally(() => (settled = true));
+      if (!mayWait) return granted;
       const blocked = (async () => {
         while (!settled && (await lockWaitCount(db.knex)) === 0) await new Promise((r) => setTimeout(r, 5));
       })();
@@ -222,7 +226,7 @@ describe('repairLockCounts()', () => {
     await setCounts(id, 0, 5); // five readers counted, none live
     const arrived: Array<Grant | null> = [];
     await withConnection(db.knex, async (conn) => {
-      const racing = readerArrivesAfterCount(conn, () => locks.tryAcquireRead(id), arrived);
+      const racing = readerArrivesAfterCount(conn, () => locks.tryAcquireRead(id), arrived, !broken);
       if (broken) await countThenLock(racing, resource);
       else expect((await recountResource(racing, resource)).kind).toBe('repaired');
     });

@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import { ConnectionLostError, createLockManager, LockAbortedError, LockTimeoutError } from '../src/index.js';
 import { testSwitches } from '../src/test-switches.js';
 import { useTestDatabase } from './support/db.js';
+import { lockWaitCount } from './support/lock-waits.js';
 
 const db = useTestDatabase(import.meta.filename);
 
@@ -44,19 +45,7 @@ async function holdSection(id: string): Promise<() => Promise<void>> {
   };
 }
 
-/** What INNODB_TRX shows is refreshed only when it was not read for 100 ms: a poll must pause longer. */
-const INNODB_TRX_POLL_MS = 150;
-
-async function lockWaits(): Promise<number> {
-  // This file's database only: other test files may run beside it on the same server.
-  const [rows] = (await db.knex.raw(
-    `SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t
-       JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-      WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`,
-    [db.name],
-  )) as unknown as [Array<{ n: number }>];
-  return Number(rows[0]!.n);
-}
+const lockWaits = (): Promise<number> => lockWaitCount(db.knex);
 
 async function threadAlive(id: number): Promise<boolean> {
   const [rows] = (await db.knex.raw('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID = ?', [
@@ -118,10 +107,7 @@ async function abortOnBusyPool(cycles: number): Promise<{ queries: number; inter
         .finally(() => (settled = true));
       // Waiting on the held row, or already ended: under the negative control an earlier cycle's
       // unawaited KILL can end this section before it waits (its error is then recorded below).
-      // InnoDB refreshes what INNODB_TRX shows only when it was not read for 100 ms: poll slower.
-      await expect
-        .poll(async () => settled || (await lockWaits()) > 0, { timeout: 10_000, interval: INNODB_TRX_POLL_MS })
-        .toBe(true);
+      await expect.poll(async () => settled || (await lockWaits()) > 0, { timeout: 10_000 }).toBe(true);
       // The application keeps the pool busy around the abort: a few of its queries ran meanwhile.
       const before = done.queries;
       await expect.poll(() => done.queries, { interval: 10 }).toBeGreaterThanOrEqual(before + 4);
@@ -219,7 +205,7 @@ describe('a section whose signal aborted before its wait began', () => {
         () => 'answered',
         (e: unknown) => e,
       );
-      await expect.poll(lockWaits, { timeout: 10_000, interval: INNODB_TRX_POLL_MS }).toBeGreaterThan(0);
+      await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
       killerMayConnect.open();
       // A KILL on its way has landed once answered; none asked for, none can land.
       if (killerAsked) await killAnswered.opened;
