@@ -5,7 +5,11 @@
 # cannot part), @nestjs/testing of the same version, and the previous Kysely and MikroORM lines named
 # below, then runs the tests that exercise them against the server the tests find (harness/server.ts:
 # MYSQL_URL, else RWLOCK_TEST_SERVER, ...). docs/orms.md names the ORM versions (test/orm/* checks it).
-# Needs the checkout's files and access to the npm registry. Usage: bash .ci/oldest-versions.sh
+# Needs the checkout's files and access to the npm registry.
+# Usage: bash .ci/oldest-versions.sh            (both parts, in a temporary directory)
+#        bash .ci/oldest-versions.sh prepare DIR (the copy and its installs only, into the empty DIR)
+#        bash .ci/oldest-versions.sh test DIR    (the tests only, in a DIR prepared so; then removes it)
+# The two parts let CI install while other steps use the CPU, and run the tests after them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Kysely 0.29 and MikroORM 7 declare Node 22.17+: on Node 20 npm installs these lines instead.
@@ -15,8 +19,13 @@ PREVIOUS_LINES=(kysely@0.28.19 @mikro-orm/core@6.6.16 @mikro-orm/mysql@6.6.16)
 TESTS=(test/quickstart.test.ts test/fencing.test.ts test/exclusion.test.ts test/with-grant.test.ts
   test/section.test.ts test/decorators.test.ts test/nestjs.test.ts test/orm/knex.test.ts
   test/orm/mysql2.test.ts test/orm/kysely.test.ts test/orm/mikro-orm.test.ts)
-work=$(mktemp -d "${TMPDIR:-/tmp}/mysql-rwlock-oldest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+part=${1:-all}
+case $part in
+  all) work=$(mktemp -d "${TMPDIR:-/tmp}/mysql-rwlock-oldest.XXXXXX") ;;
+  prepare | test) work=$(realpath "${2:?"$part needs a directory"}") ;;
+  *) echo "usage: bash .ci/oldest-versions.sh [prepare DIR | test DIR]" >&2; exit 2 ;;
+esac
+[ "$part" = prepare ] || trap 'rm -rf "$work"' EXIT
 started=$SECONDS
 step() { printf '\n=== oldest-versions: %s (%ss)\n' "$1" "$((SECONDS - started))"; }
 fail() { echo "oldest-versions FAILED: $*" >&2; exit 1; }
@@ -32,27 +41,37 @@ oldest() {
     console.log(floors[0]);' "$1"
 }
 
-step "a scratch copy of the checkout (tracked and new files, nothing ignored)"
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work"
-cd "$work"
-nest=$(oldest @nestjs/common)
-[ "$(oldest @nestjs/core)" = "$nest" ] || fail "@nestjs/common and @nestjs/core claim different oldest versions"
-want=("knex@$(oldest knex)" "mysql2@$(oldest mysql2)" "@nestjs/common@$nest" "@nestjs/core@$nest"
-  "@nestjs/testing@$nest" "${PREVIOUS_LINES[@]}")
-echo "installing: ${want[*]}"
+prepare() {
+  step "a scratch copy of the checkout (tracked and new files, nothing ignored)"
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$work"
+  cd "$work"
+  nest=$(oldest @nestjs/common)
+  [ "$(oldest @nestjs/core)" = "$nest" ] || fail "@nestjs/common and @nestjs/core claim different oldest versions"
+  want=("knex@$(oldest knex)" "mysql2@$(oldest mysql2)" "@nestjs/common@$nest" "@nestjs/core@$nest"
+    "@nestjs/testing@$nest" "${PREVIOUS_LINES[@]}")
+  echo "installing: ${want[*]}"
 
-step "npm ci, then those versions over it"
-npm ci --ignore-scripts --no-audit --no-fund --prefer-offline > npm.log 2>&1 || { cat npm.log >&2; fail "npm ci"; }
-npm install --ignore-scripts --no-audit --no-fund --prefer-offline --save-exact "${want[@]}" > npm.log 2>&1 || { cat npm.log >&2; fail "npm install ${want[*]}"; }
-for spec in "${want[@]}"; do
-  name=${spec%@*} version=${spec##*@}
-  got=$(node -p "require('./node_modules/$name/package.json').version")
-  [ "$got" = "$version" ] || fail "$name is $got at the top of node_modules, not $version"
-done
-# The library must find the same knex and mysql2 the tests do: one copy of each at the top.
-npm ls knex mysql2 @nestjs/common @nestjs/core --depth=0
+  step "npm ci, then those versions over it"
+  npm ci --ignore-scripts --no-audit --no-fund --prefer-offline > npm.log 2>&1 || { cat npm.log >&2; fail "npm ci"; }
+  npm install --ignore-scripts --no-audit --no-fund --prefer-offline --save-exact "${want[@]}" > npm.log 2>&1 || { cat npm.log >&2; fail "npm install ${want[*]}"; }
+  for spec in "${want[@]}"; do
+    name=${spec%@*} version=${spec##*@}
+    got=$(node -p "require('./node_modules/$name/package.json').version")
+    [ "$got" = "$version" ] || fail "$name is $got at the top of node_modules, not $version"
+  done
+  # The library must find the same knex and mysql2 the tests do: one copy of each at the top.
+  npm ls knex mysql2 @nestjs/common @nestjs/core --depth=0
+}
 
-step "the tests that run on them: ${TESTS[*]}"
-npx vitest run "${TESTS[@]}"
+run_tests() {
+  cd "$work"
+  step "the tests that run on them: ${TESTS[*]}"
+  npx vitest run "${TESTS[@]}"
+}
 
-step "passed"
+# Called as plain statements: in a condition or an || list, set -e would not stop them on a failure.
+if [ "$part" != test ]; then prepare; fi
+if [ "$part" != prepare ]; then
+  run_tests
+  step "passed"
+fi
