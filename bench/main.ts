@@ -4,7 +4,7 @@
 // per family, each with the targets it answers; this file runs them and prints the tables.
 //
 //   npm run bench                 full run (~6 min): 4 interleaved rounds of 1 s per case
-//   npm run bench:smoke           quick run (~2 min): 2 rounds of 0.5 s, a small reaper case (CI smoke;
+//   npm run bench:smoke           quick run (~1.5 min): 1 round of 0.5 s, a small reaper case (CI smoke;
 //                                 it fails on errors, never on a target not met)
 //   npm run bench -- --scale      also the 1M-resource / 10M-log-row case (slow to set up)
 //   options: --seconds=N --rounds=N
@@ -63,7 +63,7 @@ const flag = (name: string): boolean => argv.includes(`--${name}`);
 const option = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const quick = flag('quick');
 const seconds = Number(option('seconds') ?? (quick ? 0.5 : 1));
-const rounds = Number(option('rounds') ?? (quick ? 2 : 4));
+const rounds = Number(option('rounds') ?? (quick ? 1 : 4));
 const only = option('only')?.split(',');
 const wanted = (f: Family): boolean =>
   (only ? f.groups.some((g) => only.includes(g)) : !f.optIn) || (f === scale && flag('scale'));
